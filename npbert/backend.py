@@ -1,0 +1,68 @@
+"""One switch for the hot ops: the readable NumPy reference or the Numba kernels.
+
+Composite layers call hot ops through this module, e.g. `backend.linear_forward(x, w, b)`,
+and the call goes to the implementation of the backend in force. Both backends keep the
+same signatures and the same (out, cache) contract; a cache is only ever handed back to
+the backward of the backend that made it, so do not switch backends between a forward
+and its backward.
+
+    npbert.set_backend("numpy")        # or "numba"; also NPBERT_BACKEND=numpy|numba
+"""
+from __future__ import annotations
+
+import importlib
+import os
+
+# The ops a backend may replace. Each name is a function in npbert.ops (the reference).
+HOT_OPS = (
+    "linear_forward", "linear_backward",
+    "embedding_forward", "embedding_backward",
+    "layernorm_forward", "layernorm_backward",
+    "gelu_forward", "gelu_backward",
+    "dropout_forward", "dropout_backward",
+    "attention_core_forward", "attention_core_backward",
+    "cross_entropy_forward", "cross_entropy_backward",
+)
+
+# backend name -> module whose attributes override the reference (missing ones fall back)
+_BACKEND_MODULES = {"numpy": None, "numba": "npbert.kernels"}
+_table: dict = {}
+_name: str = ""
+
+
+def _reference_table() -> dict:
+    ops = importlib.import_module("npbert.ops")
+    return {name: getattr(ops, name) for name in HOT_OPS}
+
+
+def set_backend(name: str) -> None:
+    """Select the implementation of the hot ops: "numpy" (reference) or "numba"."""
+    global _table, _name
+    if name not in _BACKEND_MODULES:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(_BACKEND_MODULES)}")
+    table = _reference_table()
+    module_name = _BACKEND_MODULES[name]
+    if module_name is not None:
+        module = importlib.import_module(module_name)
+        table.update({op: getattr(module, op) for op in HOT_OPS if hasattr(module, op)})
+    _table, _name = table, name
+
+
+def get_backend() -> str:
+    if not _name:
+        set_backend(_default_backend())
+    return _name
+
+
+def _default_backend() -> str:
+    name = os.environ.get("NPBERT_BACKEND", "numpy")
+    return name if name in _BACKEND_MODULES else "numpy"
+
+
+def __getattr__(op: str):
+    # Called for names not defined above, i.e. the hot ops: dispatch to the backend in force.
+    if op in HOT_OPS:
+        if not _name:
+            set_backend(_default_backend())
+        return _table[op]
+    raise AttributeError(f"module 'npbert.backend' has no attribute {op!r}")

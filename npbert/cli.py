@@ -1,0 +1,33 @@
+"""`npbert ...`: one sub-command per module in npbert/commands/, each with register(subparsers)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from npbert.errors import NpbertError
+
+# Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
+# adds sets `func` (args -> exit code).
+COMMANDS = ["info", "gradcheck"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="npbert", description="BERT in NumPy: pretrain, fine-tune, check.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"npbert.commands.{name.replace('-', '_')}").register(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (NpbertError, FileNotFoundError) as e:
+        print(f"npbert {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

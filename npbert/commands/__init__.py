@@ -1,0 +1,1 @@
+"""Sub-commands of the `npbert` CLI; see npbert/cli.py."""

@@ -1,0 +1,212 @@
+"""The BERT model: parameters, initialisation, and forward/backward written out layer by layer.
+
+    bert_forward:  embeddings -> encoder stack -> pooler           (BertModel)
+    pretraining_forward: bert_forward -> MLM head + NSP head -> losses   (BertForPreTraining)
+
+The backward functions call the layer backwards in exactly the reverse order. Parameters
+and gradients are flat dicts keyed by Hugging Face `BertForPreTraining` names, with HF's
+layouts (linear weights are (out, in)), so a checkpoint maps one-to-one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npbert.config import BertConfig
+from npbert.errors import InputError
+from npbert.ops import (IGNORE_INDEX, attention_mask_bias, bert_embeddings_backward, bert_embeddings_forward,
+                        encoder_backward, encoder_forward, mlm_head_backward, mlm_head_forward, nsp_head_backward,
+                        nsp_head_forward, pooler_backward, pooler_forward)
+from npbert import backend
+
+WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
+
+
+# --- parameters ---------------------------------------------------------------------------------
+
+def param_shapes(config: BertConfig, heads: bool = True) -> dict:
+    """name -> shape, in Hugging Face's state_dict order. heads=False gives BertModel's."""
+    H, I, V = config.hidden_size, config.intermediate_size, config.vocab_size
+    s = {
+        "bert.embeddings.word_embeddings.weight": (V, H),
+        "bert.embeddings.position_embeddings.weight": (config.max_position_embeddings, H),
+        "bert.embeddings.token_type_embeddings.weight": (config.type_vocab_size, H),
+        "bert.embeddings.LayerNorm.weight": (H,),
+        "bert.embeddings.LayerNorm.bias": (H,),
+    }
+    for i in range(config.num_hidden_layers):
+        p = f"bert.encoder.layer.{i}."
+        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
+            s[p + name + ".weight"], s[p + name + ".bias"] = (H, H), (H,)
+        s[p + "attention.output.LayerNorm.weight"], s[p + "attention.output.LayerNorm.bias"] = (H,), (H,)
+        s[p + "intermediate.dense.weight"], s[p + "intermediate.dense.bias"] = (I, H), (I,)
+        s[p + "output.dense.weight"], s[p + "output.dense.bias"] = (H, I), (H,)
+        s[p + "output.LayerNorm.weight"], s[p + "output.LayerNorm.bias"] = (H,), (H,)
+    s["bert.pooler.dense.weight"], s["bert.pooler.dense.bias"] = (H, H), (H,)
+    if heads:
+        s["cls.predictions.bias"] = (V,)
+        s["cls.predictions.transform.dense.weight"], s["cls.predictions.transform.dense.bias"] = (H, H), (H,)
+        s["cls.predictions.transform.LayerNorm.weight"] = (H,)
+        s["cls.predictions.transform.LayerNorm.bias"] = (H,)
+        # the decoder weight is tied to the word embeddings: no parameter of its own
+        s["cls.seq_relationship.weight"], s["cls.seq_relationship.bias"] = (2, H), (2,)
+    return s
+
+
+def count_params(config: BertConfig, heads: bool = False) -> int:
+    """Number of parameters: BertModel (heads=False) or BertForPreTraining (heads=True, tied decoder counted once)."""
+    return sum(int(np.prod(shape)) for shape in param_shapes(config, heads).values())
+
+
+def init_params(config: BertConfig, rng: np.random.Generator, dtype=np.float32, heads: bool = True) -> dict:
+    """BERT's initialisation: weights ~ normal(0, initializer_range) truncated at 2 standard
+    deviations (as the original TensorFlow code), LayerNorm weight 1 and bias 0, biases 0."""
+    params = {}
+    for name, shape in param_shapes(config, heads).items():
+        if name.endswith("LayerNorm.weight"):
+            params[name] = np.ones(shape, dtype)
+        elif name.endswith(".bias"):
+            params[name] = np.zeros(shape, dtype)
+        else:
+            params[name] = truncated_normal(rng, shape, config.initializer_range).astype(dtype)
+    return params
+
+
+def truncated_normal(rng: np.random.Generator, shape, std: float) -> np.ndarray:
+    x = rng.standard_normal(shape)
+    bad = np.abs(x) > 2.0
+    while bad.any():                                   # redraw the tails, as tf.truncated_normal does
+        x[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(x) > 2.0
+    return x * std
+
+
+# --- input checks: a clear message instead of a traceback from deep inside ------------------------
+
+def check_inputs(config: BertConfig, input_ids, token_type_ids=None, attention_mask=None):
+    """Validate and normalise the model inputs; returns (input_ids, token_type_ids, attention_mask)."""
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim != 2 or not np.issubdtype(input_ids.dtype, np.integer):
+        raise InputError(f"input_ids must be a 2-D integer array (batch, seq_len), got shape "
+                         f"{input_ids.shape} and dtype {input_ids.dtype}")
+    B, T = input_ids.shape
+    if T == 0 or B == 0:
+        raise InputError(f"input_ids is empty: shape {input_ids.shape}")
+    if T > config.max_position_embeddings:
+        raise InputError(f"sequence length {T} is longer than max_position_embeddings "
+                         f"({config.max_position_embeddings})")
+    _check_range("input_ids", input_ids, config.vocab_size, "vocab_size")
+    if token_type_ids is None:
+        token_type_ids = np.zeros_like(input_ids)
+    token_type_ids = np.asarray(token_type_ids)
+    _check_shape("token_type_ids", token_type_ids, (B, T))
+    _check_range("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size")
+    if attention_mask is None:
+        attention_mask = np.ones_like(input_ids)
+    attention_mask = np.asarray(attention_mask)
+    _check_shape("attention_mask", attention_mask, (B, T))
+    if not np.isin(attention_mask, (0, 1)).all():
+        raise InputError("attention_mask must hold only 0 (padding) and 1 (real token)")
+    empty = np.flatnonzero(~attention_mask.any(axis=1))
+    if len(empty):
+        raise InputError(f"attention_mask row {int(empty[0])} masks every token; each row needs at least one 1")
+    return input_ids, token_type_ids, attention_mask
+
+
+def _check_shape(name, a, shape):
+    if a.shape != tuple(shape):
+        raise InputError(f"{name} has shape {a.shape}, expected {tuple(shape)} to match input_ids")
+
+
+def _check_range(name, a, limit, limit_name, allow=None):
+    if not np.issubdtype(a.dtype, np.integer):
+        raise InputError(f"{name} must be integers, got dtype {a.dtype}")
+    bad = (a < 0) | (a >= limit)
+    if allow is not None:
+        bad &= a != allow
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InputError(f"{name}{list(where)} = {int(a[where])} is outside [0, {limit}) ({limit_name} = {limit})")
+
+
+def mlm_positions_from_labels(labels):
+    """Hugging Face style MLM labels (B, T), IGNORE_INDEX where not predicted -> (positions, labels)
+    with positions flat indices into the B*T tokens, as pretraining_forward takes them."""
+    labels = np.asarray(labels)
+    positions = np.flatnonzero(labels.reshape(-1) != IGNORE_INDEX)  # (N,)
+    return positions, labels.reshape(-1)[positions]
+
+
+# --- BertModel ------------------------------------------------------------------------------------
+
+def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None):
+    """-> (sequence_output (B, T, H), pooled_output (B, H)), cache. rng=None: no dropout (eval)."""
+    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    dtype = params[WORD_EMBEDDINGS].dtype
+    mask_bias = attention_mask_bias(attention_mask, dtype)                                  # (B, T)
+    x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, params, config, rng)  # (B, T, H)
+    h, enc_cache = encoder_forward(x, mask_bias, params, config, rng)                       # (B, T, H)
+    pooled, pool_cache = pooler_forward(h, params)                                          # (B, H)
+    return (h, pooled), (emb_cache, enc_cache, pool_cache)
+
+
+def bert_backward(dh, dpooled, cache):
+    """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
+    emb_cache, enc_cache, pool_cache = cache
+    dh_pool, grads = pooler_backward(dpooled if dpooled is not None else np.zeros_like(pool_cache[1]), pool_cache)
+    dh = dh_pool if dh is None else dh + dh_pool                                            # (B, T, H)
+    dx, g_enc = encoder_backward(dh, enc_cache)                                             # (B, T, H)
+    grads.update(g_enc)
+    grads.update(bert_embeddings_backward(dx, emb_cache))
+    return grads
+
+
+# --- BertForPreTraining ---------------------------------------------------------------------------
+
+def pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                        mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None):
+    """Masked LM + next-sentence prediction; loss = mean MLM cross-entropy + mean NSP cross-entropy
+    (Hugging Face's BertForPreTraining loss).
+
+    mlm_positions: (N,) flat indices into the B*T tokens; mlm_labels: (N,) their original ids
+    (or IGNORE_INDEX); nsp_labels: (B,) 0 = IsNext, 1 = NotNext. Returns (outputs dict, cache).
+    """
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
+    B, T, _ = h.shape
+    mlm_positions, mlm_labels, nsp_labels = check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels)
+    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config)        # (N, V)
+    nsp_logits, nsp_cache = nsp_head_forward(pooled, params)                          # (B, 2)
+    mlm_loss, mlm_ce = backend.cross_entropy_forward(mlm_logits, mlm_labels)
+    nsp_loss, nsp_ce = backend.cross_entropy_forward(nsp_logits, nsp_labels)
+    out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+               mlm_logits=mlm_logits, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
+    return out, (bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce)
+
+
+def pretraining_backward(cache, dloss=1.0):
+    """Gradients of the pretraining loss for every parameter (same keys as the params)."""
+    bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce = cache
+    dmlm_logits = backend.cross_entropy_backward(dloss, mlm_ce)                      # (N, V)
+    dnsp_logits = backend.cross_entropy_backward(dloss, nsp_ce)                      # (B, 2)
+    dh, g_mlm = mlm_head_backward(dmlm_logits, mlm_cache)                            # (B, T, H)
+    dpooled, g_nsp = nsp_head_backward(dnsp_logits, nsp_cache)                       # (B, H)
+    grads = bert_backward(dh, dpooled, bert_cache)
+    grads[WORD_EMBEDDINGS] += g_mlm.pop(WORD_EMBEDDINGS)    # tied decoder: both uses add up
+    grads.update(g_mlm)
+    grads.update(g_nsp)
+    return grads
+
+
+def check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels):
+    if mlm_positions is None:
+        mlm_positions = np.zeros(0, dtype=np.int64)
+    mlm_positions = np.asarray(mlm_positions).reshape(-1)
+    mlm_labels = np.full(len(mlm_positions), IGNORE_INDEX) if mlm_labels is None else np.asarray(mlm_labels)
+    if mlm_labels.shape != mlm_positions.shape:
+        raise InputError(f"mlm_labels has shape {mlm_labels.shape} but mlm_positions has {mlm_positions.shape}")
+    _check_range("mlm_positions", mlm_positions.astype(np.int64), B * T, "batch * seq_len")
+    _check_range("mlm_labels", mlm_labels, config.vocab_size, "vocab_size", allow=IGNORE_INDEX)
+    nsp_labels = np.full(B, IGNORE_INDEX) if nsp_labels is None else np.asarray(nsp_labels).reshape(-1)
+    if nsp_labels.shape != (B,):
+        raise InputError(f"nsp_labels has shape {nsp_labels.shape}, expected ({B},), one per sequence")
+    _check_range("nsp_labels", nsp_labels, 2, "IsNext/NotNext classes", allow=IGNORE_INDEX)
+    return mlm_positions, mlm_labels, nsp_labels

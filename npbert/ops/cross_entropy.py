@@ -1,0 +1,31 @@
+"""Softmax cross-entropy averaged over the rows whose label is not ignore_index
+(docs/layers/cross_entropy.md):
+
+    loss = -(1/n) sum_i log softmax(logits_i)[label_i],   n = number of counted rows
+
+Backward: dlogits_i = (softmax(logits_i) - onehot(label_i)) / n for counted rows, 0 otherwise.
+With no counted rows the loss is 0 and its gradient 0 (Hugging Face/PyTorch return NaN).
+"""
+import numpy as np
+
+IGNORE_INDEX = -100
+
+
+def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
+    # logits: (N, C), labels: (N,) integer
+    counted = labels != ignore_index                                 # (N,)
+    n = max(int(counted.sum()), 1)
+    safe = np.where(counted, labels, 0)                              # (N,) ignored rows read class 0
+    z = logits - logits.max(axis=-1, keepdims=True)                  # (N, C)
+    logsumexp = np.log(np.exp(z).sum(axis=-1))                       # (N,)
+    logp_label = z[np.arange(len(labels)), safe] - logsumexp         # (N,)
+    loss = -(logp_label * counted).sum() / n
+    return logits.dtype.type(loss), (z, logsumexp, safe, counted, n)
+
+
+def cross_entropy_backward(dloss, cache):
+    z, logsumexp, safe, counted, n = cache
+    dlogits = np.exp(z - logsumexp[:, None])                         # (N, C) softmax
+    dlogits[np.arange(len(safe)), safe] -= 1.0
+    dlogits *= (counted * (dloss / n))[:, None].astype(z.dtype)      # ignored rows -> 0
+    return dlogits

@@ -1,0 +1,40 @@
+"""GELU, selected by the config's hidden_act:
+
+  "gelu"      exact:  y = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+  "gelu_new"  tanh:   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+
+Backward differentiates the same formula as forward (docs/layers/gelu.md).
+"""
+import math
+
+import numpy as np
+
+from npbert.ops.erf import erf
+
+SQRT_HALF = math.sqrt(0.5)
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+GELU_TANH_C = 0.044715
+
+
+def gelu_forward(x, hidden_act="gelu"):
+    # x: (...) -> y: (...)
+    if hidden_act == "gelu":
+        y = 0.5 * x * (1.0 + erf(x * SQRT_HALF))
+    elif hidden_act == "gelu_new":
+        y = 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x)))
+    else:
+        raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
+    return y, (x, hidden_act)
+
+
+def gelu_backward(dy, cache):
+    x, hidden_act = cache
+    if hidden_act == "gelu":
+        cdf = 0.5 * (1.0 + erf(x * SQRT_HALF))                 # Phi(x)
+        pdf = INV_SQRT_2PI * np.exp(-0.5 * x * x)              # phi(x)
+        return dy * (cdf + x * pdf)
+    x2 = x * x
+    t = np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x2 * x))
+    dinner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x2)
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dinner)
