@@ -39,7 +39,7 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    extra: dict = field(default_factory=dict, repr=False)  # fields we carry but do not use
+    extra: dict = field(default_factory=dict, repr=False, compare=False)  # fields carried, not used
 
     def __post_init__(self):
         self.validate()

@@ -1,0 +1,126 @@
+"""Shard files: pretraining instances packed into small-integer arrays, one .npz per shard,
+written atomically; manifest.json describing them. See docs/data.md for the format.
+
+Each shard holds n instances padded to max_seq_length L and max_predictions_per_seq P:
+
+    input_ids             (n, L) uint16 (int32 if the vocabulary has more than 65,536 tokens), pad id after `lengths`
+    token_type_ids        (n, L) int8      0 for [CLS] A [SEP], 1 for B [SEP], 0 in the padding
+    lengths               (n,)   int16     real tokens per row
+    masked_lm_positions   (n, P) int16     ascending positions of the predicted tokens, 0 after num_masked
+    masked_lm_ids         (n, P) like input_ids: the original ids there, 0 after num_masked
+    num_masked            (n,)   int16
+    next_sentence_labels  (n,)   int8      0 = IsNext, 1 = NotNext
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+
+import numpy as np
+
+from npbert.errors import DataError
+
+FORMAT = "npbert-pretraining-data"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+VOCAB_FILE = "vocab.txt"
+FIELDS = ("input_ids", "token_type_ids", "lengths", "masked_lm_positions", "masked_lm_ids", "num_masked",
+          "next_sentence_labels")
+
+
+def id_dtype(vocab_size):
+    return np.dtype(np.uint16) if vocab_size <= 1 << 16 else np.dtype(np.int32)
+
+
+def pack_instances(instances, max_seq_length, max_predictions_per_seq, vocab_size, pad_id) -> dict:
+    """list of instances.Instance -> the shard arrays (see the module docstring)."""
+    n, L, P = len(instances), max_seq_length, max_predictions_per_seq
+    ids = id_dtype(vocab_size)
+    arrays = dict(
+        input_ids=np.full((n, L), pad_id, dtype=ids),
+        token_type_ids=np.zeros((n, L), dtype=np.int8),
+        lengths=np.zeros(n, dtype=np.int16),
+        masked_lm_positions=np.zeros((n, P), dtype=np.int16),
+        masked_lm_ids=np.zeros((n, P), dtype=ids),
+        num_masked=np.zeros(n, dtype=np.int16),
+        next_sentence_labels=np.zeros(n, dtype=np.int8),
+    )
+    for r, inst in enumerate(instances):
+        length, k = len(inst.tokens), len(inst.masked_lm_positions)
+        arrays["input_ids"][r, :length] = inst.tokens
+        arrays["token_type_ids"][r, inst.num_a + 2:length] = 1
+        arrays["lengths"][r] = length
+        arrays["masked_lm_positions"][r, :k] = inst.masked_lm_positions
+        arrays["masked_lm_ids"][r, :k] = inst.masked_lm_labels
+        arrays["num_masked"][r] = k
+        arrays["next_sentence_labels"][r] = inst.next_sentence_label
+    return arrays
+
+
+# --- files, written so that a crash never leaves a half-written one under the real name ---------
+
+def atomic_write_bytes(path, write) -> None:
+    """write(f) fills a temporary file beside `path`, which then replaces `path` in one step."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def write_shard(path, arrays) -> None:
+    atomic_write_bytes(path, lambda f: np.savez(f, **{k: arrays[k] for k in FIELDS}))
+
+
+def read_shard(path) -> dict:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in FIELDS if k not in z.files]
+            if missing:
+                raise DataError(f"shard {path} lacks the array(s) {', '.join(missing)}")
+            return {k: z[k] for k in FIELDS}
+    except FileNotFoundError:
+        raise DataError(f"shard {path} is missing") from None
+    except (OSError, ValueError, zipfile.BadZipFile) as e:
+        if isinstance(e, DataError):
+            raise
+        raise DataError(f"shard {path} is unreadable ({e})") from None
+
+
+def write_json(path, obj) -> None:
+    atomic_write_bytes(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
+
+
+def read_manifest(directory) -> dict:
+    path = os.path.join(directory, MANIFEST)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except FileNotFoundError:
+        raise DataError(f"no {MANIFEST} in {directory}: not a prepared pretraining data directory "
+                        f"(make one with `npbert prepare --out {directory}`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataError(f"{path} is not valid JSON ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise DataError(f"{path} is not an npbert pretraining manifest (format != {FORMAT!r})")
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise DataError(f"{path} has format_version {manifest.get('format_version')!r}; this npbert reads "
+                        f"version {FORMAT_VERSION}: prepare the data again")
+    return manifest
+
+
+def file_sha256(path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def vocab_bytes(tokens) -> bytes:
+    """vocab.txt as written here: one token per line, UTF-8, each line ending in a newline."""
+    return "".join(t + "\n" for t in tokens).encode("utf-8")
