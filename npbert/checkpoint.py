@@ -1,0 +1,292 @@
+"""Checkpoints in Hugging Face's directory format (docs/checkpoints.md):
+
+    config.json        BertConfig, HF field names
+    model.safetensors  weights under HF BertForPreTraining names ("bert.…", "cls.…")
+    vocab.txt          one WordPiece token per line, line number = id
+
+load_pretrained reads npbert's own checkpoints and Hugging Face's (BertModel checkpoints without
+the "bert." prefix, with or without pretraining heads). save_pretrained writes a directory that
+`transformers.BertForPreTraining.from_pretrained` loads, and replaces it atomically: a crash
+mid-save leaves the previous checkpoint as it was.
+"""
+from __future__ import annotations
+
+import glob
+import io
+import os
+import secrets
+import shutil
+from collections import namedtuple
+from collections.abc import Mapping
+
+import numpy as np
+
+from npbert import safetensors
+from npbert.config import BertConfig
+from npbert.errors import CheckpointError
+from npbert.model import WORD_EMBEDDINGS, param_shapes
+
+CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
+MLM_BIAS = "cls.predictions.bias"
+DECODER_WEIGHT, DECODER_BIAS = "cls.predictions.decoder.weight", "cls.predictions.decoder.bias"
+# integer buffers some HF checkpoints carry; they are not parameters
+BUFFERS = ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids")
+
+Pretrained = namedtuple("Pretrained", "config params tokenizer")
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrained:
+    """Read a checkpoint directory -> Pretrained(config, params, tokenizer).
+
+    params are keyed by npbert's (HF BertForPreTraining) names and cast to dtype; they hold the
+    "cls.*" heads only if the checkpoint has them. tokenizer is None without vocab.txt.
+    strict=False keeps tensors npbert does not know (a fine-tuning head's "classifier.weight")
+    instead of rejecting them."""
+    dtype = np.dtype(dtype)
+    if not np.issubdtype(dtype, np.floating):
+        raise ValueError(f"dtype must be a floating-point type, got {dtype}")
+    _check_directory(directory)
+    config = _load_config(directory)
+    params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
+    check_params(config, params, strict)
+    params = {name: a.astype(dtype) for name, a in params.items()}
+    vocab_path = os.path.join(directory, VOCAB_FILE)
+    tokenizer = None
+    if os.path.isfile(vocab_path):
+        check_vocab_size(count_vocab(vocab_path), config, vocab_path)
+        tokenizer = _load_tokenizer(directory)
+    return Pretrained(config, params, tokenizer)
+
+
+def _check_directory(directory):
+    if os.path.isdir(directory):
+        return
+    parent, name = os.path.split(os.path.abspath(directory))
+    left = sorted(glob.glob(os.path.join(parent, f".{name}.old-*")))
+    hint = f"; a save was interrupted and left the previous checkpoint at {left[-1]}" if left else ""
+    raise CheckpointError(f"checkpoint directory {directory} does not exist{hint}")
+
+
+def _require(directory, file_name) -> str:
+    path = os.path.join(directory, file_name)
+    if not os.path.isfile(path):
+        hint = ""
+        if file_name == WEIGHTS_FILE and os.path.isfile(os.path.join(directory, "pytorch_model.bin")):
+            hint = ("; it has pytorch_model.bin, which npbert does not read: re-save it with transformers' "
+                    "save_pretrained (safetensors is the default)")
+        raise CheckpointError(f"no {file_name} in {directory}{hint}")
+    return path
+
+
+def _load_config(directory) -> BertConfig:
+    path = _require(directory, CONFIG_FILE)
+    try:
+        return BertConfig.load(path)
+    except (OSError, ValueError) as e:
+        raise CheckpointError(str(e)) from None
+
+
+def npbert_names(tensors: Mapping) -> dict:
+    """HF checkpoint names -> npbert's: add the "bert." prefix if the checkpoint has none (a
+    BertModel checkpoint), rename TF-style LayerNorm gamma/beta, drop integer buffers, and fold
+    the tied decoder into the word embeddings / MLM bias after checking it matches them."""
+    prefix = "" if any(n.startswith("bert.") for n in tensors) else "bert."
+    params = {}
+    for name, a in tensors.items():
+        name = name if name.startswith(("bert.", "cls.")) else prefix + name
+        if name.endswith("LayerNorm.gamma") or name.endswith("LayerNorm.beta"):
+            name = name.rsplit(".", 1)[0] + (".weight" if name.endswith("gamma") else ".bias")
+        if name not in BUFFERS:
+            params[name] = a
+    _untie(params, DECODER_WEIGHT, WORD_EMBEDDINGS)
+    _untie(params, DECODER_BIAS, MLM_BIAS)
+    return params
+
+
+def _untie(params, tied, owner):
+    """Drop params[tied], a copy of params[owner] (or take its place if owner is missing)."""
+    if tied not in params:
+        return
+    a = params.pop(tied)
+    if owner not in params:
+        params[owner] = a
+    elif a.shape != params[owner].shape or not np.array_equal(a, params[owner]):
+        raise CheckpointError(f"{tied} differs from {owner}; npbert ties them, so they must be equal")
+
+
+def check_params(config: BertConfig, params: Mapping, strict: bool = True) -> None:
+    """CheckpointError naming every missing, wrong-shaped, non-float (and, if strict, unexpected)
+    tensor. The pretraining heads are expected if any "cls.*" tensor is present."""
+    expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
+    problems = []
+    missing = [n for n in expected if n not in params]
+    if missing:
+        problems.append(f"missing tensors: {_some(missing)}")
+    wrong = [f"{n}: expected {expected[n]}, found {tuple(np.shape(params[n]))}"
+             for n in expected if n in params and tuple(np.shape(params[n])) != expected[n]]
+    if wrong:
+        problems.append(f"wrong shapes (does config.json match the weights?): {_some(wrong)}")
+    not_float = [f"{n} ({np.asarray(a).dtype})" for n, a in params.items()
+                 if not np.issubdtype(np.asarray(a).dtype, np.floating)]
+    if not_float:
+        problems.append(f"tensors that are not floating point: {_some(not_float)}")
+    unexpected = [n for n in params if n not in expected]
+    if strict and unexpected:
+        problems.append(f"unexpected tensors: {_some(unexpected)}")
+    if problems:
+        raise CheckpointError("weights do not match the config: " + "; ".join(problems))
+
+
+def _some(items, limit=6) -> str:
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
+
+
+def count_vocab(path) -> int:
+    with open(path, "rb") as f:
+        return count_tokens(f.read())
+
+
+def count_tokens(vocab_txt: bytes) -> int:
+    """Tokens in a vocab.txt: one per line, counted as BertTokenizer reads it (universal newlines)."""
+    try:
+        return len(io.TextIOWrapper(io.BytesIO(vocab_txt), encoding="utf-8").readlines())
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"vocabulary is not UTF-8 text: {e}") from None
+
+
+def check_vocab_size(size: int, config: BertConfig, where) -> None:
+    if size != config.vocab_size:
+        raise CheckpointError(f"{where} has {size} tokens but config.json says vocab_size = {config.vocab_size}")
+
+
+def _load_tokenizer(directory):
+    try:  # imported here: the tokenizer is optional for loading weights
+        from npbert.tokenization import BertTokenizer
+    except ModuleNotFoundError as e:
+        if e.name != "npbert.tokenization":
+            raise
+        return None
+    return BertTokenizer.from_pretrained(directory)
+
+
+# --- saving ---------------------------------------------------------------------------------------
+
+def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or_vocab=None,
+                    extra_files: Mapping | None = None) -> None:
+    """Write config.json, model.safetensors (params as they are, in their dtype), vocab.txt (if a
+    tokenizer or vocabulary is given) and extra_files {file name: bytes or str} into directory,
+    replacing any previous checkpoint there atomically.
+
+    tokenizer_or_vocab: a tokenizer with a .vocab {token: id}, a {token: id} dict, a list of
+    tokens, or the path of a vocab.txt."""
+    check_params(config, params, strict=False)   # extra tensors (a task head) are saved as they are
+    files = {CONFIG_FILE: config.to_json_string().encode("utf-8")}
+    if tokenizer_or_vocab is not None:
+        files[VOCAB_FILE] = vocab_bytes(tokenizer_or_vocab)
+        check_vocab_size(count_tokens(files[VOCAB_FILE]), config, "the vocabulary")
+    for name, data in (extra_files or {}).items():
+        if os.path.basename(name) != name or name in (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, "", ".", ".."):
+            raise CheckpointError(f"extra file name {name!r} must be a plain file name, not one of npbert's own")
+        files[name] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+    def fill(tmp):
+        safetensors.save_file(params, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
+        for name, data in files.items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+
+    atomic_replace_dir(directory, fill)
+
+
+def vocab_bytes(tokenizer_or_vocab) -> bytes:
+    """The contents of vocab.txt for a tokenizer, {token: id}, list of tokens, or vocab.txt path."""
+    v = tokenizer_or_vocab
+    if isinstance(v, (str, os.PathLike)):
+        with open(v, "rb") as f:
+            data = f.read()
+        return data if data.endswith(b"\n") or not data else data + b"\n"
+    v = getattr(v, "vocab", v)
+    if isinstance(v, Mapping):
+        tokens = sorted(v, key=v.get)
+        if [v[t] for t in tokens] != list(range(len(tokens))):
+            raise CheckpointError("vocabulary ids must be 0, 1, ..., n-1 with no gaps or repeats")
+    elif isinstance(v, (list, tuple)):
+        tokens = list(v)
+    else:
+        raise CheckpointError(f"cannot make a vocab.txt from {type(tokenizer_or_vocab).__name__}; give a "
+                              "tokenizer, a {token: id} dict, a list of tokens or a vocab.txt path")
+    bad = [t for t in tokens if not isinstance(t, str) or "\n" in t or "\r" in t]
+    if bad:
+        raise CheckpointError(f"vocabulary token {bad[0]!r} cannot be written as one line of vocab.txt")
+    return "".join(t + "\n" for t in tokens).encode("utf-8")
+
+
+# --- atomic writes --------------------------------------------------------------------------------
+
+def atomic_replace_dir(directory, fill) -> None:
+    """Build a new directory with fill(tmp) beside `directory`, flush it to disk, then swap it in:
+    rename the old one away, rename the new one in, delete the old one. Until the swap, the
+    previous directory is untouched; if the swap fails, the old one is put back."""
+    parent, name = os.path.split(os.path.abspath(directory))
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise CheckpointError(f"{directory} exists and is not a directory")
+    os.makedirs(parent, exist_ok=True)
+    tmp = _sibling(parent, name, "tmp")
+    os.mkdir(tmp)
+    try:
+        fill(tmp)
+        for entry in os.listdir(tmp):
+            _fsync(os.path.join(tmp, entry))
+        _fsync(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = _sibling(parent, name, "old") if os.path.isdir(directory) else None
+    if old:
+        os.rename(directory, old)
+    try:
+        os.rename(tmp, directory)
+    except BaseException:
+        if old:
+            os.rename(old, directory)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _fsync(parent)
+    if old:
+        shutil.rmtree(old)
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write a file so that readers see either the old contents or all of the new ones."""
+    parent, name = os.path.split(os.path.abspath(path))
+    tmp = _sibling(parent, name, "tmp")
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    _fsync(parent)
+
+
+def _sibling(parent, name, kind) -> str:
+    # hidden, unique per save, and in the same directory so that rename stays on one file system
+    return os.path.join(parent, f".{name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+
+
+def _fsync(path) -> None:
+    """Flush a file or directory to disk (directories only where the OS allows it)."""
+    if os.path.isdir(path) and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
