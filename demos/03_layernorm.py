@@ -1,0 +1,78 @@
+"""Demo 03 - LayerNorm: normalise each token's features, then scale and shift.
+
+    python demos/03_layernorm.py         (derivation: docs/layers/layernorm.md)
+
+We check the forward's defining property (mean 0, variance 1 per row), compare the compact
+backward formula with the full Jacobian built term by term, and run the gradient check.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+
+import numpy as np
+
+from npbert import ops
+from npbert.gradcheck import check, numerical_gradient
+
+
+def ok(condition, what):
+    assert condition, what
+    print(f"   ok  {what}")
+
+
+np.set_printoptions(precision=4, suppress=True)
+rng = np.random.default_rng(0)
+B, T, H = 2, 4, 8
+EPS = 1e-12                                     # BERT's layer_norm_eps
+
+print("1. Forward with gamma = 1, beta = 0 (BERT's initialisation).")
+x = 5.0 + 3.0 * rng.standard_normal((B, T, H))  # rows far from mean 0 / variance 1
+y, (xhat, rstd, _) = ops.layernorm_forward(x, np.ones(H), np.zeros(H), EPS)
+print(f"   x {x.shape}: row means {x.mean(-1)[0]}")
+print(f"   y {y.shape}: row means {y.mean(-1)[0]}, row variances {y.var(-1)[0]}")
+ok(np.allclose(y.mean(-1), 0.0, atol=1e-12), "every row of y has mean 0")
+ok(np.allclose(y.var(-1), 1.0, atol=1e-9), "every row of y has (biased) variance 1")
+y2, _ = ops.layernorm_forward(2.0 * x + 7.0, np.ones(H), np.zeros(H), EPS)
+ok(np.allclose(y2, y), "shifting or scaling a row does not change its output")
+
+print("\n2. eps matters: BERT's 1e-12, not PyTorch's default 1e-5, on a row with small spread.")
+quiet = 1.0 + 0.003 * rng.standard_normal(H)    # variance ~1e-5
+y_bert, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-12)
+y_torch, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-5)
+print(f"   max |difference| = {np.abs(y_bert - y_torch).max():.3f}")
+ok(np.abs(y_bert - y_torch).max() > 0.1, "eps 1e-5 would give a visibly different output")
+flat, _ = ops.layernorm_forward(np.full(H, 3.0), np.ones(H), np.full(H, 0.5), EPS)
+ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
+
+print("\n3. Backward, with non-trivial gamma and beta.")
+gamma, beta = 1.0 + 0.3 * rng.standard_normal(H), 0.1 * rng.standard_normal(H)
+y, cache = ops.layernorm_forward(x, gamma, beta, EPS)
+xhat, rstd, _ = cache
+dy = rng.standard_normal(y.shape)
+dx, dgamma, dbeta = ops.layernorm_backward(dy, cache)
+print(f"   cache: xhat {xhat.shape}, rstd {rstd.shape}, gamma {gamma.shape}")
+print(f"   dx {dx.shape}  dgamma {dgamma.shape}  dbeta {dbeta.shape}")
+ok(np.allclose(dgamma, (dy * xhat).sum(axis=(0, 1))) and np.allclose(dbeta, dy.sum(axis=(0, 1))),
+   "dgamma = sum(dy * xhat), dbeta = sum(dy) over all tokens")
+
+# The full Jacobian of one row, from the derivation: d xhat_i / d x_j = rstd (delta_ij - 1/H - xhat_i xhat_j / H)
+r0, xh = rstd[0, 0, 0], xhat[0, 0]
+J = r0 * (np.eye(H) - 1.0 / H - np.outer(xh, xh) / H)          # (H, H)
+dxhat = dy[0, 0] * gamma
+ok(np.allclose(dx[0, 0], J.T @ dxhat), "compact formula == dxhat contracted with the full Jacobian")
+row = x[0, 0].copy()
+J_num = np.stack([numerical_gradient(lambda: ops.layernorm_forward(row, np.ones(H), np.zeros(H), EPS)[0][i], row)
+                  for i in range(H)])                           # row i: d xhat_i / d x
+ok(np.allclose(J, J_num, atol=1e-8), "...and that Jacobian matches finite differences")
+ok(np.allclose(dx.sum(-1), 0.0, atol=1e-12), "each row of dx sums to 0 (shift invariance)")
+ok(np.allclose((dx * xhat).sum(-1), 0.0, atol=1e-9), "each row of dx is orthogonal to xhat (scale invariance)")
+
+print("\n4. Gradient check (finite differences, float64).")
+r = check("layernorm", {"x": x, "gamma": gamma, "beta": beta},
+          lambda p: ops.layernorm_forward(p["x"], p["gamma"], p["beta"], EPS),
+          lambda d, c: dict(zip(("x", "gamma", "beta"), ops.layernorm_backward(d, c))))
+print("   errors:", {k: f"{v:.1e}" for k, v in r.errors.items()})
+ok(r.passed, "dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)) is right")
+
+print("\nall checks passed")

@@ -1,0 +1,82 @@
+"""Demo 05 - inverted dropout, and the softmax with its row-wise backward.
+
+    python demos/05_dropout_softmax.py   (derivations: docs/layers/dropout.md, docs/layers/softmax.md)
+
+Dropout: keep with probability 1-p, scale by 1/(1-p), so the expected value is unchanged.
+Softmax: rows sum to 1, a big negative entry becomes exactly 0 (attention's padding mask),
+and the backward dx = y * (dy - sum(dy * y)) has rows that sum to 0.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+
+import numpy as np
+
+from npbert import ops
+from npbert.gradcheck import check
+
+
+def ok(condition, what):
+    assert condition, what
+    print(f"   ok  {what}")
+
+
+np.set_printoptions(precision=4, suppress=True)
+rng = np.random.default_rng(0)
+
+print("1. Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
+p = 0.1
+x = np.ones((1000, 100))
+y, mask = ops.dropout_forward(x, p, np.random.default_rng(42))
+print(f"   a few outputs: {y[0, :8]}")
+print(f"   dropped fraction {np.mean(y == 0):.4f}, kept value {y[y != 0][0]:.6f} = 1/(1-p), mean {y.mean():.4f}")
+ok(abs(np.mean(y == 0) - p) < 0.005, "about p of the elements are dropped")
+ok(np.allclose(y[y != 0], 1 / (1 - p)), "kept elements are scaled by 1/(1-p)")
+ok(abs(y.mean() - 1.0) < 0.01, "the expected value is preserved (inverted dropout)")
+y_again, _ = ops.dropout_forward(x, p, np.random.default_rng(42))
+ok(np.array_equal(y, y_again), "same seed -> bit-identical output")
+_, mask32 = ops.dropout_forward(x.astype(np.float32), p, np.random.default_rng(42))
+ok(np.array_equal(mask32 != 0, mask != 0), "float32 and float64 with the same seed drop the same elements")
+y_eval, m_eval = ops.dropout_forward(x, p, None)
+ok(y_eval is x and m_eval is None, "rng=None (evaluation): identity, nothing cached")
+
+print("\n2. Dropout backward = multiply by the same mask.")
+dy = rng.standard_normal(x.shape)
+ok(np.array_equal(ops.dropout_backward(dy, mask), dy * mask), "dx = dy * mask")
+xs = rng.standard_normal((2, 5, 6))
+r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.random.default_rng(7)),
+          lambda d, c: {"x": ops.dropout_backward(d, c)})
+ok(r.passed, f"gradient check with a fresh same-seed rng per call (error {r.max_error:.1e})")
+
+print("\n3. Softmax forward over the last axis.")
+s = rng.standard_normal((2, 3, 5))
+probs, cache = ops.softmax_forward(s)
+print(f"   scores[0, 0] = {s[0, 0]}\n   probs[0, 0]  = {probs[0, 0]}")
+ok(np.allclose(probs.sum(-1), 1.0), "every row sums to 1")
+ok(np.allclose(ops.softmax_forward(s + 100.0)[0], probs), "adding a constant to a row changes nothing")
+big, _ = ops.softmax_forward(np.array([1000.0, 1001.0, 1002.0]))
+ok(np.all(np.isfinite(big)) and np.allclose(big, ops.softmax_forward(np.array([0.0, 1.0, 2.0]))[0]),
+   "no overflow for scores of 1000 (the max is subtracted first)")
+masked = s[0, 0].copy()
+masked[3:] += np.finfo(np.float64).min                 # what attention does to padded keys
+pm, pm_cache = ops.softmax_forward(masked)
+print(f"   with finfo.min added to the last two: {pm}")
+ok(np.all(pm[3:] == 0.0), "exp(finfo.min - max) underflows to EXACTLY 0")
+ok(np.allclose(pm[:3], ops.softmax_forward(s[0, 0, :3])[0]), "the rest is the softmax of the unmasked entries")
+
+print("\n4. Softmax backward: dx = y * (dy - sum(dy * y)).")
+dy = rng.standard_normal(probs.shape)
+dx = ops.softmax_backward(dy, cache)
+y0 = probs[0, 0]
+jacobian = np.diag(y0) - np.outer(y0, y0)               # dy_i/dx_j = y_i (delta_ij - y_j)
+ok(np.allclose(dx[0, 0], jacobian.T @ dy[0, 0]), "equals dy times the full Jacobian diag(y) - y y^T")
+ok(np.allclose(dx.sum(-1), 0.0, atol=1e-15), "every row of dx sums to 0 (why attention's key bias gets no gradient)")
+ok(np.all(ops.softmax_backward(rng.standard_normal(5), pm_cache)[3:] == 0.0), "masked entries get exactly 0 gradient")
+r = check("softmax", {"x": s}, lambda q: ops.softmax_forward(q["x"]),
+          lambda d, c: {"x": ops.softmax_backward(d, c)})
+ok(r.passed, f"gradient check (error {r.max_error:.1e})")
+ones_grad = ops.softmax_backward(np.ones_like(probs), cache)
+ok(np.allclose(ones_grad, 0.0), "why the checker uses a random dy: with dy = 1 the gradient is 0 and proves nothing")
+
+print("\nall checks passed")

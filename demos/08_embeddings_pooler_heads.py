@@ -1,0 +1,107 @@
+"""Demo 08 - the blocks around the encoder: embeddings, pooler, MLM head, NSP head.
+
+    python demos/08_embeddings_pooler_heads.py
+    (derivations: docs/layers/embeddings.md, pooler.md, mlm_head.md, nsp_head.md)
+
+    x      = dropout(LayerNorm(word[ids] + position[:T] + token_type[types]))   (B, T, H)
+    pooled = tanh(dense(h[:, 0]))                                               (B, H)
+    mlm    = LayerNorm(gelu(dense(h at masked positions))) @ word^T + bias      (N, V)  tied decoder
+    nsp    = pooled @ W^T + b                                                   (B, 2)  0 = IsNext
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+
+import numpy as np
+
+from npbert import BertConfig, init_params, ops
+from npbert.gradcheck import check
+
+
+def ok(condition, what):
+    assert condition, what
+    print(f"   ok  {what}")
+
+
+def with_input(name, dx_and_grads):          # (dx, {param: grad}) -> {name: dx, param: grad, ...}
+    return {name: dx_and_grads[0], **dx_and_grads[1]}
+
+
+def prefixed(prefix):
+    return {k: v for k, v in params.items() if k.startswith(prefix)}
+
+
+np.set_printoptions(precision=4, suppress=True)
+rng = np.random.default_rng(0)
+B, T, H, V, P = 2, 6, 8, 12, 10
+config = BertConfig(vocab_size=V, hidden_size=H, num_hidden_layers=1, num_attention_heads=2,
+                    intermediate_size=16, max_position_embeddings=P)
+params = init_params(config, rng, np.float64)
+for name, value in params.items():           # scale up BERT's tiny init so the numbers are interesting
+    params[name] = 10.0 * value if value.ndim == 2 else value + 0.1 * rng.standard_normal(value.shape)
+WORD = "bert.embeddings.word_embeddings.weight"
+same_seed = lambda: np.random.default_rng(3)  # a fresh, same-seed generator: the same dropout every call
+
+print("1. Embeddings: three tables summed, LayerNorm, dropout.")
+ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
+types = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
+emb = prefixed("bert.embeddings.")
+x, _ = ops.bert_embeddings_forward(ids, types, params, config, None)
+s = params[WORD][ids] + params["bert.embeddings.position_embeddings.weight"][:T] \
+    + params["bert.embeddings.token_type_embeddings.weight"][types]
+by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"],
+                                   params["bert.embeddings.LayerNorm.bias"], 1e-12)
+print(f"   ids {ids.shape} -> x {x.shape};  tables: " + ", ".join(f"{k[len('bert.embeddings.'):]} {v.shape}" for k, v in emb.items()))
+ok(np.allclose(x, by_hand), "x = LayerNorm(word[ids] + position[:T] + token_type[types]) (eval: no dropout)")
+x_train, cache = ops.bert_embeddings_forward(ids, types, params, config, same_seed())
+g = ops.bert_embeddings_backward(rng.standard_normal(x.shape), cache)
+ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
+ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: zero gradient (from the lookup)")
+r = check("bert_embeddings", emb, lambda p: ops.bert_embeddings_forward(ids, types, p, config, same_seed()),
+          lambda d, c: ops.bert_embeddings_backward(d, c))
+ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
+
+print("\n2. Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
+h = rng.standard_normal((B, T, H))           # stands in for the encoder output
+pooled, pool_cache = ops.pooler_forward(h, params)
+h2 = h.copy()
+h2[:, 1:] = rng.standard_normal((B, T - 1, H))
+print(f"   h {h.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]}")
+ok(np.array_equal(ops.pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
+ok(np.all(np.abs(pooled) < 1), "pooled is in (-1, 1) (tanh)")
+dh, _ = ops.pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
+ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
+r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: ops.pooler_forward(p["h"], p),
+          lambda d, c: with_input("h", ops.pooler_backward(d, c)))
+ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
+
+print("\n3. MLM head, only at the masked positions, given as flat indices b*T + t.")
+positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (listed twice), sequence 0 token 1
+logits, mlm_cache = ops.mlm_head_forward(h, positions, params, config)
+print(f"   positions {positions.tolist()} = (b, t) {[divmod(int(p), T) for p in positions]} -> logits {logits.shape}")
+one, _ = ops.mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
+ok(np.allclose(logits[0], one[0]), "row 0 is the head applied to h[1, 3] alone")
+dlogits = rng.standard_normal(logits.shape)
+dh, g_mlm = ops.mlm_head_backward(dlogits, mlm_cache)
+dh_once, _ = ops.mlm_head_backward(dlogits[:2], ops.mlm_head_forward(h, positions[:2], params, config)[1])
+dh_dup, _ = ops.mlm_head_backward(dlogits[2:], ops.mlm_head_forward(h, positions[2:], params, config)[1])
+ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
+ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
+   f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")
+t = mlm_cache[3][0]                          # the decoder's linear cache holds its input t (N, H)
+ok(np.allclose(g_mlm[WORD], dlogits.T @ t), "decoder share = dlogits^T t, as for any linear layer")
+mlm = {**prefixed("cls.predictions."), WORD: params[WORD]}
+r = check("mlm_head", {"h": h, **mlm}, lambda p: ops.mlm_head_forward(p["h"], positions, p, config),
+          lambda d, c: with_input("h", ops.mlm_head_backward(d, c)))
+ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
+
+print("\n4. NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")
+nsp_logits, nsp_cache = ops.nsp_head_forward(pooled, params)
+print(f"   pooled {pooled.shape} -> logits {nsp_logits.shape}:\n{nsp_logits}")
+r = check("nsp_head", {"pooled": pooled.copy(), **prefixed("cls.seq_relationship.")},
+          lambda p: ops.nsp_head_forward(p["pooled"], p),
+          lambda d, c: with_input("pooled", ops.nsp_head_backward(d, c)))
+ok(r.passed, f"gradient check (max error {r.max_error:.1e})")
+
+print("\nall checks passed")

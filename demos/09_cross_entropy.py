@@ -1,0 +1,73 @@
+"""Demo 09 - softmax cross-entropy with ignore_index, the loss of both pretraining heads.
+
+    python demos/09_cross_entropy.py     (derivation: docs/layers/cross_entropy.md)
+
+    loss     = -(1/n) sum over counted rows of log softmax(logits_i)[label_i]
+    dlogits  = (softmax(logits_i) - onehot(label_i)) / n  for counted rows, 0 for ignored ones
+"""
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+
+import numpy as np
+
+from npbert import ops
+from npbert.gradcheck import check
+
+
+def ok(condition, what):
+    assert condition, what
+    print(f"   ok  {what}")
+
+
+np.set_printoptions(precision=4, suppress=True)
+rng = np.random.default_rng(0)
+N, C = 6, 5
+IGNORE = ops.IGNORE_INDEX
+
+print("1. Uniform logits: every class has probability 1/C, so the loss is log C.")
+loss, _ = ops.cross_entropy_forward(np.zeros((N, C)), np.arange(N) % C)
+print(f"   C = {C}: loss {loss:.6f}, log C = {math.log(C):.6f}")
+ok(abs(loss - math.log(C)) < 1e-12, "cross-entropy of uniform logits = log(C)")
+print(f"   (an untrained BERT's MLM loss starts near log(30522) = {math.log(30522):.3f}, its NSP loss near log 2 = {math.log(2):.3f})")
+
+print(f"\n2. ignore_index = {IGNORE}: those rows are skipped and the mean is over the rest.")
+logits = 3.0 * rng.standard_normal((N, C))
+labels = np.array([2, IGNORE, 0, 4, IGNORE, 1])
+loss, cache = ops.cross_entropy_forward(logits, labels)
+counted = labels != IGNORE
+logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))   # naive log-softmax, fine for small logits
+by_hand = -np.mean(logp[counted, labels[counted]])
+print(f"   labels {labels.tolist()} -> {counted.sum()} counted rows, loss {loss:.6f}")
+ok(np.isclose(loss, by_hand), "loss = -mean over the 4 counted rows of log p(label)")
+
+print("\n3. Backward: (softmax - onehot) / n on counted rows, 0 on ignored rows.")
+dlogits = ops.cross_entropy_backward(1.0, cache)
+softmax = np.exp(logp)
+onehot = np.zeros((N, C))
+onehot[counted, labels[counted]] = 1.0
+print(f"   dlogits[0] = {dlogits[0]}")
+ok(np.allclose(dlogits[counted], (softmax - onehot)[counted] / counted.sum()), "dlogits = (softmax - onehot) / n")
+ok(np.all(dlogits[~counted] == 0.0), "ignored rows get exactly 0")
+ok(np.allclose(dlogits.sum(-1), 0.0, atol=1e-16), "every row of dlogits sums to 0")
+ok(np.allclose(ops.cross_entropy_backward(2.5, cache), 2.5 * dlogits), "the upstream dloss just scales it")
+r = check("cross_entropy", {"logits": logits}, lambda p: ops.cross_entropy_forward(p["logits"], labels),
+          lambda d, c: {"logits": ops.cross_entropy_backward(d, c)})
+ok(r.passed, f"gradient check (error {r.max_error:.1e})")
+
+print("\n4. Edge cases.")
+huge = logits + np.array([[1e4], [-1e4], [0], [5e3], [0], [1e4]])
+ok(np.isclose(ops.cross_entropy_forward(huge, labels)[0], loss), "logits of 1e4 are fine (max subtracted; a row shift changes nothing)")
+none_counted = np.full(N, IGNORE)
+l0, c0 = ops.cross_entropy_forward(logits, none_counted)
+ok(l0 == 0.0 and np.all(ops.cross_entropy_backward(1.0, c0) == 0.0),
+   "no counted rows: loss 0 and gradient 0 (PyTorch would give NaN)")
+l32, _ = ops.cross_entropy_forward(logits.astype(np.float32), labels)
+ok(l32.dtype == np.float32 and abs(l32 - loss) < 1e-5, "float32 logits give a float32 loss, within 1e-5")
+confident = np.where(np.arange(C) == 3, 20.0, 0.0)[None]         # very sure of class 3
+ok(ops.cross_entropy_forward(confident, np.array([3]))[0] < 1e-7 < ops.cross_entropy_forward(confident, np.array([0]))[0],
+   "confidently right: loss ~0; confidently wrong: loss ~20")
+
+print("\nall checks passed")
