@@ -180,8 +180,8 @@ def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or
     tokenizer or vocabulary is given) and extra_files {file name: bytes or str} into directory,
     replacing any previous checkpoint there atomically.
 
-    tokenizer_or_vocab: a tokenizer with a .vocab {token: id}, a {token: id} dict, a list of
-    tokens, or the path of a vocab.txt."""
+    tokenizer_or_vocab: a tokenizer with a .vocab {token: id} (its save_pretrained, if it has one,
+    adds tokenizer_config.json), a {token: id} dict, a list of tokens, or the path of a vocab.txt."""
     check_params(config, params, strict=False)   # extra tensors (a task head) are saved as they are
     files = {CONFIG_FILE: config.to_json_string().encode("utf-8")}
     if tokenizer_or_vocab is not None:
@@ -194,7 +194,9 @@ def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or
 
     def fill(tmp):
         safetensors.save_file(params, os.path.join(tmp, WEIGHTS_FILE), metadata={"format": "pt"})
-        for name, data in files.items():
+        if hasattr(tokenizer_or_vocab, "save_pretrained"):   # its tokenizer_config.json keeps do_lower_case
+            tokenizer_or_vocab.save_pretrained(tmp)
+        for name, data in files.items():                     # then the vocab.txt checked above
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(data)
 

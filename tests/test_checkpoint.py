@@ -274,3 +274,13 @@ def test_tokenizer_is_loaded_when_available(saved):
         assert tokenizer is None
     else:
         assert tokenizer is not None
+
+
+def test_tokenizer_settings_are_saved_with_it(saved):
+    tokenization = pytest.importorskip("npbert.tokenization")
+    directory, params = saved
+    cased = tokenization.BertTokenizer(VOCAB, do_lower_case=False)
+    save_pretrained(directory, CONFIG, params, cased)
+    tokenizer = load_pretrained(directory).tokenizer
+    assert tokenizer.do_lower_case is False and tokenizer.vocab == cased.vocab
+    assert (directory / "vocab.txt").read_text().split("\n")[:-1] == VOCAB
