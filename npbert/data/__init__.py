@@ -1,0 +1,12 @@
+"""Data: corpus readers, the built-in corpus and tasks, pretraining instances, shards, batches.
+
+    corpus.py            text files, directories, IMDB -> documents (lists of sentences)
+    builtin_corpus.py    npbert's own generated stories (no download); builtin_tasks.py: labelled tasks
+    instances.py         documents of token ids -> masked (A, B) pairs (google-research/bert's algorithm)
+    shards.py            instances -> compact .npz shards + manifest.json
+    statistics.py        what a preparation realised (mask rate, 80/10/10, IsNext share, lengths)
+    prepare.py           the pipeline behind `npbert prepare` (PrepareOptions, prepare)
+    pretraining_data.py  PretrainingData: a prepared directory -> model-ready batches
+"""
+from npbert.data.prepare import PrepareOptions, prepare
+from npbert.data.pretraining_data import PretrainingData

@@ -1,0 +1,260 @@
+"""The pretraining-data pipeline behind `npbert prepare` (and `npbert pretrain` on the fly):
+
+    corpus -> documents of sentences -> vocabulary -> token ids -> held-out split by document
+           -> instances (instances.py), dupe_factor passes, shards of about 1M tokens
+           -> shards + manifest.json + vocab.txt (shards.py), statistics (statistics.py)
+
+Resumable: the manifest (with the options) is written before any shard, every shard is written
+atomically, and each shard draws from its own Generator seeded by (seed, split, shard index), so
+a rerun with the same options skips the shards already on disk and produces the same bytes as
+an uninterrupted run. A directory prepared with other options is an error, not a mix.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from npbert.data import builtin_corpus
+from npbert.data.corpus import load_corpus
+from npbert.data.instances import InstanceOptions, VocabIds, create_instances
+from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, atomic_write_bytes, file_sha256,
+                                id_dtype, pack_instances, read_manifest, read_shard, vocab_bytes, write_json,
+                                write_shard)
+from npbert.data.statistics import count_shard, format_report, merge_counts, summarize
+from npbert.errors import DataError
+
+SPLIT_CODES = {"train": 0, "heldout": 1}
+TOKENS_PER_SHARD = 1_000_000
+BUILTIN_MAX_SEQ_LENGTH = 64   # builtin stories are short: ~2 instances of 64 tokens per story
+
+
+@dataclass
+class PrepareOptions:
+    corpus: str = "builtin"            # builtin | imdb | a text file | a directory of .txt files
+    out: str = "data/pretraining"
+    corpus_format: str | None = None   # bert | raw | None: detect per file
+    vocab: str | None = None           # vocab.txt; None: builtin's own, or train one of vocab_size
+    vocab_size: int = 8192
+    max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
+    max_predictions_per_seq: int = 20
+    masked_lm_prob: float = 0.15
+    short_seq_prob: float = 0.1
+    dupe_factor: int = 5
+    whole_word_mask: bool = False
+    seed: int = 12345
+    heldout_fraction: float = 0.02
+    max_documents: int | None = None   # builtin: how many stories to generate (default 4000)
+    do_lower_case: bool = True
+    tokens_per_shard: int = TOKENS_PER_SHARD
+
+
+def prepare(opts: PrepareOptions, log=print) -> dict:
+    """Prepare (or finish preparing) opts.out; returns its manifest."""
+    options = resolved_options(opts)
+    existing = existing_manifest(opts.out, options)
+    if existing is not None and existing["complete"] and shards_present(opts.out, existing):
+        log(f"{opts.out} is already prepared with these options")
+        return existing
+    start = time.perf_counter()
+    documents = read_documents(options)
+    log(f"read {len(documents):,} documents from {opts.corpus} in {time.perf_counter() - start:.1f} s")
+    tokens = vocabulary_tokens(options, documents, opts.out, existing, log)
+    tick = time.perf_counter()
+    ids = tokenize_documents(load_tokenizer(tokens, opts.do_lower_case), documents)
+    log(f"tokenized into {sum(len(s) for d in ids for s in d):,} tokens in {time.perf_counter() - tick:.1f} s")
+    return write_pretraining_data(opts.out, ids, tokens, options, log)
+
+
+def resolved_options(opts: PrepareOptions) -> dict:
+    """The options as recorded in the manifest: defaults filled in, paths absolute, `out` left out
+    (a prepared directory may be moved), and checked."""
+    builtin = opts.corpus == "builtin"
+    options = {k: v for k, v in dataclasses.asdict(opts).items() if k != "out"}
+    options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
+                   vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
+                   vocab_size=None if opts.vocab or builtin else opts.vocab_size,
+                   max_seq_length=opts.max_seq_length or (BUILTIN_MAX_SEQ_LENGTH if builtin else 128))
+    check_options(options)
+    return options
+
+
+def check_options(options):
+    if not isinstance(options["dupe_factor"], int) or options["dupe_factor"] < 1:
+        raise DataError(f"dupe_factor must be a positive integer, got {options['dupe_factor']!r}")
+    if not 0.0 <= options["heldout_fraction"] < 1.0:
+        raise DataError(f"heldout_fraction must be in [0, 1), got {options['heldout_fraction']!r}")
+    if not isinstance(options["seed"], int) or options["seed"] < 0:
+        raise DataError(f"seed must be a non-negative integer, got {options['seed']!r}")
+    if options["vocab_size"] is not None and options["vocab_size"] < 16:
+        raise DataError(f"vocab_size must be at least 16, got {options['vocab_size']!r}")
+    instance_options(options)  # validates the masking options
+
+
+def instance_options(options) -> InstanceOptions:
+    return InstanceOptions(**{k: options[k] for k in ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob",
+                                                         "short_seq_prob", "whole_word_mask")})
+
+
+def existing_manifest(out_dir, options):
+    """The manifest already in out_dir if it was made with the same options; None if there is
+    none; a DataError naming the differences otherwise."""
+    if not os.path.exists(os.path.join(out_dir, MANIFEST)):
+        return None
+    manifest = read_manifest(out_dir)
+    old = manifest.get("options", {})
+    differ = [f"{k}={old.get(k)!r} (now {options.get(k)!r})" for k in sorted(set(old) | set(options))
+              if old.get(k) != options.get(k)]
+    if differ:
+        raise DataError(f"{out_dir} was prepared with other options: {'; '.join(differ)}. "
+                        f"Use another output directory, or delete this one to start again")
+    return manifest
+
+
+def shards_present(out_dir, manifest) -> bool:
+    return all(os.path.exists(os.path.join(out_dir, shard["file"]))
+               for split in manifest["splits"].values() for shard in split["shards"])
+
+
+def read_documents(options) -> list:
+    if options["corpus"] == "builtin":
+        n = options["max_documents"] or builtin_corpus.DEFAULT_NUM_DOCUMENTS
+        return [doc.sentences for doc in builtin_corpus.generate_documents(n)]
+    return load_corpus(options["corpus"], options["corpus_format"], options["max_documents"])
+
+
+def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
+    """The vocabulary: a given file, the builtin one, the one an interrupted run trained, or a new one."""
+    from npbert.tokenization import load_vocab
+    if options["vocab"]:
+        return load_vocab(options["vocab"])
+    if options["corpus"] == "builtin":
+        return builtin_corpus.builtin_vocab()
+    saved = os.path.join(out_dir, VOCAB_FILE)
+    if existing is not None and os.path.exists(saved) and file_sha256(saved) == existing.get("vocab_sha256"):
+        log(f"reusing the vocabulary trained by the interrupted run ({saved})")
+        return load_vocab(saved)
+    from npbert.wordpiece_trainer import train_wordpiece_vocab
+    tick = time.perf_counter()
+    tokens = train_wordpiece_vocab([s for d in documents for s in d], options["vocab_size"],
+                                   do_lower_case=options["do_lower_case"])
+    log(f"trained a {len(tokens):,}-token WordPiece vocabulary in {time.perf_counter() - tick:.1f} s")
+    return list(tokens)
+
+
+def load_tokenizer(tokens, do_lower_case):
+    from npbert.tokenization import BertTokenizer
+    return BertTokenizer(list(tokens), do_lower_case=do_lower_case)
+
+
+def tokenize_documents(tokenizer, documents) -> list:
+    """Sentences -> lists of ids; sentences with no tokens and documents with no sentences are dropped."""
+    out = []
+    for document in documents:
+        sentences = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in document]
+        sentences = [s for s in sentences if s]
+        if sentences:
+            out.append(sentences)
+    return out
+
+
+# --- ids -> shards ----------------------------------------------------------------------------------
+
+def split_documents(num_documents, heldout_fraction, seed):
+    """Shuffled document indices -> (train, heldout). Held-out documents are whole documents, at
+    least 2 of them (a NotNext segment needs another held-out document), none when the fraction is 0.
+    Both splits get dupe_factor passes (held-out: more, differently masked, evaluation instances)."""
+    order = np.random.default_rng([seed, 0]).permutation(num_documents)
+    n_held = 0 if heldout_fraction == 0 else max(2, round(heldout_fraction * num_documents))
+    if num_documents - n_held < 2:
+        need = "at least 2" if n_held == 0 else f"at least {n_held + 2} (2 to train, {n_held} held out)"
+        raise DataError(f"the corpus has {num_documents} document(s) after tokenization; next-sentence prediction "
+                        f"needs {need}, because a NotNext segment comes from another document"
+                        + (" (or use --heldout-fraction 0)" if n_held else ""))
+    return order[n_held:], order[:n_held]
+
+
+def plan_shards(documents, split, passes, tokens_per_shard) -> list:
+    """-> [(file name, document indices)]. The work is `passes` passes over groups of about
+    tokens_per_shard tokens; a shard takes consecutive (pass, group) units until it holds about
+    tokens_per_shard tokens, so a document index appears once per pass."""
+    sizes = np.array([sum(len(s) for s in d) for d in documents])
+    num_groups = max(1, min(len(documents), math.ceil(sizes.sum() / tokens_per_shard)))
+    groups = np.array_split(np.arange(len(documents)), num_groups)
+    shards, current, tokens = [], [], 0
+    for _ in range(passes):
+        for group in groups:
+            current.append(group)
+            tokens += int(sizes[group].sum())
+            if tokens >= tokens_per_shard:
+                shards.append(np.concatenate(current))
+                current, tokens = [], 0
+    if current:
+        shards.append(np.concatenate(current))
+    return [(f"{split}-{k:05d}.npz", indices) for k, indices in enumerate(shards)]
+
+
+def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print) -> dict:
+    """documents: lists of sentences of token ids. Writes (or completes) out_dir; returns the manifest."""
+    vocab = VocabIds.from_tokens(vocab_tokens)
+    inst_options = instance_options(options)
+    os.makedirs(out_dir, exist_ok=True)
+    existing = existing_manifest(out_dir, options)
+    vocab_path = os.path.join(out_dir, VOCAB_FILE)
+    if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
+        raise DataError(f"{out_dir} was partly prepared with another vocabulary; delete it to start again")
+    atomic_write_bytes(vocab_path, lambda f: f.write(vocab_bytes(vocab_tokens)))
+    train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
+    splits = {"train": ([documents[i] for i in train_idx], options["dupe_factor"]),
+              "heldout": ([documents[i] for i in held_idx], options["dupe_factor"])}
+    plans = {name: plan_shards(docs, name, passes, options["tokens_per_shard"])
+             for name, (docs, passes) in splits.items() if docs}
+    manifest = dict(format=FORMAT, format_version=FORMAT_VERSION, complete=False, options=options,
+                    vocab_file=VOCAB_FILE, vocab_size=len(vocab_tokens), vocab_sha256=hash_of(vocab_tokens),
+                    special_ids=dict(pad=vocab.pad_id, unk=vocab.unk_id, cls=vocab.cls_id, sep=vocab.sep_id,
+                                     mask=vocab.mask_id),
+                    dtypes=dict(input_ids=id_dtype(len(vocab_tokens)).name, masked_lm_ids=id_dtype(len(vocab_tokens)).name,
+                                token_type_ids="int8", lengths="int16", masked_lm_positions="int16",
+                                num_masked="int16", next_sentence_labels="int8"),
+                    splits={name: dict(documents=len(splits[name][0]), shards=[dict(file=f, instances=None)
+                                                                               for f, _ in plan])
+                            for name, plan in plans.items()})
+    write_json(os.path.join(out_dir, MANIFEST), manifest)       # options on disk before any shard
+    tick = time.perf_counter()
+    for name, plan in plans.items():
+        docs = splits[name][0]
+        counts = []
+        for k, (file, doc_indices) in enumerate(plan):
+            path = os.path.join(out_dir, file)
+            arrays = read_shard(path) if existing is not None and os.path.exists(path) else None
+            if arrays is None:
+                rng = np.random.default_rng([options["seed"], 1, SPLIT_CODES[name], k])
+                instances = create_instances(docs, doc_indices, vocab, inst_options, rng)
+                arrays = pack_instances(instances, options["max_seq_length"], options["max_predictions_per_seq"],
+                                        len(vocab_tokens), vocab.pad_id)
+                write_shard(path, arrays)
+                log(f"  wrote {file}: {len(instances):,} instances")
+            else:
+                log(f"  kept {file} from an earlier run")
+            manifest["splits"][name]["shards"][k]["instances"] = len(arrays["lengths"])
+            counts.append(count_shard(arrays, vocab.mask_id))
+        total = merge_counts(counts, options["max_seq_length"])
+        manifest["splits"][name].update(counts=total, summary=summarize(total))
+    manifest["complete"] = True
+    write_json(os.path.join(out_dir, MANIFEST), manifest)
+    log(format_report(manifest))
+    log(f"wrote {out_dir} ({directory_megabytes(out_dir):.1f} MB) in {time.perf_counter() - tick:.1f} s")
+    return manifest
+
+
+def hash_of(vocab_tokens) -> str:
+    return hashlib.sha256(vocab_bytes(vocab_tokens)).hexdigest()
+
+
+def directory_megabytes(directory) -> float:
+    return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory)) / 1e6
