@@ -64,7 +64,7 @@ def _check_directory(directory):
     if os.path.isdir(directory):
         return
     parent, name = os.path.split(os.path.abspath(directory))
-    left = sorted(glob.glob(os.path.join(parent, f".{name}.old-*")))
+    left = sorted(glob.glob(glob.escape(os.path.join(parent, f".{name}.old-")) + "*"))
     hint = f"; a save was interrupted and left the previous checkpoint at {left[-1]}" if left else ""
     raise CheckpointError(f"checkpoint directory {directory} does not exist{hint}")
 
