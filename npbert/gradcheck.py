@@ -213,6 +213,7 @@ def op_cases(d: Dims):
     add("bert_for_pretraining", dict(params),
         lambda p: _model_loss(p, config, batch, d.rng()),
         lambda dl, c: pretraining_backward(c, dl), f"L={d.layers} H={H} A={A} V={V} ({B},{T}) all params")
+    cases.update(head_cases(d, params, batch, rng))
     return cases
 
 
@@ -234,3 +235,77 @@ def run_gradchecks(d: Dims = None, names=None):
         if names is None or name in names:
             results.append(check(name, inputs, run, backward, shapes, seed=d.seed))
     return results
+
+
+# --- the fine-tuning heads (npbert/task_models.py) ------------------------------------------------------
+
+NUM_LABELS, NUM_CHOICES = 3, 2
+
+
+def head_cases(d: Dims, params, batch, rng):
+    """The fine-tuning heads alone, then each whole model + head. The whole-model cases
+    differentiate the head, the pooler and the embeddings (the far end of the chain, so a wrong
+    dh or dpooled shows there); every encoder parameter is already checked by bert_for_pretraining."""
+    from npbert import task_models as tm
+    B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
+    config = d.config()
+    cases = {}
+
+    def add(name, inputs, run, backward, shapes):
+        cases[name] = (inputs, run, backward, shapes)
+
+    def head(kind, k):
+        p = tm.init_head(config, kind, k, rng, np.float64)
+        return {n: a * 10 if a.ndim == 2 else a + 0.1 * _normal(rng, *a.shape) for n, a in p.items()}
+
+    cls = head("sequence_classification", K)
+    add("classifier", {"x": _normal(rng, B, T, H), **cls},
+        lambda p: ops.classifier_forward(p["x"], p, d.dropout, d.rng()),
+        lambda dy, c: _merge(ops.classifier_backward(dy, c)), f"dropout, ({B},{T},{H})->({B},{T},{K})")
+    qa = head("question_answering", 2)
+    add("qa_head", {"h": _normal(rng, B, T, H), **qa},
+        lambda p: ops.qa_head_forward(p["h"], p),
+        lambda dy, c: _merge(ops.qa_head_backward(dy, c), "h"), f"({B},{T},{H})->({B},{T},2)")
+    start, end = rng.integers(0, T, B), rng.integers(0, T, B)
+    start[-1], end[0] = T + 2, -1                      # out of range: ignored, and clamped to [CLS]
+    add("span_loss", {"logits": _normal(rng, B, T, 2)},
+        lambda p: ops.span_loss_forward(p["logits"], start, end),
+        lambda dl, c: {"logits": ops.span_loss_backward(dl, c)}, f"({B},{T},2) clamped positions")
+    target = _normal(rng, B * T)
+    add("mse", {"pred": _normal(rng, B * T)},
+        lambda p: ops.mse_forward(p["pred"], target),
+        lambda dl, c: {"pred": ops.mse_backward(dl, c)}, f"({B * T},)")
+
+    base = {k: v for k, v in params.items() if not k.startswith("cls.")}
+    checked = [k for k in base if k.startswith(("bert.embeddings.", "bert.pooler."))]
+    inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
+    inputs3["input_ids"][:, 1] = rng.integers(0, d.V, (B, T))             # the choices differ
+    token_labels = rng.integers(0, K, (B, T))
+    token_labels[:, 0] = ops.IGNORE_INDEX
+    models = [
+        ("bert_for_sequence_classification", "sequence_classification", K,
+         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
+        ("bert_for_sequence_regression", "sequence_classification", 1,
+         dict(labels=_normal(rng, B)), f"({B},{T}) -> ({B},1), MSE"),
+        ("bert_for_token_classification", "token_classification", K,
+         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
+        ("bert_for_question_answering", "question_answering", 2,
+         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
+        ("bert_for_multiple_choice", "multiple_choice", 1,
+         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
+    ]
+    for name, kind, k, labels, shapes in models:
+        hp = head(kind, k)
+        fixed = {**base, **hp}
+        data = inputs3 if kind == "multiple_choice" else {k2: batch[k2] for k2 in inputs3}
+        forward, backward = tm.MODELS[kind]
+        add(name, {k2: fixed[k2] for k2 in checked + list(hp)},
+            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
+                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
+            lambda dl, c, backward=backward: backward(c, dl), f"{shapes} head+pooler+emb")
+    return cases
+
+
+def _loss_of(out_and_cache):
+    out, cache = out_and_cache
+    return out["loss"], cache

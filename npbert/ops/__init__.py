@@ -16,3 +16,6 @@ from npbert.ops.mlm_head import mlm_head_backward, mlm_head_forward
 from npbert.ops.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.ops.pooler import pooler_backward, pooler_forward
 from npbert.ops.softmax import softmax_backward, softmax_forward
+from npbert.ops.classifier import classifier_backward, classifier_forward
+from npbert.ops.mse import mse_backward, mse_forward
+from npbert.ops.question_answering import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward

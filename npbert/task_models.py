@@ -1,0 +1,263 @@
+"""The fine-tuning models: BertModel + a task head + its loss, each a forward/backward pair
+written out like pretraining_forward/backward in model.py. Parameters and gradients are keyed
+by Hugging Face's names for the same classes, so checkpoints map one-to-one:
+
+    sequence_classification   BertForSequenceClassification  pooled -> dropout -> classifier (K, H)
+                              cross-entropy, or MSE when num_labels == 1 (regression)
+    token_classification      BertForTokenClassification     sequence -> dropout -> classifier (K, H)
+                              cross-entropy over tokens, IGNORE_INDEX (-100) where no label
+    question_answering        BertForQuestionAnswering       sequence -> qa_outputs (2, H)
+                              mean of the start and end cross-entropies
+    multiple_choice           BertForMultipleChoice          (B, C, T) -> (B*C, T) -> pooled
+                              -> dropout -> classifier (1, H) -> (B, C); cross-entropy over choices
+
+Every forward is f(params, config, input_ids, token_type_ids, attention_mask, <labels>, rng)
+-> (outputs dict, cache); outputs["loss"] is None without labels. Every backward is
+f(cache, dloss=1.0) -> grads for every bert.* and head parameter.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from npbert import backend
+from npbert.config import BertConfig
+from npbert.errors import CheckpointError, InputError
+from npbert.model import IGNORE_INDEX, _check_range, bert_backward, bert_forward, truncated_normal
+from npbert.ops import (classifier_backward, classifier_forward, mse_backward, mse_forward, qa_head_backward,
+                        qa_head_forward, span_loss_backward, span_loss_forward)
+
+KINDS = ("sequence_classification", "token_classification", "question_answering", "multiple_choice")
+ARCHITECTURES = dict(sequence_classification="BertForSequenceClassification",
+                     token_classification="BertForTokenClassification",
+                     question_answering="BertForQuestionAnswering", multiple_choice="BertForMultipleChoice")
+HEAD_NAME = dict(sequence_classification="classifier", token_classification="classifier",
+                 question_answering="qa_outputs", multiple_choice="classifier")
+
+
+# --- head parameters -------------------------------------------------------------------------------
+
+def head_shapes(config: BertConfig, kind: str, num_labels: int = 2) -> dict:
+    """name -> shape of the head's parameters; QA has 2 outputs (start, end), multiple choice 1."""
+    check_kind(kind)
+    K = {"question_answering": 2, "multiple_choice": 1}.get(kind, num_labels)
+    W = HEAD_NAME[kind]
+    return {W + ".weight": (K, config.hidden_size), W + ".bias": (K,)}
+
+
+def init_head(config: BertConfig, kind: str, num_labels: int, rng, dtype=np.float32) -> dict:
+    """BERT's initialisation for a new head: weight ~ truncated normal(0, initializer_range), bias 0."""
+    return {name: (truncated_normal(rng, shape, config.initializer_range) if len(shape) == 2
+                   else np.zeros(shape)).astype(dtype)
+            for name, shape in head_shapes(config, kind, num_labels).items()}
+
+
+def check_head(params, config: BertConfig, kind: str, where) -> int:
+    """The head's parameters are present and fit the model's hidden size; returns num_labels."""
+    W = HEAD_NAME[kind]
+    if W + ".weight" not in params or W + ".bias" not in params:
+        raise CheckpointError(f"{where} has no {W}.weight/{W}.bias: it is not a fine-tuned "
+                              f"{ARCHITECTURES[kind]} checkpoint")
+    w, b = params[W + ".weight"], params[W + ".bias"]
+    if w.ndim != 2 or w.shape[1] != config.hidden_size or b.shape != (w.shape[0],):
+        raise CheckpointError(f"{where}: {W}.weight has shape {w.shape} and {W}.bias {b.shape}, which do not "
+                              f"fit hidden_size {config.hidden_size} (expected (num_labels, {config.hidden_size}))")
+    expected = head_shapes(config, kind, w.shape[0])[W + ".weight"]
+    if w.shape != expected:
+        raise CheckpointError(f"{where}: {W}.weight has shape {w.shape}, {ARCHITECTURES[kind]} needs {expected}")
+    return int(w.shape[0])
+
+
+def check_kind(kind):
+    if kind not in KINDS:
+        raise InputError(f"unknown head {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def classifier_dropout(config: BertConfig) -> float:
+    """HF: config.classifier_dropout if set, else hidden_dropout_prob."""
+    p = config.extra.get("classifier_dropout")
+    return config.hidden_dropout_prob if p is None else float(p)
+
+
+# --- the Hugging Face config fields of a fine-tuned model ---------------------------------------------
+
+def finetuned_config(config: BertConfig, kind: str, label_names=None) -> BertConfig:
+    """A copy of config whose extra fields say, in HF's names, which head the weights hold:
+    architectures, and for the classifiers num_labels, id2label, label2id (and problem_type)."""
+    check_kind(kind)
+    extra = {k: v for k, v in config.extra.items()
+             if k not in ("architectures", "num_labels", "id2label", "label2id", "problem_type")}
+    extra["architectures"] = [ARCHITECTURES[kind]]
+    if label_names is not None and kind in ("sequence_classification", "token_classification"):
+        names = [str(n) for n in label_names]
+        extra.update(num_labels=len(names), id2label={str(i): n for i, n in enumerate(names)},
+                     label2id={n: i for i, n in enumerate(names)})
+        if kind == "sequence_classification":
+            extra["problem_type"] = "regression" if len(names) == 1 else "single_label_classification"
+    return dataclasses.replace(config, extra=extra)
+
+
+def label_names_of(config: BertConfig):
+    """The label names saved by finetuned_config (id order), or None."""
+    id2label = config.extra.get("id2label")
+    if not id2label:
+        return None
+    return [id2label[str(i)] if str(i) in id2label else id2label[i] for i in range(len(id2label))]
+
+
+# --- BertForSequenceClassification -------------------------------------------------------------------
+
+def sequence_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                    labels=None, rng=None):
+    """-> ({"logits": (B, K), "loss"}, cache). K == 1 is regression: loss = MSE(logits[:, 0], labels)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
+    logits, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng)  # (B, K)
+    B, K = logits.shape
+    loss = loss_cache = None
+    if labels is not None:
+        if K == 1:
+            labels = _float_labels(labels, B)
+            loss, loss_cache = mse_forward(logits[:, 0], labels)
+        else:
+            labels = _int_labels("labels", labels, (B,), K, "num_labels")
+            loss, loss_cache = backend.cross_entropy_forward(logits, labels)
+    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache, K)
+
+
+def sequence_classification_backward(cache, dloss=1.0):
+    bert_cache, head_cache, loss_cache, K = cache
+    if K == 1:
+        dlogits = mse_backward(dloss, loss_cache)[:, None]                         # (B, 1)
+    else:
+        dlogits = backend.cross_entropy_backward(dloss, loss_cache)                # (B, K)
+    dpooled, g_head = classifier_backward(dlogits, head_cache)                     # (B, H)
+    grads = bert_backward(None, dpooled, bert_cache)
+    grads.update(g_head)
+    return grads
+
+
+# --- BertForTokenClassification ----------------------------------------------------------------------
+
+def token_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                 labels=None, rng=None):
+    """-> ({"logits": (B, T, K), "loss"}, cache); labels (B, T), IGNORE_INDEX where not scored
+    (padding, special tokens, and every WordPiece of a word but the first)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
+    logits, head_cache = classifier_forward(h, params, classifier_dropout(config), rng)      # (B, T, K)
+    B, T, K = logits.shape
+    loss = loss_cache = None
+    if labels is not None:
+        labels = _int_labels("labels", labels, (B, T), K, "num_labels")
+        loss, loss_cache = backend.cross_entropy_forward(logits.reshape(B * T, K), labels.reshape(-1))
+    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache, logits.shape)
+
+
+def token_classification_backward(cache, dloss=1.0):
+    bert_cache, head_cache, loss_cache, shape = cache
+    dlogits = backend.cross_entropy_backward(dloss, loss_cache).reshape(shape)    # (B, T, K)
+    dh, g_head = classifier_backward(dlogits, head_cache)                          # (B, T, H)
+    grads = bert_backward(dh, None, bert_cache)
+    grads.update(g_head)
+    return grads
+
+
+# --- BertForQuestionAnswering -------------------------------------------------------------------------
+
+def question_answering_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                               start_positions=None, end_positions=None, rng=None):
+    """-> ({"start_logits": (B, T), "end_logits": (B, T), "loss"}, cache); positions (B,) token
+    indices (see ops/question_answering.py for positions outside the window)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
+    logits, head_cache = qa_head_forward(h, params)                                          # (B, T, 2)
+    B = logits.shape[0]
+    loss = loss_cache = None
+    if start_positions is not None or end_positions is not None:
+        start_positions = _positions("start_positions", start_positions, B)
+        end_positions = _positions("end_positions", end_positions, B)
+        loss, loss_cache = span_loss_forward(logits, start_positions, end_positions)
+    out = dict(start_logits=logits[..., 0], end_logits=logits[..., 1], loss=loss,
+               start_positions=start_positions, end_positions=end_positions)
+    return out, (bert_cache, head_cache, loss_cache)
+
+
+def question_answering_backward(cache, dloss=1.0):
+    bert_cache, head_cache, loss_cache = cache
+    dlogits = span_loss_backward(dloss, loss_cache)                                # (B, T, 2)
+    dh, g_head = qa_head_backward(dlogits, head_cache)                             # (B, T, H)
+    grads = bert_backward(dh, None, bert_cache)
+    grads.update(g_head)
+    return grads
+
+
+# --- BertForMultipleChoice ----------------------------------------------------------------------------
+
+def multiple_choice_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                            labels=None, rng=None):
+    """input_ids (B, C, T): C choices per example, each a whole sequence -> ({"logits": (B, C), "loss"}, cache)."""
+    input_ids = np.asarray(input_ids)
+    if input_ids.ndim != 3:
+        raise InputError(f"multiple choice input_ids must be 3-D (batch, choices, seq_len), got shape {input_ids.shape}")
+    B, C, T = input_ids.shape
+
+    def flat(a):
+        return None if a is None else _same_shape(a, input_ids.shape).reshape(B * C, T)       # (B*C, T)
+    (h, pooled), bert_cache = bert_forward(params, config, flat(input_ids), flat(token_type_ids),
+                                           flat(attention_mask), rng)                        # pooled (B*C, H)
+    scores, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng)  # (B*C, 1)
+    logits = scores.reshape(B, C)                                                            # (B, C)
+    loss = loss_cache = None
+    if labels is not None:
+        labels = _int_labels("labels", labels, (B,), C, "number of choices")
+        loss, loss_cache = backend.cross_entropy_forward(logits, labels)
+    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache)
+
+
+def multiple_choice_backward(cache, dloss=1.0):
+    bert_cache, head_cache, loss_cache = cache
+    dlogits = backend.cross_entropy_backward(dloss, loss_cache)                    # (B, C)
+    dpooled, g_head = classifier_backward(dlogits.reshape(-1, 1), head_cache)      # (B*C, H)
+    grads = bert_backward(None, dpooled, bert_cache)
+    grads.update(g_head)
+    return grads
+
+
+MODELS = dict(sequence_classification=(sequence_classification_forward, sequence_classification_backward),
+              token_classification=(token_classification_forward, token_classification_backward),
+              question_answering=(question_answering_forward, question_answering_backward),
+              multiple_choice=(multiple_choice_forward, multiple_choice_backward))
+
+
+# --- label checks: a clear message instead of an IndexError deep inside ---------------------------------
+
+def _int_labels(name, labels, shape, limit, limit_name):
+    labels = np.asarray(labels)
+    if labels.shape != tuple(shape):
+        raise InputError(f"{name} has shape {labels.shape}, expected {tuple(shape)}")
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise InputError(f"{name} must be integer class ids, got dtype {labels.dtype}")
+    _check_range(name, labels, limit, limit_name, allow=IGNORE_INDEX)
+    return labels
+
+
+def _float_labels(labels, B):
+    labels = np.asarray(labels)
+    if labels.shape != (B,) or not (np.issubdtype(labels.dtype, np.number) and np.isfinite(labels).all()):
+        raise InputError(f"regression labels must be {B} finite numbers, got shape {labels.shape} dtype {labels.dtype}")
+    return labels
+
+
+def _positions(name, positions, B):
+    if positions is None:
+        raise InputError("question answering needs both start_positions and end_positions")
+    positions = np.asarray(positions)
+    if positions.shape != (B,) or not np.issubdtype(positions.dtype, np.integer):
+        raise InputError(f"{name} must be {B} integer token indices, got shape {positions.shape} dtype {positions.dtype}")
+    return positions
+
+
+def _same_shape(a, shape):
+    a = np.asarray(a)
+    if a.shape != shape:
+        raise InputError(f"token_type_ids/attention_mask have shape {a.shape}, expected {shape} to match input_ids")
+    return a
