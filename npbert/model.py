@@ -196,14 +196,17 @@ def pretraining_backward(cache, dloss=1.0):
     return grads
 
 
+def _int_array(a):
+    a = np.asarray(a)
+    return a.astype(np.int64) if a.size == 0 else a    # [] becomes float64 in NumPy: no entries, no harm
+
+
 def check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels):
-    if mlm_positions is None:
-        mlm_positions = np.zeros(0, dtype=np.int64)
-    mlm_positions = np.asarray(mlm_positions).reshape(-1)
-    mlm_labels = np.full(len(mlm_positions), IGNORE_INDEX) if mlm_labels is None else np.asarray(mlm_labels)
+    mlm_positions = _int_array([] if mlm_positions is None else mlm_positions).reshape(-1)
+    mlm_labels = np.full(len(mlm_positions), IGNORE_INDEX) if mlm_labels is None else _int_array(mlm_labels)
     if mlm_labels.shape != mlm_positions.shape:
         raise InputError(f"mlm_labels has shape {mlm_labels.shape} but mlm_positions has {mlm_positions.shape}")
-    _check_range("mlm_positions", mlm_positions.astype(np.int64), B * T, "batch * seq_len")
+    _check_range("mlm_positions", mlm_positions, B * T, "batch * seq_len")
     _check_range("mlm_labels", mlm_labels, config.vocab_size, "vocab_size", allow=IGNORE_INDEX)
     nsp_labels = np.full(B, IGNORE_INDEX) if nsp_labels is None else np.asarray(nsp_labels).reshape(-1)
     if nsp_labels.shape != (B,):

@@ -49,17 +49,19 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
     probs, _ = softmax_forward(scores)                 # (B, A, T, T)
     probs_dropped, drop_mask = backend.dropout_forward(probs, p_drop, rng)
     context = probs_dropped @ v                        # (B, A, T, D)
-    return context, (q, k, v, probs, probs_dropped, drop_mask, scale)
+    return context, (q, k, v, probs, drop_mask, scale)
 
 
 def attention_core_backward(dcontext, cache):
     # dcontext: (B, A, T, D)
-    q, k, v, probs, probs_dropped, drop_mask, scale = cache
+    q, k, v, probs, drop_mask, scale = cache
+    probs_dropped = backend.dropout_backward(probs, drop_mask)  # probs * mask again: cheaper to redo than to keep
     dv = probs_dropped.swapaxes(-1, -2) @ dcontext     # (B, A, T, D)
     dprobs = backend.dropout_backward(dcontext @ v.swapaxes(-1, -2), drop_mask)  # (B, A, T, T)
-    dscores = softmax_backward(dprobs, probs) * scale  # (B, A, T, T), scale folded in here
-    dq = dscores @ k                                   # (B, A, T, D)
-    dk = dscores.swapaxes(-1, -2) @ q                  # (B, A, T, D)
+    dscores = softmax_backward(dprobs, probs)          # (B, A, T, T) gradient of the masked, scaled scores
+    dqk = dscores * scale                              # (B, A, T, T) gradient of q k^T; the mask is a constant
+    dq = dqk @ k                                       # (B, A, T, D)
+    dk = dqk.swapaxes(-1, -2) @ q                      # (B, A, T, D)
     return dq, dk, dv
 
 
