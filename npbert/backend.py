@@ -7,9 +7,14 @@ the backward of the backend that made it, so do not switch backends between a fo
 and its backward.
 
     npbert.set_backend("numpy")        # or "numba"; also NPBERT_BACKEND=numpy|numba
+    with backend.use_backend("numba"):  # for a block, then back to the one before
+        ...
+
+The default is "numpy" (the readable reference), or NPBERT_BACKEND when it is set.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 
@@ -54,9 +59,22 @@ def get_backend() -> str:
     return _name
 
 
+@contextlib.contextmanager
+def use_backend(name: str):
+    """Run a block with backend `name`, then restore the previous one (even on error)."""
+    previous = get_backend()
+    set_backend(name)
+    try:
+        yield
+    finally:
+        set_backend(previous)
+
+
 def _default_backend() -> str:
-    name = os.environ.get("NPBERT_BACKEND", "numpy")
-    return name if name in _BACKEND_MODULES else "numpy"
+    name = os.environ.get("NPBERT_BACKEND", "") or "numpy"
+    if name not in _BACKEND_MODULES:
+        raise ValueError(f"NPBERT_BACKEND={name!r} is not a backend; choose one of {', '.join(_BACKEND_MODULES)}")
+    return name
 
 
 def __getattr__(op: str):

@@ -1,0 +1,14 @@
+"""The numba backend: Numba-jitted versions of the hot ops, under the names of the reference
+ops in npbert.ops (backend.HOT_OPS). `npbert.set_backend("numba")` puts them in force.
+
+Each has the reference's signature and returns the same values; a cache may hold different
+things, as each backend's backward only ever receives its own forward's cache. The "why" of
+each choice is in the module docstrings and docs/performance.md.
+"""
+from npbert.kernels.attention import attention_core_backward, attention_core_forward
+from npbert.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
+from npbert.kernels.dropout import dropout_backward, dropout_forward
+from npbert.kernels.embedding import embedding_backward, embedding_forward
+from npbert.kernels.gelu import gelu_backward, gelu_forward
+from npbert.kernels.layernorm import layernorm_backward, layernorm_forward
+from npbert.kernels.linear import linear_backward, linear_forward

@@ -1,0 +1,65 @@
+"""Softmax cross-entropy with ignore_index, fused, rows split over threads.
+
+Forward makes two passes over each row of logits (max, then sum of exp) and keeps only the
+per-row max and log-sum-exp; it does not build the (N, C) shifted logits the reference
+caches. Backward writes the gradient in one pass, recomputing exp from the logits (which the
+cache references, not copies: don't modify the logits in place between forward and backward).
+For the MLM head at vocab 30,522 the logits are the largest array of the step.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.threads import parallel_for
+from npbert.ops.cross_entropy import IGNORE_INDEX
+
+GRAIN = 16384                                          # elements: below this one thread is faster
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward(lo, hi, logits, safe, row_max, lse, logp_label):
+    # logits: (N, C); safe, row_max, lse, logp_label: (N,)
+    N, C = logits.shape
+    for i in range(lo, hi):
+        m = logits[i, 0]
+        for j in range(1, C):
+            m = max(m, logits[i, j])
+        s = 0.0
+        for j in range(C):
+            s += fast_exp(logits[i, j] - m)
+        row_max[i], lse[i] = m, math.log(s)
+        logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward(lo, hi, logits, safe, row_max, lse, g, dlogits):
+    # g: (N,) dloss / n for counted rows, 0 for ignored ones
+    N, C = logits.shape
+    for i in range(lo, hi):
+        for j in range(C):
+            dlogits[i, j] = fast_exp((logits[i, j] - row_max[i]) - lse[i]) * g[i]
+        c = safe[i]                                    # the label's entry: (p - 1) g, as the reference
+        dlogits[i, c] = (fast_exp((logits[i, c] - row_max[i]) - lse[i]) - 1) * g[i]
+
+
+def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
+    # logits: (N, C), labels: (N,) integer
+    logits = np.ascontiguousarray(logits)
+    counted = labels != ignore_index                                 # (N,)
+    n = max(int(counted.sum()), 1)
+    safe = np.where(counted, labels, 0).astype(np.int64)             # (N,) ignored rows read class 0
+    N = len(labels)
+    row_max, lse, logp_label = (np.empty(N, logits.dtype) for _ in range(3))  # (N,) each
+    parallel_for(_forward, N, logits, safe, row_max, lse, logp_label, grain=max(1, GRAIN // logits.shape[1]))
+    loss = -(logp_label * counted).sum() / n
+    return logits.dtype.type(loss), (logits, safe, row_max, lse, counted, n)
+
+
+def cross_entropy_backward(dloss, cache):
+    logits, safe, row_max, lse, counted, n = cache
+    g = (counted * (dloss / n)).astype(logits.dtype)                 # (N,)
+    dlogits = np.empty_like(logits)                                  # (N, C)
+    parallel_for(_backward, len(g), logits, safe, row_max, lse, g, dlogits, grain=max(1, GRAIN // logits.shape[1]))
+    return dlogits

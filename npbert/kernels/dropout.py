@@ -1,0 +1,65 @@
+"""Inverted dropout for the numba backend, dropping exactly the elements the reference drops.
+
+The uniforms are drawn by the same Generator call as npbert.ops.dropout (float32, shape of x),
+so both backends drop the same elements for the same seed; they go into a scratch buffer kept
+across calls (no fresh (N,) allocation per call) and one parallel pass turns them into the
+output and a 1-byte keep mask (the reference keeps a mask of x's dtype: 4 or 8 bytes).
+"""
+import threading
+
+import numpy as np
+from numba import njit
+
+from npbert.kernels.threads import parallel_for
+
+_scratch = threading.local()
+GRAIN = 65536                                          # elements: below this one thread is faster
+
+
+def uniforms(shape, rng):
+    """rng.random(shape, dtype=float32), written into a per-thread buffer that is reused."""
+    n = int(np.prod(shape))
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or buf.size < n:
+        buf = _scratch.buf = np.empty(n, np.float32)
+    out = buf[:n].reshape(shape)
+    rng.random(out=out, dtype=np.float32)              # same stream as rng.random(shape, dtype=float32)
+    return out
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward(lo, hi, x, u, p, scale, y, keep):
+    # x, u, y, keep: (N,) flat
+    for i in range(lo, hi):
+        k = u[i] >= p
+        keep[i] = k
+        y[i] = x[i] * scale if k else x[i] * 0        # x * 0, not 0: the reference's x * mask (NaN stays NaN)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward(lo, hi, dy, keep, scale, dx):
+    for i in range(lo, hi):
+        dx[i] = dy[i] * scale if keep[i] else dy[i] * 0
+
+
+def dropout_forward(x, p, rng):
+    # x: (...) -> y: (...)
+    if rng is None or p == 0.0:
+        return x, None
+    x = np.ascontiguousarray(x)
+    u = uniforms(x.shape, rng)                         # (...) float32
+    scale = x.dtype.type(1.0 / (1.0 - p))
+    y, keep = np.empty_like(x), np.empty(x.shape, np.bool_)
+    parallel_for(_forward, x.size, x.reshape(-1), u.reshape(-1), np.float32(p), scale, y.reshape(-1),
+                 keep.reshape(-1), grain=GRAIN)
+    return y, (keep, scale)
+
+
+def dropout_backward(dy, mask):
+    if mask is None:
+        return dy
+    keep, scale = mask
+    dx = np.empty(keep.shape, dy.dtype)
+    parallel_for(_backward, dx.size, np.ascontiguousarray(dy).reshape(-1), keep.reshape(-1), scale,
+                 dx.reshape(-1), grain=GRAIN)
+    return dx

@@ -1,0 +1,72 @@
+"""GELU forward/backward as one elementwise pass each (split over threads), both forms of npbert.ops.gelu.
+
+The formulas are the reference's, term for term. Constants are handed in as an array of the
+input's dtype so a float32 run computes in float32 (erff, not erf), as NumPy does.
+"""
+import math
+
+import numpy as np
+from numba import njit
+
+from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.threads import parallel_for
+from npbert.ops.gelu import GELU_TANH_C, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF
+
+FORMS = {"gelu": 0, "gelu_new": 1}
+GRAIN = 16384                                          # elements: below this one thread is faster
+
+
+def _consts(dtype):
+    return np.array([SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0], dtype=dtype)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward(lo, hi, x, y, form, c):
+    # x, y: (N,) flat
+    sqrt_half, sqrt_2_pi, k, half, one = c[0], c[2], c[3], c[4], c[5]
+    for i in range(lo, hi):
+        v = x[i]
+        if form == 0:
+            y[i] = half * v * (one + math.erf(v * sqrt_half))
+        else:
+            y[i] = half * v * (one + math.tanh(sqrt_2_pi * (v + k * v * v * v)))
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward(lo, hi, dy, x, dx, form, c):
+    # dy, x, dx: (N,) flat
+    sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three = c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+    for i in range(lo, hi):
+        v = x[i]
+        if form == 0:
+            cdf = half * (one + math.erf(v * sqrt_half))          # Phi(x)
+            pdf = inv_sqrt_2pi * fast_exp(-half * v * v)         # phi(x)
+            dx[i] = dy[i] * (cdf + v * pdf)
+        else:
+            v2 = v * v
+            t = math.tanh(sqrt_2_pi * (v + k * v2 * v))
+            dinner = sqrt_2_pi * (one + three * k * v2)
+            dx[i] = dy[i] * (half * (one + t) + half * v * (one - t * t) * dinner)
+
+
+def _form(hidden_act):
+    if hidden_act not in FORMS:
+        raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
+    return FORMS[hidden_act]
+
+
+def gelu_forward(x, hidden_act="gelu"):
+    # x: (...) -> y: (...)
+    x = np.ascontiguousarray(x)
+    y = np.empty_like(x)
+    parallel_for(_forward, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), _consts(x.dtype),
+                 grain=GRAIN)
+    return y, (x, hidden_act)
+
+
+def gelu_backward(dy, cache):
+    x, hidden_act = cache
+    dx = np.empty_like(x)
+    parallel_for(_backward, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
+                 _form(hidden_act), _consts(x.dtype), grain=GRAIN)
+    return dx

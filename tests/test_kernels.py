@@ -1,0 +1,291 @@
+"""The numba backend held to the NumPy reference: every kernel on hypothesis-drawn shapes,
+masks and dropout (same Generator seed, so the same elements are dropped), in float64 to
+1e-12 and float32 to 1e-5 (max |got - want| relative to max |want|: elementwise relative
+error means nothing for entries that cancel to ~0), the whole pretraining forward/backward
+to 1e-10 in float64, and a central-difference gradient check of the model through it."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import npbert
+from npbert import backend, kernels, ops
+from npbert.config import BertConfig
+from npbert.gradcheck import Dims, run_gradchecks
+from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.threads import parallel_for
+from npbert.model import init_params, pretraining_backward, pretraining_forward
+
+TOL = {np.float64: 1e-12, np.float32: 1e-5}
+DTYPES = [np.float64, np.float32]
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def assert_close(got, want, dtype, what=""):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.shape, want.shape, got.dtype, want.dtype)
+    scale = max(float(np.max(np.abs(want), initial=0.0)), np.finfo(dtype).tiny)
+    err = float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)) / scale
+    assert err <= TOL[dtype], f"{what}: relative error {err:.3g} > {TOL[dtype]:g}"
+
+
+def assert_all_close(got, want, dtype, what=""):
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        if w is None:
+            assert g is None
+        else:
+            assert_close(g, w, dtype, f"{what}[{i}]")
+
+
+def normal(seed, shape, dtype, scale=1.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(dtype)
+
+
+# --- elementwise and row-wise kernels --------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), bias=st.booleans(), out=st.integers(1, 9),
+       seed=st.integers(0, 999))
+def test_linear(dtype, shape, bias, out, seed):
+    x, w = normal(seed, shape, dtype), normal(seed + 1, (out, shape[-1]), dtype)
+    b = normal(seed + 2, out, dtype) if bias else None
+    dy = normal(seed + 3, (*shape[:-1], out), dtype)
+    y_ref, c_ref = ops.linear_forward(x, w, b)
+    y, c = kernels.linear_forward(x, w, b)
+    assert_close(y, y_ref, dtype, "y")
+    assert_all_close(kernels.linear_backward(dy, c), ops.linear_backward(dy, c_ref), dtype, "dx, dw, db")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(rows=st.lists(st.integers(1, 70), min_size=0, max_size=2), H=st.integers(3, 40), seed=st.integers(0, 999))
+def test_layernorm(dtype, rows, H, seed):
+    # H <= 2 is degenerate (xhat is +-1 whatever x is, so dx is 0 up to rounding noise): H >= 3
+    x = normal(seed, (*rows, H), dtype, 3.0) + dtype(1.5)
+    gamma, beta, dy = normal(seed + 1, H, dtype), normal(seed + 2, H, dtype), normal(seed + 3, x.shape, dtype)
+    y_ref, c_ref = ops.layernorm_forward(x, gamma, beta, 1e-12)
+    y, c = kernels.layernorm_forward(x, gamma, beta, 1e-12)
+    assert_close(y, y_ref, dtype, "y")
+    assert_all_close(kernels.layernorm_backward(dy, c), ops.layernorm_backward(dy, c_ref), dtype, "dx, dgamma, dbeta")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["gelu", "gelu_new"])
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 40), min_size=1, max_size=3), seed=st.integers(0, 999))
+def test_gelu(dtype, act, shape, seed):
+    x, dy = normal(seed, shape, dtype, 4.0), normal(seed + 1, shape, dtype)
+    y_ref, c_ref = ops.gelu_forward(x, act)
+    y, c = kernels.gelu_forward(x, act)
+    assert_close(y, y_ref, dtype, "y")
+    assert_close(kernels.gelu_backward(dy, c), ops.gelu_backward(dy, c_ref), dtype, "dx")
+
+
+def test_gelu_rejects_an_unknown_activation():
+    with pytest.raises(ValueError, match="hidden_act"):
+        kernels.gelu_forward(np.zeros(3), "relu")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 50), min_size=1, max_size=3), p=st.sampled_from([0.0, 0.1, 0.5, 0.9]),
+       train=st.booleans(), seed=st.integers(0, 999))
+def test_dropout_drops_the_same_elements_as_the_reference(dtype, shape, p, train, seed):
+    x, dy = normal(seed, shape, dtype), normal(seed + 1, shape, dtype)
+    rng_ref, rng = (np.random.default_rng(seed) if train else None for _ in range(2))
+    y_ref, m_ref = ops.dropout_forward(x, p, rng_ref)
+    y, m = kernels.dropout_forward(x, p, rng)
+    np.testing.assert_array_equal(y, y_ref)            # exactly: same uniforms, same products
+    np.testing.assert_array_equal(kernels.dropout_backward(dy, m), ops.dropout_backward(dy, m_ref))
+    if train:                                          # and the Generators are left in the same state
+        assert rng.random() == rng_ref.random()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(N=st.integers(0, 12), C=st.integers(1, 60), ignored=st.floats(0.0, 1.0), seed=st.integers(0, 999),
+       spread=st.sampled_from([1.0, 30.0]))
+def test_cross_entropy(dtype, N, C, ignored, seed, spread):
+    rng = np.random.default_rng(seed)
+    logits = normal(seed, (N, C), dtype, spread)
+    labels = np.where(rng.random(N) < ignored, ops.IGNORE_INDEX, rng.integers(0, C, N))
+    loss_ref, c_ref = ops.cross_entropy_forward(logits, labels)
+    loss, c = kernels.cross_entropy_forward(logits, labels)
+    assert type(loss) is type(loss_ref)
+    assert abs(loss - loss_ref) <= TOL[dtype] * max(abs(loss_ref), 1.0)  # nats: a float32 loss of 1e-7 is noise
+    assert_close(kernels.cross_entropy_backward(0.7, c), ops.cross_entropy_backward(0.7, c_ref), dtype, "dlogits")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(V=st.integers(1, 20), shape=st.lists(st.integers(1, 12), min_size=1, max_size=2), H=st.integers(1, 9),
+       seed=st.integers(0, 999))
+def test_embedding_scatter_add_accumulates_repeated_ids(dtype, V, shape, H, seed):
+    ids = np.random.default_rng(seed).integers(0, V, shape)   # small V: many repeats
+    table, dout = normal(seed, (V, H), dtype), normal(seed + 1, (*shape, H), dtype)
+    out_ref, c_ref = ops.embedding_forward(ids, table)
+    out, c = kernels.embedding_forward(ids, table)
+    np.testing.assert_array_equal(out, out_ref)
+    np.testing.assert_array_equal(kernels.embedding_backward(dout, c), ops.embedding_backward(dout, c_ref))
+
+
+# --- the attention core ----------------------------------------------------------------------------
+
+@st.composite
+def attention_problem(draw):
+    B, A, T, D = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 8))
+    keep = np.array(draw(st.lists(st.lists(st.booleans(), min_size=T, max_size=T), min_size=B, max_size=B)))
+    keep[np.arange(B), draw(st.lists(st.integers(0, T - 1), min_size=B, max_size=B))] = True  # >= 1 key per row
+    return B, A, T, D, keep, draw(st.sampled_from([0.0, 0.3])), draw(st.booleans()), draw(st.integers(0, 999))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(problem=attention_problem())
+def test_attention_core(dtype, problem):
+    B, A, T, D, keep, p_drop, train, seed = problem
+    # q, k, v as the model makes them: (B, A, T, D) views of (B, T, H) projections
+    q, k, v, dctx = (ops.split_heads(normal(seed + i, (B, T, A * D), dtype, 2.0), A) for i in range(4))
+    mask_bias = ops.attention_mask_bias(keep, dtype)
+    rng_ref, rng = (np.random.default_rng(seed) if train else None for _ in range(2))
+    ctx_ref, c_ref = ops.attention_core_forward(q, k, v, mask_bias, p_drop, rng_ref)
+    ctx, c = kernels.attention_core_forward(q, k, v, mask_bias, p_drop, rng)
+    assert_close(ctx, ctx_ref, dtype, "context")
+    assert_all_close(kernels.attention_core_backward(dctx, c), ops.attention_core_backward(dctx, c_ref),
+                     dtype, "dq, dk, dv")
+    if train:
+        assert rng.random() == rng_ref.random()
+
+
+def test_attention_core_on_contiguous_inputs_and_context_merges_without_copy():
+    q, k, v, dctx = (normal(i, (2, 3, 5, 4), np.float64) for i in range(4))
+    mask_bias = ops.attention_mask_bias(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]), np.float64)
+    ctx_ref, c_ref = ops.attention_core_forward(q, k, v, mask_bias, 0.2, np.random.default_rng(3))
+    ctx, c = kernels.attention_core_forward(q, k, v, mask_bias, 0.2, np.random.default_rng(3))
+    assert_close(ctx, ctx_ref, np.float64, "context")
+    assert_all_close(kernels.attention_core_backward(dctx, c), ops.attention_core_backward(dctx, c_ref),
+                     np.float64, "dq, dk, dv")
+    assert np.shares_memory(ops.merge_heads(ctx), ctx)  # (B, T, A, D) storage: merge_heads is a reshape
+
+
+# --- building blocks ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fast_exp_matches_numpy(dtype):
+    from numba import njit
+
+    @njit
+    def run(x, y):
+        for i in range(x.size):
+            y[i] = fast_exp(x[i])
+
+    x = np.concatenate([np.linspace(-120.0, 0.0, 200001), [-1e30, -np.inf, -1e-30, 0.0]]).astype(dtype)
+    y = np.empty_like(x)
+    run(x, y)
+    want = np.exp(x.astype(np.float64))
+    rel = np.abs(y - want) / np.maximum(want, np.finfo(dtype).tiny)
+    tiny = want < np.finfo(dtype).tiny                 # subnormal results: absolute error only
+    assert rel[~tiny].max() < (3e-16 if dtype == np.float64 else 2e-7)
+    assert np.abs(y[tiny] - want[tiny]).max() < np.finfo(dtype).tiny
+
+
+def test_parallel_for_covers_the_range_once_for_any_thread_count(monkeypatch):
+    for threads in ("1", "2", "3", "7"):
+        monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
+        seen = []
+        for n in (0, 1, 5, 64):
+            seen.clear()
+            parallel_for(lambda lo, hi: seen.extend(range(lo, hi)), n)
+            assert sorted(seen) == list(range(n))
+        x = normal(0, (300, 16), np.float64)           # row-chunked sums do not depend on threads
+        _, c = kernels.layernorm_forward(x, np.ones(16), np.zeros(16), 1e-12)
+        grads = kernels.layernorm_backward(x, c)
+        if threads == "1":
+            first = grads
+        for g, f in zip(grads, first):
+            np.testing.assert_array_equal(g, f)
+
+
+# --- the backend switch ----------------------------------------------------------------------------
+
+def test_backend_switch_and_context_manager():
+    before = npbert.get_backend()
+    with backend.use_backend("numba"):
+        assert npbert.get_backend() == "numba" and backend.linear_forward is kernels.linear_forward
+        with pytest.raises(ValueError, match="unknown backend"):
+            npbert.set_backend("cuda")
+        assert npbert.get_backend() == "numba"
+    assert npbert.get_backend() == before
+    with backend.use_backend("numpy"):
+        assert backend.attention_core_forward is ops.attention_core_forward
+    assert set(backend.HOT_OPS) <= set(dir(kernels)), "the numba backend implements every hot op"
+
+
+@pytest.mark.parametrize("value, expect", [("numba", "numba"), ("", "numpy"), ("bogus", "error")])
+def test_backend_from_environment(value, expect):
+    code = "import npbert; print(npbert.get_backend())"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "NPBERT_BACKEND": value})
+    if expect == "error":
+        assert r.returncode != 0 and "NPBERT_BACKEND='bogus'" in r.stderr
+    else:
+        assert r.returncode == 0 and r.stdout.strip() == expect, r.stderr
+
+
+# --- the whole model -------------------------------------------------------------------------------
+
+def _pretraining_step(params, config, batch, seed):
+    out, cache = pretraining_forward(params, config, **batch, rng=np.random.default_rng(seed))
+    return out, pretraining_backward(cache)
+
+
+@pytest.mark.parametrize("act, dropout", [("gelu", 0.1), ("gelu_new", 0.0)])
+def test_pretraining_step_agrees_across_backends(act, dropout):
+    config = BertConfig(vocab_size=97, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                        intermediate_size=40, hidden_act=act, hidden_dropout_prob=dropout,
+                        attention_probs_dropout_prob=dropout, max_position_embeddings=16)
+    rng = np.random.default_rng(0)
+    params = init_params(config, rng, dtype=np.float64)
+    B, T = 3, 11
+    mask = np.ones((B, T), np.int64)
+    mask[0, 7:], mask[2, 2:] = 0, 0
+    batch = dict(input_ids=rng.integers(0, 97, (B, T)), token_type_ids=(np.arange(T) > 5) * np.ones((B, 1), int),
+                 attention_mask=mask, mlm_positions=np.array([1, 3, 3, 12, 20, 30]),
+                 mlm_labels=np.array([5, 6, -100, 8, 9, 96]), nsp_labels=np.array([0, 1, 1]))
+    with backend.use_backend("numpy"):
+        out_ref, g_ref = _pretraining_step(params, config, batch, seed=1)
+    with backend.use_backend("numba"):
+        out, g = _pretraining_step(params, config, batch, seed=1)
+    for key in ("loss", "mlm_loss", "nsp_loss", "mlm_logits", "nsp_logits"):
+        np.testing.assert_allclose(out[key], out_ref[key], rtol=1e-10, atol=0, err_msg=key)
+    assert g.keys() == g_ref.keys()
+    scale = max(np.abs(v).max() for v in g_ref.values())
+    for key in g_ref:                                  # the key bias gradient is 0 up to rounding: scale by all
+        assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
+
+
+def test_pretraining_step_float32_tracks_float64():
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=8)
+    params = init_params(config, np.random.default_rng(0), dtype=np.float64)
+    batch = dict(input_ids=np.arange(16).reshape(2, 8), mlm_positions=np.array([2, 9]),
+                 mlm_labels=np.array([4, 7]), nsp_labels=np.array([0, 1]))
+    with backend.use_backend("numba"):
+        out64, g64 = _pretraining_step(params, config, batch, seed=3)
+        out32, g32 = _pretraining_step({k: v.astype(np.float32) for k, v in params.items()}, config, batch, seed=3)
+    assert out32["loss"].dtype == np.float32 and abs(out32["loss"] - out64["loss"]) < 1e-5 * abs(out64["loss"])
+    for key in g64:
+        assert g32[key].dtype == np.float32
+        assert np.abs(g32[key] - g64[key]).max() <= 1e-4 * max(np.abs(g64[key]).max(), 1e-3), key
+
+
+def test_whole_model_gradient_through_the_numba_backend():
+    with backend.use_backend("numba"):
+        r = run_gradchecks(Dims(B=2, T=5, heads=2, head_size=3, I=7, V=11, layers=2, dropout=0.1, lengths=(3, 5)),
+                           names=["bert_for_pretraining"])[0]
+    assert r.passed, {k: v for k, v in r.errors.items() if v >= r.tol}
