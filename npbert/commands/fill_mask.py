@@ -1,0 +1,27 @@
+"""`npbert fill-mask CHECKPOINT "text with [MASK]"`: what the model predicts for each mask."""
+
+
+def register(sub):
+    p = sub.add_parser("fill-mask", help="show a checkpoint's top-k predictions for each [MASK] in a text")
+    p.add_argument("checkpoint", help="a checkpoint directory (npbert or Hugging Face BERT with an MLM head)")
+    p.add_argument("text", nargs="+", help='texts with [MASK], e.g. "the man went to the [MASK] ."')
+    p.add_argument("--top-k", type=int, default=5)
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from npbert.checkpoint import load_pretrained
+    from npbert.errors import CheckpointError
+    from npbert.fill_mask import fill_mask
+    loaded = load_pretrained(args.checkpoint)
+    if loaded.tokenizer is None:
+        raise CheckpointError(f"{args.checkpoint} has no vocab.txt, so texts cannot be tokenized")
+    for text in args.text:
+        predictions = fill_mask(loaded.params, loaded.config, loaded.tokenizer, text, args.top_k)
+        filled = text
+        for options in predictions:
+            filled = filled.replace("[MASK]", f"[{options[0][0]}]", 1)
+        print(filled)
+        for i, options in enumerate(predictions, 1):
+            print(f"  [MASK] {i}: " + "  ".join(f"{tok} {p:.3f}" for tok, p in options))
+    return 0

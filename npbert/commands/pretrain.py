@@ -1,0 +1,51 @@
+"""`npbert pretrain`: masked LM + next-sentence prediction, from the built-in corpus by default."""
+import dataclasses
+
+from npbert.config import PRESETS
+
+
+def register(sub):
+    from npbert.pretrain import PretrainOptions
+    d = PretrainOptions()
+    p = sub.add_parser("pretrain", help="pretrain a small BERT (MLM + NSP); no arguments: built-in corpus, ~5 min",
+                       description="Pretrain BERT with masked LM + next-sentence prediction. With no arguments it "
+                                   "prepares npbert's built-in corpus and trains the tiny preset in about 5 minutes "
+                                   "on a 2-core CPU.")
+    p.add_argument("--out", default=d.out, help=f"run directory (default {d.out})")
+    p.add_argument("--corpus", default=d.corpus, help="builtin | imdb | PATH to a text file or directory")
+    p.add_argument("--data", default=None, help="a directory made by `npbert prepare` (instead of --corpus)")
+    p.add_argument("--vocab", default=None, help="vocab.txt for --corpus (default: trained from the corpus)")
+    p.add_argument("--vocab-size", type=int, default=d.vocab_size, help="size of a trained vocabulary")
+    p.add_argument("--max-seq-length", type=int, default=None, help="default: 64 for builtin, else 128")
+    p.add_argument("--dupe-factor", type=int, default=None, help="times each document is re-masked")
+    p.add_argument("--max-documents", type=int, default=None)
+    p.add_argument("--preset", choices=list(PRESETS), default=d.preset)
+    p.add_argument("--steps", type=int, default=d.steps)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    p.add_argument("--warmup-steps", type=int, default=None, help="default: 10%% of --steps")
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--max-grad-norm", type=float, default=d.max_grad_norm)
+    p.add_argument("--hidden-dropout-prob", type=float, default=d.hidden_dropout_prob)
+    p.add_argument("--attention-probs-dropout-prob", type=float, default=d.attention_probs_dropout_prob)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--log-every", type=int, default=d.log_every)
+    p.add_argument("--eval-every", type=int, default=d.eval_every)
+    p.add_argument("--eval-batches", type=int, default=d.eval_batches)
+    p.add_argument("--save-every", type=int, default=d.save_every)
+    p.add_argument("--stop-after", type=int, default=None, help="save and stop after this many steps")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
+    p.add_argument("--overwrite", action="store_true", help="delete an existing --out and start again")
+    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from npbert import set_backend
+    from npbert.pretrain import PretrainOptions, pretrain
+    if args.backend:
+        set_backend(args.backend)
+    fields = {f.name for f in dataclasses.fields(PretrainOptions)}
+    opts = PretrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
+    result = pretrain(opts, resume=args.resume, overwrite=args.overwrite)
+    return 130 if result.get("stopped") and not args.stop_after else 0

@@ -1,0 +1,36 @@
+"""Fill-mask: the model's top-k guesses for each [MASK] in a text ("the man went to the [MASK] .")."""
+from __future__ import annotations
+
+import numpy as np
+
+from npbert.errors import CheckpointError, InputError
+from npbert.model import bert_forward
+from npbert.ops import mlm_head_forward, softmax_forward
+
+MASK = "[MASK]"
+
+
+def encode_with_masks(tokenizer, text) -> list:
+    """[CLS] text [SEP] as ids, with each literal "[MASK]" in text kept as the mask token."""
+    pieces = text.split(MASK)
+    if len(pieces) < 2:
+        raise InputError(f"the text has no {MASK} to fill: {text!r}")
+    ids = [tokenizer.cls_token_id]
+    for i, piece in enumerate(pieces):
+        ids += tokenizer.convert_tokens_to_ids(tokenizer.tokenize(piece))
+        if i < len(pieces) - 1:
+            ids.append(tokenizer.mask_token_id)
+    return ids + [tokenizer.sep_token_id]
+
+
+def fill_mask(params, config, tokenizer, text, top_k=5) -> list:
+    """-> for each [MASK], in order: a list of (token, probability), best first."""
+    if "cls.predictions.bias" not in params:
+        raise CheckpointError("this checkpoint has no masked-LM head (cls.predictions.*), so it cannot fill masks")
+    ids = np.array([encode_with_masks(tokenizer, text)])                     # (1, T)
+    (h, _), _ = bert_forward(params, config, ids)                            # (1, T, H)
+    positions = np.flatnonzero(ids[0] == tokenizer.mask_token_id)            # (M,)
+    logits, _ = mlm_head_forward(h, positions, params, config)               # (M, V)
+    probs, _ = softmax_forward(logits.astype(np.float64))
+    best = np.argsort(-probs, axis=-1, kind="stable")[:, :top_k]             # (M, k)
+    return [[(tokenizer.convert_ids_to_tokens([int(i)])[0], float(p[i])) for i in row] for p, row in zip(probs, best)]
