@@ -24,8 +24,8 @@ def register(subparsers):
     p.add_argument("--max-predictions-per-seq", type=int, default=DEFAULTS.max_predictions_per_seq)
     p.add_argument("--masked-lm-prob", type=float, default=DEFAULTS.masked_lm_prob)
     p.add_argument("--short-seq-prob", type=float, default=DEFAULTS.short_seq_prob)
-    p.add_argument("--dupe-factor", type=int, default=DEFAULTS.dupe_factor,
-                   help="passes over the corpus, each masked differently (default: %(default)s)")
+    p.add_argument("--dupe-factor", type=int, default=None,
+                   help="passes over the corpus, each masked differently (default: 5 for builtin, 2 otherwise)")
     p.add_argument("--whole-word-mask", action="store_true", help="mask whole words (a token and its ## pieces)")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed)
     p.add_argument("--heldout-fraction", type=float, default=DEFAULTS.heldout_fraction,

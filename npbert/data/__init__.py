@@ -8,5 +8,5 @@
     prepare.py           the pipeline behind `npbert prepare` (PrepareOptions, prepare)
     pretraining_data.py  PretrainingData: a prepared directory -> model-ready batches
 """
-from npbert.data.prepare import PrepareOptions, prepare
+from npbert.data.prepare import PrepareOptions   # not `prepare` itself: it would hide the module of that name
 from npbert.data.pretraining_data import PretrainingData

@@ -45,7 +45,7 @@ class PrepareOptions:
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
-    dupe_factor: int = 5
+    dupe_factor: int | None = None     # None: 5 for builtin, 2 otherwise (big corpora need fewer passes)
     whole_word_mask: bool = False
     seed: int = 12345
     heldout_fraction: float = 0.02
@@ -79,9 +79,14 @@ def resolved_options(opts: PrepareOptions) -> dict:
     options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
                    vocab_size=None if opts.vocab or builtin else opts.vocab_size,
-                   max_seq_length=opts.max_seq_length or (BUILTIN_MAX_SEQ_LENGTH if builtin else 128))
+                   max_seq_length=default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128),
+                   dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2))
     check_options(options)
     return options
+
+
+def default_if_none(value, default):
+    return default if value is None else value
 
 
 def check_options(options):
