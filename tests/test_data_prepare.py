@@ -1,0 +1,118 @@
+"""The whole pipeline: corpus -> vocabulary -> tokens -> shards, through prepare() and `npbert prepare`."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from npbert.cli import main
+from npbert.config import BertConfig
+from npbert.data.builtin_corpus import builtin_vocab
+from npbert.data.prepare import PrepareOptions, prepare
+from npbert.data.pretraining_data import PretrainingData
+from npbert.data.shards import MANIFEST, VOCAB_FILE
+from npbert.model import init_params, pretraining_forward
+
+QUIET = dict(log=lambda *a: None)
+TEXT = """The farmer feeds the cows every morning.
+The cows give milk.
+The farmer sells the milk at the market.
+
+The baker bakes bread in the oven.
+The bread is warm.
+People buy the bread at the bakery.
+
+The pilot flies the plane.
+The plane lands at the airport.
+"""
+
+
+def small_vocab(path):
+    words = sorted({w for line in TEXT.lower().split("\n") for w in line.replace(".", " .").split()})
+    path.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n", encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def builtin_dir(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("builtin"))
+    prepare(PrepareOptions(out=out, max_documents=120, dupe_factor=2, seed=3), **QUIET)
+    return out
+
+
+def test_builtin_corpus_end_to_end_into_the_model(builtin_dir):
+    manifest = json.load(open(os.path.join(builtin_dir, MANIFEST)))
+    assert manifest["options"]["max_seq_length"] == 64 and manifest["vocab_size"] == len(builtin_vocab())
+    assert manifest["splits"]["heldout"]["documents"] == 2 and manifest["splits"]["train"]["documents"] == 118
+    summary = manifest["splits"]["train"]["summary"]
+    assert 0.14 < summary["mask_rate"] < 0.18 and abs(summary["mask_share"] - 0.8) < 0.03
+    assert 0.35 < summary["is_next_share"] < 0.55
+    data = PretrainingData(builtin_dir)
+    a = data.arrays
+    original = a["input_ids"].copy()                                # masked positions given back their ids
+    for r in range(len(original)):
+        original[r, a["masked_lm_positions"][r, :a["num_masked"][r]]] = a["masked_lm_ids"][r, :a["num_masked"][r]]
+    assert not (original == 1).any()                                # builtin text never needs [UNK]
+    config = BertConfig(vocab_size=data.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=64)
+    params = init_params(config, np.random.default_rng(0))
+    out, _ = pretraining_forward(params, config, **next(data.batches(4, seed=0)))
+    assert np.isfinite(out["loss"]) and abs(out["nsp_loss"] - np.log(2)) < 0.1
+
+
+def test_a_finished_directory_is_not_redone(builtin_dir):
+    before = {f: os.path.getmtime(os.path.join(builtin_dir, f)) for f in os.listdir(builtin_dir)}
+    log = []
+    prepare(PrepareOptions(out=builtin_dir, max_documents=120, dupe_factor=2, seed=3), log=log.append)
+    assert log == [f"{builtin_dir} is already prepared with these options"]
+    assert before == {f: os.path.getmtime(os.path.join(builtin_dir, f)) for f in os.listdir(builtin_dir)}
+
+
+def test_a_text_corpus_with_a_given_vocabulary(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    vocab = small_vocab(tmp_path / "vocab.txt")
+    out = str(tmp_path / "out")
+    manifest = prepare(PrepareOptions(corpus=str(corpus), vocab=vocab, out=out, max_seq_length=24,
+                                      heldout_fraction=0.0, dupe_factor=4), **QUIET)
+    assert manifest["options"]["corpus"] == str(corpus) and manifest["options"]["vocab_size"] is None
+    assert manifest["splits"]["train"]["documents"] == 3
+    assert open(os.path.join(out, VOCAB_FILE), encoding="utf-8").read() == open(vocab, encoding="utf-8").read()
+    assert len(PretrainingData(out)) == manifest["splits"]["train"]["counts"]["instances"] > 0
+
+
+def test_a_vocabulary_without_special_tokens_is_a_clear_error(tmp_path, capsys):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT, encoding="utf-8")
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the\nfarmer\n[UNK]\n", encoding="utf-8")
+    code = main(["prepare", "--corpus", str(corpus), "--vocab", str(vocab), "--out", str(tmp_path / "o"),
+                 "--heldout-fraction", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and "[PAD]" in err and "[CLS]" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "holds no text"),
+    ("\n \n\n\t\n", "holds no text"),
+    ("Only one document here.\nWith two sentences.\n", "needs at least 2"),
+])
+def test_unusable_corpora_fail_with_one_line(tmp_path, capsys, text, message):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text, encoding="utf-8")
+    code = main(["prepare", "--corpus", str(corpus), "--vocab", small_vocab(tmp_path / "v.txt"),
+                 "--out", str(tmp_path / "o"), "--heldout-fraction", "0"])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_command_prints_the_statistics(tmp_path, capsys):
+    out = str(tmp_path / "cli")
+    assert main(["prepare", "--max-documents", "40", "--dupe-factor", "1", "--out", out, "--whole-word-mask"]) == 0
+    printed = capsys.readouterr().out
+    for expected in ("read 40 documents from builtin", "train: 38 documents", "predicted =", "[MASK]",
+                     "IsNext", "sequence lengths:", f"wrote {out}"):
+        assert expected in printed
+    assert json.load(open(os.path.join(out, MANIFEST)))["options"]["whole_word_mask"] is True
+    assert main(["prepare", "--max-documents", "41", "--dupe-factor", "1", "--out", out]) == 2
+    assert "max_documents=40 (now 41)" in capsys.readouterr().err
