@@ -116,3 +116,23 @@ def test_the_command_prints_the_statistics(tmp_path, capsys):
     assert json.load(open(os.path.join(out, MANIFEST)))["options"]["whole_word_mask"] is True
     assert main(["prepare", "--max-documents", "41", "--dupe-factor", "1", "--out", out]) == 2
     assert "max_documents=40 (now 41)" in capsys.readouterr().err
+
+
+def test_a_text_corpus_without_vocabulary_trains_one_and_reuses_it_on_resume(tmp_path, monkeypatch):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT * 3, encoding="utf-8")      # 9 documents
+    out = tmp_path / "out"
+    opts = PrepareOptions(corpus=str(corpus), out=str(out), vocab_size=60, max_seq_length=24, heldout_fraction=0.25)
+    manifest = prepare(opts, **QUIET)
+    assert manifest["options"]["vocab_size"] == 60 and manifest["options"]["dupe_factor"] == 2
+    vocab = open(out / VOCAB_FILE, encoding="utf-8").read().split("\n")[:-1]
+    assert len(vocab) <= 60 and {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"} <= set(vocab)
+    # an interrupted run (manifest incomplete) reuses the vocabulary it trained instead of training again
+    before = open(out / MANIFEST, encoding="utf-8").read()
+    (out / MANIFEST).write_text(before.replace('"complete": true', '"complete": false'), encoding="utf-8")
+    import npbert.wordpiece_trainer
+    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", None)
+    log = []
+    prepare(opts, log=log.append)
+    assert any("reusing the vocabulary" in line for line in log)
+    assert open(out / MANIFEST, encoding="utf-8").read() == before
