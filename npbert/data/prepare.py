@@ -96,6 +96,8 @@ def check_options(options):
         raise DataError(f"heldout_fraction must be in [0, 1), got {options['heldout_fraction']!r}")
     if not isinstance(options["seed"], int) or options["seed"] < 0:
         raise DataError(f"seed must be a non-negative integer, got {options['seed']!r}")
+    if options["max_seq_length"] is not None and options["max_seq_length"] > 32767:
+        raise DataError(f"max_seq_length {options['max_seq_length']} is too long for the shards' int16 positions")
     if options["vocab_size"] is not None and options["vocab_size"] < 16:
         raise DataError(f"vocab_size must be at least 16, got {options['vocab_size']!r}")
     instance_options(options)  # validates the masking options
@@ -207,45 +209,32 @@ def plan_shards(documents, split, passes, tokens_per_shard) -> list:
 def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print) -> dict:
     """documents: lists of sentences of token ids. Writes (or completes) out_dir; returns the manifest."""
     vocab = VocabIds.from_tokens(vocab_tokens)
-    inst_options = instance_options(options)
     os.makedirs(out_dir, exist_ok=True)
     existing = existing_manifest(out_dir, options)
-    vocab_path = os.path.join(out_dir, VOCAB_FILE)
     if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
         raise DataError(f"{out_dir} was partly prepared with another vocabulary; delete it to start again")
-    atomic_write_bytes(vocab_path, lambda f: f.write(vocab_bytes(vocab_tokens)))
+    atomic_write_bytes(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
     train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
-    splits = {"train": ([documents[i] for i in train_idx], options["dupe_factor"]),
-              "heldout": ([documents[i] for i in held_idx], options["dupe_factor"])}
-    plans = {name: plan_shards(docs, name, passes, options["tokens_per_shard"])
-             for name, (docs, passes) in splits.items() if docs}
-    manifest = dict(format=FORMAT, format_version=FORMAT_VERSION, complete=False, options=options,
-                    vocab_file=VOCAB_FILE, vocab_size=len(vocab_tokens), vocab_sha256=hash_of(vocab_tokens),
-                    special_ids=dict(pad=vocab.pad_id, unk=vocab.unk_id, cls=vocab.cls_id, sep=vocab.sep_id,
-                                     mask=vocab.mask_id),
-                    dtypes=dict(input_ids=id_dtype(len(vocab_tokens)).name, masked_lm_ids=id_dtype(len(vocab_tokens)).name,
-                                token_type_ids="int8", lengths="int16", masked_lm_positions="int16",
-                                num_masked="int16", next_sentence_labels="int8"),
-                    splits={name: dict(documents=len(splits[name][0]), shards=[dict(file=f, instances=None)
-                                                                               for f, _ in plan])
-                            for name, plan in plans.items()})
+    splits = {name: [documents[i] for i in idx] for name, idx in (("train", train_idx), ("heldout", held_idx)) if len(idx)}
+    plans = {name: plan_shards(docs, name, options["dupe_factor"], options["tokens_per_shard"])
+             for name, docs in splits.items()}
+    manifest = new_manifest(options, vocab_tokens, vocab, splits, plans)
     write_json(os.path.join(out_dir, MANIFEST), manifest)       # options on disk before any shard
     tick = time.perf_counter()
     for name, plan in plans.items():
-        docs = splits[name][0]
         counts = []
         for k, (file, doc_indices) in enumerate(plan):
             path = os.path.join(out_dir, file)
-            arrays = read_shard(path) if existing is not None and os.path.exists(path) else None
-            if arrays is None:
+            if existing is not None and os.path.exists(path):    # complete: shards are renamed into place
+                arrays = read_shard(path)
+                log(f"  kept {file} from an earlier run")
+            else:
                 rng = np.random.default_rng([options["seed"], 1, SPLIT_CODES[name], k])
-                instances = create_instances(docs, doc_indices, vocab, inst_options, rng)
+                instances = create_instances(splits[name], doc_indices, vocab, instance_options(options), rng)
                 arrays = pack_instances(instances, options["max_seq_length"], options["max_predictions_per_seq"],
                                         len(vocab_tokens), vocab.pad_id)
                 write_shard(path, arrays)
                 log(f"  wrote {file}: {len(instances):,} instances")
-            else:
-                log(f"  kept {file} from an earlier run")
             manifest["splits"][name]["shards"][k]["instances"] = len(arrays["lengths"])
             counts.append(count_shard(arrays, vocab.mask_id))
         total = merge_counts(counts, options["max_seq_length"])
@@ -255,6 +244,19 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print)
     log(format_report(manifest))
     log(f"wrote {out_dir} ({directory_megabytes(out_dir):.1f} MB) in {time.perf_counter() - tick:.1f} s")
     return manifest
+
+
+def new_manifest(options, vocab_tokens, vocab: VocabIds, splits, plans) -> dict:
+    """The manifest before any shard is made: instance counts unknown, complete=False."""
+    ids = id_dtype(len(vocab_tokens)).name
+    return dict(format=FORMAT, format_version=FORMAT_VERSION, complete=False, options=options,
+                vocab_file=VOCAB_FILE, vocab_size=len(vocab_tokens), vocab_sha256=hash_of(vocab_tokens),
+                special_ids=dict(pad=vocab.pad_id, unk=vocab.unk_id, cls=vocab.cls_id, sep=vocab.sep_id,
+                                 mask=vocab.mask_id),
+                dtypes=dict(input_ids=ids, masked_lm_ids=ids, token_type_ids="int8", lengths="int16",
+                            masked_lm_positions="int16", num_masked="int16", next_sentence_labels="int8"),
+                splits={name: dict(documents=len(splits[name]), shards=[dict(file=f, instances=None) for f, _ in plan])
+                        for name, plan in plans.items()})
 
 
 def hash_of(vocab_tokens) -> str:
