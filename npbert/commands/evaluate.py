@@ -1,0 +1,36 @@
+"""`npbert evaluate CHECKPOINT --task TASK --data FILE`: a fine-tuned checkpoint's metrics on a task file."""
+import json
+
+
+def register(sub):
+    from npbert.tasks.registry import TASKS
+    p = sub.add_parser("evaluate", help="score a fine-tuned checkpoint on a task file (accuracy, F1, EM, ...)")
+    p.add_argument("checkpoint", help="a fine-tuned checkpoint directory (e.g. runs/finetune/best)")
+    p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK")
+    p.add_argument("--data", default=None, help="labelled task file (generated tasks: split name, default dev)")
+    p.add_argument("--max-seq-length", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--max-examples", type=int, default=None)
+    p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from npbert import set_backend
+    from npbert.errors import DataError
+    from npbert.finetune import evaluate_checkpoint, format_scores
+    from npbert.tasks.registry import get_task
+    if args.backend:
+        set_backend(args.backend)
+    task = get_task(args.task)
+    source = args.data or ("dev" if task.generated else None)
+    if source is None:
+        raise DataError(f"task {task.name} reads files: pass --data FILE")
+    scores, examples, _ = evaluate_checkpoint(args.checkpoint, task.name, source, args.batch_size,
+                                              args.max_seq_length, max_examples=args.max_examples)
+    if not scores:
+        raise DataError(f"{source} has no labels to score against (use `npbert predict` for unlabelled text)")
+    print(json.dumps(scores) if args.json else f"{task.name} on {source} ({len(examples):,} examples): "
+          + format_scores(scores))
+    return 0

@@ -1,0 +1,56 @@
+"""`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
+import dataclasses
+
+from npbert.config import PRESETS
+
+
+def register(sub):
+    from npbert.finetune import FinetuneOptions
+    from npbert.tasks.registry import TASKS
+    d = FinetuneOptions()
+    p = sub.add_parser("finetune", help="fine-tune a checkpoint on a task (GLUE, CoNLL, SQuAD, SWAG, CSV, built-in)",
+                       description="Fine-tune BERT on a labelled task, evaluating on the dev set after each epoch "
+                                   "and keeping the best model in OUT/best. Tasks: " +
+                                   "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()))
+    p.add_argument("--task", default=d.task, choices=list(TASKS), metavar="TASK", help=f"default {d.task}")
+    p.add_argument("--model", default=None, help="checkpoint directory to start from (npbert or Hugging Face)")
+    p.add_argument("--from-scratch", default=None, choices=list(PRESETS), help="start from random weights instead")
+    p.add_argument("--vocab", default=None, help="vocab.txt for --from-scratch (built-in tasks: the built-in one)")
+    p.add_argument("--train", default=None, help="training file (generated tasks: split name, default train)")
+    p.add_argument("--dev", default=None, help="dev file, evaluated each epoch (generated tasks: default dev)")
+    p.add_argument("--test", default=None, help="a file (or split) scored once at the end with the best model")
+    p.add_argument("--out", default=d.out, help=f"run directory (default {d.out})")
+    p.add_argument("--max-seq-length", type=int, default=None, help="default: the task's (128, SQuAD 384)")
+    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--batch-size", type=int, default=d.batch_size)
+    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    p.add_argument("--warmup-proportion", type=float, default=d.warmup_proportion)
+    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
+    p.add_argument("--max-grad-norm", type=float, default=d.max_grad_norm)
+    p.add_argument("--hidden-dropout-prob", type=float, default=None, help="default: the checkpoint's")
+    p.add_argument("--attention-probs-dropout-prob", type=float, default=None, help="default: the checkpoint's")
+    p.add_argument("--max-train-examples", type=int, default=None, help="use only the first N training examples")
+    p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate only the first N dev examples")
+    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
+    p.add_argument("--doc-stride", type=int, default=d.doc_stride, help="QA: tokens between window starts")
+    p.add_argument("--max-query-length", type=int, default=d.max_query_length, help="QA: question tokens kept")
+    p.add_argument("--n-best-size", type=int, default=d.n_best_size, help="QA: start/end candidates")
+    p.add_argument("--max-answer-length", type=int, default=d.max_answer_length, help="QA: longest answer in tokens")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--log-every", type=int, default=d.log_every)
+    p.add_argument("--stop-after", type=int, default=None, help="save and stop after this many steps")
+    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
+    p.add_argument("--overwrite", action="store_true", help="delete an existing --out and start again")
+    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from npbert import set_backend
+    from npbert.finetune import FinetuneOptions, finetune
+    if args.backend:
+        set_backend(args.backend)
+    fields = {f.name for f in dataclasses.fields(FinetuneOptions)}
+    opts = FinetuneOptions(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
+    result = finetune(opts, resume=args.resume, overwrite=args.overwrite)
+    return 130 if result.get("stopped") and not args.stop_after else 0

@@ -1,0 +1,35 @@
+"""Reading task files line by line, with errors that name the file and the line."""
+from __future__ import annotations
+
+import os
+
+from npbert.errors import DataError
+
+
+def read_lines(path) -> list[str]:
+    """The lines of a UTF-8 text file (a BOM is dropped), without their line endings."""
+    if not os.path.isfile(path):
+        raise DataError(f"task file not found: {path}")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise DataError(f"{path}:{line}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") from None
+    lines = [line.removesuffix("\r") for line in text.split("\n")]   # only \n ends a line (not \f, \u2028, ...)
+    return lines[:-1] if lines and not lines[-1] else lines
+
+
+def where(path, line) -> str:
+    return f"{path}:{line}"
+
+
+def require_columns(path, header, needed, line=1) -> dict:
+    """column name -> index, or a DataError listing the missing columns and the ones found."""
+    index = {name: i for i, name in enumerate(header)}
+    missing = [name for name in needed if name not in index]
+    if missing:
+        raise DataError(f"{where(path, line)}: missing column(s) {', '.join(missing)}; the header has "
+                        f"{', '.join(header) if header else 'nothing'}")
+    return index

@@ -1,0 +1,59 @@
+"""Sequence classification or regression examples from a CSV file (with a header) or a JSON
+lines file (one object per line): `text`, optionally `text_pair`, and `label` (optional in
+files to predict on). Other columns are ignored. The format follows the file name: .jsonl /
+.json -> JSON lines, anything else -> CSV."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from npbert.errors import DataError
+from npbert.tasks.files import read_lines, require_columns, where
+
+
+def read_text_file(path) -> list:
+    return read_jsonl(path) if str(path).endswith((".jsonl", ".json")) else read_csv(path)
+
+
+def read_csv(path) -> list:
+    lines = read_lines(path)
+    reader = csv.reader(io.StringIO("\n".join(lines) + "\n"))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path} is empty")
+        index = require_columns(path, header, ["text"])
+        records = []
+        for row in reader:
+            n = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{where(path, n)}: {len(row)} fields, the header has {len(header)}")
+            get = lambda name: row[index[name]] if name in index else None  # noqa: E731
+            records.append(dict(text=row[index["text"]], text_pair=get("text_pair"), label=get("label"),
+                                where=where(path, n)))
+    except csv.Error as e:
+        raise DataError(f"{where(path, reader.line_num)}: bad CSV: {e}") from None
+    return records
+
+
+def read_jsonl(path) -> list:
+    records = []
+    for n, line in enumerate(read_lines(path), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{where(path, n)}: not a JSON object: {e}") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+            raise DataError(f"{where(path, n)}: each line must be a JSON object with a string \"text\"")
+        pair = obj.get("text_pair")
+        if pair is not None and not isinstance(pair, str):
+            raise DataError(f"{where(path, n)}: \"text_pair\" must be a string")
+        label = obj.get("label")
+        records.append(dict(text=obj["text"], text_pair=pair, label=None if label is None else str(label),
+                            where=where(path, n)))
+    return records
