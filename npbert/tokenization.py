@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import unicodedata
+from itertools import accumulate
 from typing import NamedTuple
 
 import numpy as np
@@ -155,11 +156,13 @@ def load_vocab(path) -> list[str]:
             raw = f.read()
     except FileNotFoundError:
         raise DataError(f"vocabulary file not found: {path}") from None
+    except OSError as e:
+        raise DataError(f"cannot read vocabulary {path}: {e.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        line = raw[:e.start].count(b"\n") + 1
-        raise DataError(f"vocabulary {path} is not UTF-8 (line {line}, byte {e.start}: {raw[e.start:e.start + 1]!r})") from None
+        line, bad = raw[:e.start].count(b"\n") + 1, raw[e.start:e.start + 1]
+        raise DataError(f"vocabulary {path} is not UTF-8 (line {line}, byte {e.start}: {bad!r})") from None
     if text.endswith("\n"):
         text = text[:-1]
     if not text:
@@ -269,8 +272,9 @@ class BertTokenizer:
         model = _read_json(os.path.join(directory, HF_TOKENIZER_FILE)).get("model") or {}
         if "max_input_chars_per_word" in model:
             options["max_input_chars_per_word"] = model["max_input_chars_per_word"]
-        if not isinstance(options.get("model_max_length", 0), int) or options.get("model_max_length", 1) > 10**9:
-            options.pop("model_max_length")  # HF writes a huge float for "no limit"
+        max_length = options.pop("model_max_length", None)
+        if isinstance(max_length, int) and max_length <= 10**9:  # HF writes a huge number for "no limit"
+            options["model_max_length"] = max_length
         options.update(overrides)
         return cls(os.path.join(directory, VOCAB_FILE), **options)
 
@@ -305,7 +309,7 @@ class BertTokenizer:
             if pieces is None:
                 cached = (UNK,), ((0, len(word)),)
             else:
-                ends = np.cumsum([piece_length(p) for p in pieces]).tolist()
+                ends = list(accumulate(map(piece_length, pieces)))
                 cached = tuple(pieces), tuple(zip([0] + ends[:-1], ends))
             if len(self._word_cache) >= 1 << 20:  # bound memory on huge corpora
                 self._word_cache.clear()
@@ -344,7 +348,7 @@ class BertTokenizer:
                     pieces, spans = self._pieces(word.group())
                     at = word.start()
                     tokens += pieces
-                    offsets += [(base + origin[at + i], base + origin[at + j - 1] + 1) for i, j in spans]
+                    offsets += [(base + origin[at + start], base + origin[at + end - 1] + 1) for start, end in spans]
                     word_ids += [word_id] * len(pieces)
             base += len(segment)
         return Tokenized(tokens, offsets, word_ids)
@@ -396,8 +400,7 @@ class BertTokenizer:
                 keep = (min(len(sequences[0].tokens), budget),)
             else:
                 keep = longest_first(len(sequences[0].tokens), len(sequences[1].tokens), budget)
-            sequences = [Tokenized(s.tokens[:k], s.offsets and s.offsets[:k], s.word_ids and s.word_ids[:k])
-                         for s, k in zip(sequences, keep)]
+            sequences = [Tokenized(*(None if v is None else v[:k] for v in s)) for s, k in zip(sequences, keep)]
         ids, types, offsets, word_ids = [], [], [], []
         if add_special_tokens:
             ids, types, offsets, word_ids = [self.cls_token_id], [0], [(0, 0)], [-1]
@@ -442,7 +445,7 @@ class BertTokenizer:
         with_offsets = return_offsets_mapping or return_word_ids
         rows = [self._encode_one(a, b, add_special_tokens, max_length, truncation, with_offsets) for a, b in items]
         if padding:
-            width = max(len(r["input_ids"]) for r in rows) if padding == "longest" else \
+            width = max((len(r["input_ids"]) for r in rows), default=0) if padding == "longest" else \
                 (self.model_max_length if max_length is None else max_length)
             rows = [self._pad(r, width) for r in rows]
         keys = ["input_ids", "token_type_ids", "attention_mask"] + \
@@ -504,7 +507,8 @@ def _as_items(text, text_pair) -> tuple[bool, list[tuple[str, str | None]]]:
             raise InputError(f"text_pair must be a str when text is, got {type(text_pair).__name__}")
         return False, [(text, text_pair)]
     if not isinstance(text, (list, tuple)):
-        raise InputError(f"text must be a str, a list of str or a list of (str, str) pairs, got {type(text).__name__}")
+        raise InputError(f"text must be a str, a list of str or a list of (str, str) pairs, "
+                         f"got {type(text).__name__}")
     if text_pair is not None:
         if not isinstance(text_pair, (list, tuple)) or len(text_pair) != len(text):
             raise InputError("with a batch of texts, text_pair must be a list of the same length")

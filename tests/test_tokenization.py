@@ -84,7 +84,8 @@ def test_empty_pair_is_an_empty_segment():
 def test_special_ids_are_looked_up_not_assumed():
     vocab = ["hello", "[MASK]", "[SEP]", "world", "[CLS]", "[UNK]", "[PAD]"]
     tok = BertTokenizer(vocab)
-    assert (tok.pad_token_id, tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id) == (6, 5, 4, 2, 1)
+    ids = (tok.pad_token_id, tok.unk_token_id, tok.cls_token_id, tok.sep_token_id, tok.mask_token_id)
+    assert ids == (6, 5, 4, 2, 1)
     assert tok("hello [MASK] there")["input_ids"] == [4, 0, 1, 5, 2]
     assert tok(["hello", "hello world"], padding=True)["input_ids"] == [[4, 0, 2, 6], [4, 0, 3, 2]]
 

@@ -238,7 +238,8 @@ def main():
             "imdb_rows": f"first {N_FIRST} IMDB reviews + random.Random({SEED}).sample of {N_SAMPLE} of the rest",
             "imdb_slow_agrees": f"{slow_agree}/{len(texts)}",
         },
-        "imdb": imdb, "cases": cases, "pairs": pair_cases, "truncation_grid": truncation_grid(fast.backend_tokenizer), "batches": batches, "decode": decode,
+        "imdb": imdb, "cases": cases, "pairs": pair_cases, "batches": batches, "decode": decode,
+        "truncation_grid": truncation_grid(fast.backend_tokenizer),
         "codepoints": codepoint_table(fast.backend_tokenizer),
     }
     with gzip.open(OUT, "wt", encoding="utf-8", compresslevel=9) as f:
