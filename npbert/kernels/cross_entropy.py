@@ -12,6 +12,8 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.rowops import row_max as max_of
+from npbert.kernels.rowops import row_sum_exp as sum_exp
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
 
@@ -21,15 +23,9 @@ GRAIN = 16384                                          # elements: below this on
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, logits, safe, row_max, lse, logp_label):
     # logits: (N, C); safe, row_max, lse, logp_label: (N,)
-    N, C = logits.shape
     for i in range(lo, hi):
-        m = logits[i, 0]
-        for j in range(1, C):
-            m = max(m, logits[i, j])
-        s = 0.0
-        for j in range(C):
-            s += fast_exp(logits[i, j] - m)
-        row_max[i], lse[i] = m, math.log(s)
+        m = max_of(logits[i])
+        row_max[i], lse[i] = m, math.log(sum_exp(logits[i], m))
         logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
 
 
@@ -40,8 +36,8 @@ def _backward(lo, hi, logits, safe, row_max, lse, g, dlogits):
     for i in range(lo, hi):
         for j in range(C):
             dlogits[i, j] = fast_exp((logits[i, j] - row_max[i]) - lse[i]) * g[i]
-        c = safe[i]                                    # the label's entry: (p - 1) g, as the reference
-        dlogits[i, c] = (fast_exp((logits[i, c] - row_max[i]) - lse[i]) - 1) * g[i]
+        c = safe[i]                                    # the label's entry (p - 1) g: expm1 in float64,
+        dlogits[i, c] = math.expm1((logits[i, c] - row_max[i]) - lse[i]) * g[i]  # p - 1 cancels when p ~ 1
 
 
 def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):

@@ -5,24 +5,18 @@ so both backends drop the same elements for the same seed; they go into a scratc
 across calls (no fresh (N,) allocation per call) and one parallel pass turns them into the
 output and a 1-byte keep mask (the reference keeps a mask of x's dtype: 4 or 8 bytes).
 """
-import threading
-
 import numpy as np
 from numba import njit
 
+from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 
-_scratch = threading.local()
 GRAIN = 65536                                          # elements: below this one thread is faster
 
 
 def uniforms(shape, rng):
     """rng.random(shape, dtype=float32), written into a per-thread buffer that is reused."""
-    n = int(np.prod(shape))
-    buf = getattr(_scratch, "buf", None)
-    if buf is None or buf.size < n:
-        buf = _scratch.buf = np.empty(n, np.float32)
-    out = buf[:n].reshape(shape)
+    out = scratch(shape, np.float32, slot="uniforms")
     rng.random(out=out, dtype=np.float32)              # same stream as rng.random(shape, dtype=float32)
     return out
 

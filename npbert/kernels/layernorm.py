@@ -8,6 +8,7 @@ xhat: the input array is alive anyway as long as the cache holds it, so this sav
 import numpy as np
 from numba import njit
 
+from npbert.kernels.rowops import row_dot, row_sum
 from npbert.kernels.threads import parallel_for
 
 ROWS_PER_CHUNK = 64    # dgamma/dbeta are summed per fixed chunk of rows, then over chunks, so
@@ -18,41 +19,33 @@ ROWS_PER_CHUNK = 64    # dgamma/dbeta are summed per fixed chunk of rows, then o
 def _forward(lo, hi, x, gamma, beta, eps, y, mean, rstd):
     # x, y: (N, H); mean, rstd: (N,) float64
     H = x.shape[1]
+    xc = np.empty(H)                                   # x - mean, float64
     for i in range(lo, hi):
-        m = 0.0
+        m = row_sum(x[i]) / H
         for j in range(H):
-            m += x[i, j]
-        m /= H
-        v = 0.0
-        for j in range(H):
-            c = x[i, j] - m
-            v += c * c
-        r = 1.0 / np.sqrt(v / H + eps)                 # biased variance, as BERT
+            xc[j] = x[i, j] - m
+        r = 1.0 / np.sqrt(row_dot(xc, xc) / H + eps)   # biased variance, as BERT
         mean[i], rstd[i] = m, r
         for j in range(H):
-            y[i, j] = (x[i, j] - m) * r * gamma[j] + beta[j]
+            y[i, j] = xc[j] * r * gamma[j] + beta[j]
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _backward(lo, hi, dy, x, mean, rstd, gamma, dx, dgamma_parts, dbeta_parts):
     # dy, x, dx: (N, H); *_parts: (chunks, H) float64, zeroed
     N, H = x.shape
-    xhat = np.empty(H)
+    xhat, g = np.empty(H), np.empty(H)                 # float64 rows
     for c in range(lo, hi):
         for i in range(c * ROWS_PER_CHUNK, min(N, (c + 1) * ROWS_PER_CHUNK)):
-            m1 = 0.0                                   # mean(dxhat)
-            m2 = 0.0                                   # mean(dxhat * xhat)
             for j in range(H):
                 xhat[j] = (x[i, j] - mean[i]) * rstd[i]
-                g = dy[i, j] * gamma[j]
-                m1 += g
-                m2 += g * xhat[j]
+                g[j] = dy[i, j] * gamma[j]             # dxhat
                 dgamma_parts[c, j] += dy[i, j] * xhat[j]
                 dbeta_parts[c, j] += dy[i, j]
-            m1 /= H
-            m2 /= H
+            m1 = row_sum(g) / H                        # mean(dxhat)
+            m2 = row_dot(g, xhat) / H                  # mean(dxhat * xhat)
             for j in range(H):
-                dx[i, j] = rstd[i] * (dy[i, j] * gamma[j] - m1 - xhat[j] * m2)
+                dx[i, j] = rstd[i] * (g[j] - m1 - xhat[j] * m2)
 
 
 def layernorm_forward(x, gamma, beta, eps):
