@@ -163,18 +163,21 @@ def expected_codepoint_words(codepoints):
 
 
 def test_every_code_point_normalizes_like_hf(hf, minilm):
-    assert (minilm.do_lower_case, minilm.strip_accents, minilm.tokenize_chinese_chars) == (True, None, True)
-    """Each of the 1.1M code points, between two letters: dropped, whitespace, punctuation,
+    """The code points, each between two letters: dropped, whitespace, punctuation,
     lower-cased, accent-stripped... exactly as the fast tokenizer, except the documented code
     points where its (older) Unicode tables disagree with Python's unicodedata."""
+    assert (minilm.do_lower_case, minilm.strip_accents, minilm.tokenize_chinese_chars) == (True, None, True)
     if unicodedata.unidata_version != hf["made_by"]["unicodedata"]:
         pytest.skip(f"known differences were listed for Unicode {hf['made_by']['unicodedata']}, "
                     f"this Python has {unicodedata.unidata_version}")
     differences = {int(cp): words for cp, words in hf["codepoints"]["unicodedata_differences"].items()}
     assert len(differences) < 600  # all in scripts added to Unicode after 2015, see docs/tokenizer.md
-    # normalize_char directly: going through minilm's memo would fill it with 1.1M entries
+    # Planes 0-3 and 14 (where characters are assigned) in full; the unassigned planes 4-13 and
+    # the private-use planes 15-16 are uniform, 1 in 61 of them is enough.
+    # normalize_char directly: going through minilm's memo would fill it with 1.1M entries.
     wrong = [cp for cp, words in expected_codepoint_words(hf["codepoints"])
-             if f"x{normalize_char(chr(cp), True, True, True)}x".split() != differences.get(cp, words)]
+             if (cp < 0x40000 or 0xE0000 <= cp < 0xF0000 or cp % 61 == 0)
+             and f"x{normalize_char(chr(cp), True, True, True)}x".split() != differences.get(cp, words)]
     assert not wrong, [hex(cp) for cp in wrong[:20]]
 
 
@@ -182,12 +185,15 @@ def test_every_code_point_normalizes_like_hf(hf, minilm):
 
 @settings(max_examples=300, deadline=None)
 @given(st.text())
-def test_any_text_tokenizes_into_vocab(text):
-    tok = _golden()
-    tokens = tok.tokenize(text)
-    assert all(t in tok.vocab for t in tokens)
-    assert tok.tokenize_with_offsets(text).tokens == tokens
-    assert set(tok.basic.normalize(text)) & {"\t", "\n", "\r", "\u3000", "\u00a0"} == set()
+def test_any_text_tokenizes_into_vocab(minilm, text):
+    for tok in (_golden(), minilm):
+        tokens = tok.tokenize(text)
+        assert all(t in tok.vocab for t in tokens)
+        tokenized = tok.tokenize_with_offsets(text)
+        assert tokenized.tokens == tokens and len(tokenized.offsets) == len(tokenized.word_ids) == len(tokens)
+        assert all(0 <= start < end <= len(text) for start, end in tokenized.offsets)
+        # " " is the only whitespace left, so split() and the offsets' [^ ]+ see the same words
+        assert all(c == " " or not c.isspace() for c in tok.basic.normalize(text))
 
 
 _SIMPLE = st.text(st.sampled_from("abcxyz ABC éÉüÖñ.,!?'-[]\t\n0123"), max_size=60)
