@@ -150,7 +150,8 @@ def piece_length(piece: str) -> int:
 # ---------------------------------------------------------------- vocabulary files
 
 def load_vocab(path) -> list[str]:
-    """One token per line, id = line number (0-based), as BERT's vocab.txt."""
+    """One token per line, id = line number (0-based), as BERT's vocab.txt. Lines end at \n,
+    \r\n or \r (Python's universal newlines, as Hugging Face reads it)."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
@@ -163,11 +164,10 @@ def load_vocab(path) -> list[str]:
     except UnicodeDecodeError as e:
         line, bad = raw[:e.start].count(b"\n") + 1, raw[e.start:e.start + 1]
         raise DataError(f"vocabulary {path} is not UTF-8 (line {line}, byte {e.start}: {bad!r})") from None
-    if text.endswith("\n"):
-        text = text[:-1]
+    text = text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
     if not text:
         raise DataError(f"vocabulary {path} is empty")
-    return [line.removesuffix("\r") for line in text.split("\n")]
+    return text.split("\n")
 
 
 def check_vocab(tokens) -> dict[str, int]:

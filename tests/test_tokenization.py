@@ -291,6 +291,8 @@ def test_save_and_load_round_trip(tmp_path):
     assert (back.do_lower_case, back.strip_accents, back.max_input_chars_per_word) == (False, True, 50)
     assert back.tokenize("Ünwant") == tok.tokenize("Ünwant") == ["[UNK]"]
     assert BertTokenizer(str(tmp_path / "vocab.txt")).tokenize("UNwanted") == ["un", "##want", "##ed"]
+    (tmp_path / "vocab.txt").write_bytes("\r\n".join(GOLDEN_VOCAB).encode())  # Windows line ends
+    assert BertTokenizer(tmp_path / "vocab.txt").ids_to_tokens == GOLDEN_VOCAB
 
 
 @pytest.mark.parametrize("content, message", [
