@@ -29,6 +29,7 @@ from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_conf
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
 from npbert.tasks.registry import get_task, label_names, read_examples
+from npbert.tokenization import BertTokenizer
 from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite,
                           format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
 
@@ -80,7 +81,7 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) ->
         saved = load_training_checkpoint(ckpt_dir, {})
         opts = FinetuneOptions(**{**saved.options, "stop_after": opts.stop_after})
         saved.optimizer.weight_decay = opts.weight_decay
-        config, params, tokenizer = saved.config, saved.params, load_pretrained(ckpt_dir).tokenizer
+        config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(ckpt_dir)
         log(f"resuming {opts.out} at step {saved.position.step}")
     task = get_task(opts.task)
     if opts.epochs < 1 or opts.batch_size < 1:
@@ -115,10 +116,11 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) ->
         f"{bs}, peak lr {opts.learning_rate:g}, warmup {warmup}")
 
     def save():
+        extra["window"] = list(losses)                 # losses not yet logged: a resumed log reads as one run
         save_training_checkpoint(ckpt_dir, TrainingCheckpoint(config, params, optimizer, position, rng, options, extra),
                                  tokenizer)
 
-    speed, losses = Throughput(), []
+    speed, losses = Throughput(), extra.pop("window", [])
     with StopOnInterrupt() as stop:
         while position.epoch < opts.epochs:
             for rows in train_batches(n, bs, opts.seed, position.epoch, position.batch):
@@ -227,7 +229,6 @@ def keeps_head(head, config, task, labels, num_labels, where, log) -> bool:
 
 
 def scratch_tokenizer(opts, task):
-    from npbert.tokenization import BertTokenizer
     if opts.vocab:
         return BertTokenizer(opts.vocab)
     if task.name.startswith("builtin-"):

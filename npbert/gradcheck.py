@@ -244,8 +244,10 @@ NUM_LABELS, NUM_CHOICES = 3, 2
 
 def head_cases(d: Dims, params, batch, rng):
     """The fine-tuning heads alone, then each whole model + head. The whole-model cases
-    differentiate the head, the pooler and the embeddings (the far end of the chain, so a wrong
-    dh or dpooled shows there); every encoder parameter is already checked by bert_for_pretraining."""
+    differentiate the head, the pooler (for the heads on the pooled output) and the word and
+    token-type embeddings and their LayerNorm: the far end of the chain, where a wrong dh or
+    dpooled shows. bert_for_pretraining checks every encoder parameter; tests/test_heads.py
+    checks every parameter of each model + head once."""
     from npbert import task_models as tm
     B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
     config = d.config()
@@ -277,7 +279,7 @@ def head_cases(d: Dims, params, batch, rng):
         lambda dl, c: {"pred": ops.mse_backward(dl, c)}, f"({B * T},)")
 
     base = {k: v for k, v in params.items() if not k.startswith("cls.")}
-    checked = [k for k in base if k.startswith(("bert.embeddings.", "bert.pooler."))]
+    far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
     inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
     inputs3["input_ids"][:, 1] = rng.integers(0, d.V, (B, T))             # the choices differ
     token_labels = rng.integers(0, K, (B, T))
@@ -299,10 +301,12 @@ def head_cases(d: Dims, params, batch, rng):
         fixed = {**base, **hp}
         data = inputs3 if kind == "multiple_choice" else {k2: batch[k2] for k2 in inputs3}
         forward, backward = tm.MODELS[kind]
-        add(name, {k2: fixed[k2] for k2 in checked + list(hp)},
+        pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and kind in ("sequence_classification",
+                                                                                   "multiple_choice")]
+        add(name, {k2: fixed[k2] for k2 in far_end + pooler + list(hp)},
             lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
                 forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
-            lambda dl, c, backward=backward: backward(c, dl), f"{shapes} head+pooler+emb")
+            lambda dl, c, backward=backward: backward(c, dl), f"{shapes} head,{'pooler,' if pooler else ''}emb")
     return cases
 
 
