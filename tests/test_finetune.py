@@ -135,3 +135,30 @@ def test_clear_errors(micro, tmp_path):
     with pytest.raises(DataError, match=r"bad.tsv:3: label '2' is not one of the task's labels \(0, 1\)"):
         finetune(FinetuneOptions(task="sst-2", model=micro, train=str(bad), dev=str(bad), out=str(tmp_path / "w")),
                  log=lambda *a: None)
+
+
+# --- the bag-of-words baseline ------------------------------------------------------------------------
+
+def test_bow_features_and_gradient():
+    from npbert.bow_baseline import Tfidf, loss_and_grads, ngrams
+    from npbert.gradcheck import numerical_gradient, relative_error
+    assert ngrams("The cat, sat") == ["the", "cat", ",", "sat", "the cat", "cat ,", ", sat"]
+    terms = [ngrams(t) for t in ("the cat sat", "the dog ran", "a cat ran ran")]
+    X = Tfidf(terms).transform(terms)
+    dense = np.zeros(X.shape)
+    np.add.at(dense, (X.row, X.col), X.value)
+    assert np.allclose(np.linalg.norm(dense, axis=1), 1.0)                 # unit-length rows
+    rng = np.random.default_rng(0)
+    W, b, y = rng.standard_normal((X.shape[1], 3)), rng.standard_normal(3), np.array([0, 2, 1])
+    assert np.allclose(X.matmul(W), dense @ W) and np.allclose(X.rmatmul(np.ones((3, 3))), dense.T @ np.ones((3, 3)))
+    _, dW, db = loss_and_grads(W, b, X, y, l2=0.1)
+    assert relative_error(dW, numerical_gradient(lambda: loss_and_grads(W, b, X, y, 0.1)[0], W)) < 1e-6
+    assert relative_error(db, numerical_gradient(lambda: loss_and_grads(W, b, X, y, 0.1)[0], b)) < 1e-6
+
+
+def test_bow_baseline_learns_a_task():
+    from npbert.bow_baseline import bow_baseline
+    train = read_examples(TASKS["builtin-sentence"], "train")[:1500]
+    dev = read_examples(TASKS["builtin-sentence"], "dev")[:300]
+    r = bow_baseline(train, dev, dev, l2_grid=(1e-4,), log=lambda *a: None)
+    assert r["dev_accuracy"] == r["test_accuracy"] > majority_share(TASKS["builtin-sentence"], dev) + 0.3
