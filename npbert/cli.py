@@ -9,7 +9,7 @@ from npbert.errors import NpbertError
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
-COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune", "evaluate", "predict"]
+COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune", "evaluate", "predict", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,289 @@
+"""npbert's benchmark: training-step and inference tokens/s for each backend, next to Hugging
+Face on PyTorch CPU when it is installed, in one run, with the machine's own matmul speed.
+
+    python benchmarks/bench.py            # full run, a few minutes
+    python benchmarks/bench.py --quick    # tiny only, fewer steps
+    npbert bench [--quick] ...            # the same
+
+Every measurement runs in its own subprocess (clean peak RSS, its own allocator via
+LD_PRELOAD) and prints one JSON line; a readable table and the ratios follow. The machine
+may be shared: each figure is the best of --steps timed steps after a warm-up (the median is
+in the JSON), and ratios are between measurements of the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import workload  # noqa: E402
+
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+ALLOCATORS = {  # name -> extra environment of the worker process
+    "glibc": {},
+    "jemalloc": {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
+    # glibc told to keep freed memory (npbert.kernels.allocator.keep_freed_memory, applied in
+    # the worker for every impl, PyTorch included): no mmap per large array, no trimming
+    "glibc-keep": {},
+}
+IMPLS = ("numpy", "numba", "hf-masked", "hf")
+
+
+def emit(record: dict) -> None:
+    print(json.dumps(record), flush=True)
+
+
+# --- measurements made in this process ----------------------------------------------------------
+
+def matmul_gflops(n: int, repeats: int = 5) -> float:
+    a, b = (np.random.default_rng(i).standard_normal((n, n)).astype(np.float32) for i in range(2))
+    a @ b
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    return 2 * n ** 3 / best / 1e9
+
+
+def _timed(f) -> float:
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+# --- workers: one measurement each, in a subprocess ---------------------------------------------
+
+def worker_run(args) -> None:
+    """Time train and inference steps of one impl on one config; print JSON lines."""
+    if args.allocator == "glibc-keep":
+        from npbert.kernels.allocator import keep_freed_memory
+        assert keep_freed_memory(), "glibc's mallopt refused"
+    config = workload.make_config(args.preset, args.vocab)
+    B = workload.PRESETS[args.preset]
+    batch = workload.make_batch(config, B)
+    masked = len(batch["mlm_positions"])
+    if args.impl.startswith("hf"):
+        from hf import hf_steps
+        train, infer = hf_steps(config, batch, args.impl, args.threads)
+        opt = None
+    else:
+        import npbert
+        npbert.set_backend(args.impl)
+        train, infer, opt = workload.npbert_steps(config, batch)
+    base = dict(impl=args.impl, preset=args.preset, vocab=args.vocab, batch=B, seq=workload.T,
+                allocator=args.allocator)
+    tokens = B * workload.T
+    for kind, step, flops in (("train", train, workload.train_flops(config, B, masked)),
+                              ("infer", infer, workload.forward_flops(config, B, masked))):
+        step()                                         # warm-up: compilation, first-touch of buffers
+        faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        times = [_timed(step) for _ in range(args.steps)]
+        faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0) / args.steps
+        best = min(times)
+        rec = dict(base, kind=kind, tokens_per_s=tokens / best, step_s=best, median_step_s=statistics.median(times),
+                   page_faults_per_step=faults)
+        if args.impl != "hf":                          # hf computes the decoder at all positions: other FLOPs
+            rec["gflops"] = flops / best / 1e9
+        if kind == "train" and opt is not None:
+            rec["step_alloc_peak_mb"] = _traced_peak(step) / 2 ** 20
+        rec["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        emit(rec)
+    if args.parts and opt is not None:
+        emit(dict(base, kind="parts", **_parts(train, opt)))
+
+
+def _traced_peak(step) -> int:
+    """Peak bytes NumPy allocated during one step (tracemalloc sees NumPy's data buffers)."""
+    import tracemalloc
+    tracemalloc.start()
+    step()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def _parts(train, opt) -> dict:
+    """Share of one training step per part and per hot op (separate steps, so the two views
+    do not time each other's wrappers)."""
+    from parts import Timer, ops_view, parts_view
+    out = {}
+    for view_name, view in (("parts", lambda t: parts_view(t, opt)), ("ops", ops_view)):
+        timer = Timer()
+        with view(timer):
+            total = _timed(train)
+        shares = {k: v / total for k, v in sorted(timer.seconds.items(), key=lambda kv: -kv[1])}
+        shares["other"] = 1.0 - sum(shares.values())
+        out[view_name] = {k: round(v, 4) for k, v in shares.items()}
+        out[view_name + "_step_s"] = total
+    return out
+
+
+def worker_start(args) -> None:
+    """Wall time to import npbert, select numba and run a first training step (tiny, 2 x 128)."""
+    t0 = time.perf_counter()
+    import npbert
+    npbert.set_backend("numba")
+    config = workload.make_config("tiny", 1000)
+    train, _, _ = workload.npbert_steps(config, workload.make_batch(config, 2))
+    train()
+    emit(dict(kind="start", cache=args.cache, seconds=time.perf_counter() - t0))
+
+
+# --- the orchestrator ---------------------------------------------------------------------------
+
+def run_worker(argv: list, env_extra: dict, timeout: float = 900) -> list:
+    env = dict(os.environ, **env_extra)
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, text=True,
+                       env=env, timeout=timeout)
+    records = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    if r.returncode != 0:
+        records.append(dict(kind="error", argv=argv, stderr=r.stderr[-2000:]))
+    for rec in records:
+        emit(rec)
+    return records
+
+
+def start_times() -> list:
+    with tempfile.TemporaryDirectory() as cache_dir:
+        env = {"NUMBA_CACHE_DIR": cache_dir}
+        return (run_worker(["--worker", "start", "--cache", "cold"], env)
+                + run_worker(["--worker", "start", "--cache", "warm"], env))
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quick", action="store_true", help="tiny preset, vocab 30522, 2 timed steps, 1 round")
+    p.add_argument("--presets", default="tiny,mini,small")
+    p.add_argument("--vocabs", default="30522,8192")
+    p.add_argument("--impls", default=",".join(IMPLS), help="numpy, numba, hf-masked, hf (hf* need torch)")
+    p.add_argument("--allocators", default="glibc,glibc-keep,jemalloc", help=", ".join(ALLOCATORS))
+    p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
+    p.add_argument("--rounds", type=int, default=2, help="repeat every measurement, interleaved; best is kept")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="torch threads")
+    p.add_argument("--no-parts", dest="parts", action="store_false", help="skip the time-per-part breakdown")
+    p.add_argument("--json", help="also write the JSON lines to this file")
+    # worker mode (internal)
+    p.add_argument("--worker", choices=("run", "start"), help=argparse.SUPPRESS)
+    p.add_argument("--impl", help=argparse.SUPPRESS)
+    p.add_argument("--preset", help=argparse.SUPPRESS)
+    p.add_argument("--vocab", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--allocator", default="glibc", help=argparse.SUPPRESS)
+    p.add_argument("--cache", help=argparse.SUPPRESS)
+
+
+def run(args) -> int:
+    if args.worker == "run":
+        worker_run(args)
+        return 0
+    if args.worker == "start":
+        worker_start(args)
+        return 0
+    if args.quick:
+        args.presets, args.vocabs, args.steps, args.rounds = "tiny", "30522", 2, 1
+    return orchestrate(args)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+def orchestrate(args) -> int:
+    import hf
+    impls = [i for i in args.impls.split(",") if not i.startswith("hf") or hf.available()]
+    allocators = [a for a in args.allocators.split(",") if a in ALLOCATORS
+                  and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
+    args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
+    records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), python=platform.python_version(),
+                    numpy=np.__version__, **_numba_version(), **hf.versions(),
+                    matmul_f32_gflops_1024=matmul_gflops(1024), matmul_f32_gflops_2048=matmul_gflops(2048))]
+    emit(records[0])
+    records += start_times()
+    for round_ in range(args.rounds):
+        for preset in args.presets.split(","):
+            for vocab in (int(v) for v in args.vocabs.split(",")):
+                for allocator in allocators:
+                    for impl in impls:
+                        records += _measure(args, preset, vocab, allocator, impl, round_)
+    records.append(dict(records[0], kind="machine_after", matmul_f32_gflops_2048=matmul_gflops(2048)))
+
+    emit(records[-1])
+    if args.json:
+        with open(args.json, "w") as f:
+            f.writelines(json.dumps(r) + "\n" for r in records)
+    print(table(records))
+    return 1 if any(r["kind"] == "error" for r in records) else 0
+
+
+def _measure(args, preset, vocab, allocator, impl, round_) -> list:
+    parts = args.parts and round_ == 0 and allocator == args.parts_allocator and not impl.startswith("hf")
+    argv = ["--worker", "run", "--impl", impl, "--preset", preset, "--vocab", str(vocab), "--steps", str(args.steps),
+            "--threads", str(args.threads), "--allocator", allocator]
+    return [dict(r, round=round_) for r in run_worker(argv + ([] if parts else ["--no-parts"]), ALLOCATORS[allocator])]
+
+
+def _numba_version() -> dict:
+    import numba
+    return {"numba": numba.__version__}
+
+
+# --- the readable summary -----------------------------------------------------------------------
+
+def table(records: list) -> str:
+    machine = records[0]
+    peak = max(machine["matmul_f32_gflops_2048"], *(r["matmul_f32_gflops_2048"] for r in records
+                                                    if r["kind"] == "machine_after"))
+    lines = [f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
+             f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})"]
+    for r in records:
+        if r["kind"] == "start":
+            lines.append(f"numba backend, import + first tiny step, {r['cache']} cache: {r['seconds']:.1f} s")
+        if r["kind"] == "error":
+            lines.append(f"ERROR in {' '.join(r['argv'])}:\n{r['stderr']}")
+    runs = {}                                          # best over rounds
+    for r in records:
+        key = (r.get("preset"), r.get("vocab"), r.get("allocator"), r.get("impl"), r["kind"])
+        if r["kind"] in ("train", "infer") and (key not in runs or r["tokens_per_s"] > runs[key]["tokens_per_s"]):
+            runs[key] = r
+    head = (f"{'preset':6} {'vocab':>6} {'alloc':10} {'impl':9} | {'train tok/s':>11} {'GFLOP/s':>7} {'%mm':>4} "
+            f"{'faults':>7} {'alloc MB':>8} {'RSS MB':>7} | {'infer tok/s':>11}")
+    lines += ["", head, "-" * len(head)]
+    for (preset, vocab, alloc, impl, kind), r in runs.items():
+        if kind != "train":
+            continue
+        inf = runs.get((preset, vocab, alloc, impl, "infer"), {})
+        gf = r.get("gflops")
+        lines.append(f"{preset:6} {vocab:>6} {alloc:10} {impl:9} | {r['tokens_per_s']:>11.0f} "
+                     f"{(f'{gf:.0f}' if gf else '-'):>7} {(f'{100 * gf / peak:.0f}' if gf else '-'):>4} "
+                     f"{r['page_faults_per_step']:>7.0f} {r.get('step_alloc_peak_mb', float('nan')):>8.0f} "
+                     f"{r['max_rss_mb']:>7.0f} | {inf.get('tokens_per_s', float('nan')):>11.0f}")
+    lines += ["", "numba's speed-up (tokens/s ratio, same run) over each other measurement, train / infer:"]
+    for (preset, vocab, alloc, impl, kind), r in runs.items():
+        if impl != "numba" or kind != "train":
+            continue
+        n_i = runs.get((preset, vocab, alloc, impl, "infer"))
+        cells = [f"{o_impl}[{o_alloc}] {r['tokens_per_s'] / o['tokens_per_s']:.2f}x / "
+                 f"{n_i['tokens_per_s'] / runs[(p, v, o_alloc, o_impl, 'infer')]['tokens_per_s']:.2f}x"
+                 for (p, v, o_alloc, o_impl, k), o in runs.items()
+                 if (p, v, k) == (preset, vocab, "train") and o_impl != "numba"]
+        lines.append(f"  {preset} {vocab} numba[{alloc}] vs " + ", ".join(cells))
+    for r in records:
+        if r["kind"] == "parts":
+            lines.append(f"\nwhere the time goes: {r['impl']} {r['preset']} {r['vocab']} "
+                         f"(one step, {r['parts_step_s']:.2f} s)")
+            lines.append("  parts: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["parts"].items()))
+            lines.append("  ops:   " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in r["ops"].items() if v >= 0.005))
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
