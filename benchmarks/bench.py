@@ -127,6 +127,10 @@ def _parts(train, opt) -> dict:
     return out
 
 
+def worker_matmul(args) -> None:
+    emit(dict(kind="matmul", **{f"matmul_f32_gflops_{n}": matmul_gflops(n) for n in (1024, 2048)}))
+
+
 def worker_start(args) -> None:
     """Wall time to import npbert, select numba and run a first training step (tiny, 2 x 128)."""
     t0 = time.perf_counter()
@@ -140,8 +144,11 @@ def worker_start(args) -> None:
 
 # --- the orchestrator ---------------------------------------------------------------------------
 
-def run_worker(argv: list, env_extra: dict, timeout: float = 900) -> list:
-    env = dict(os.environ, **env_extra)
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS")
+
+
+def run_worker(argv: list, env_extra: dict, threads: int, timeout: float = 1800) -> list:
+    env = dict(os.environ, **env_extra, **{v: str(threads) for v in THREAD_VARS})
     r = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, text=True,
                        env=env, timeout=timeout)
     records = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
@@ -152,11 +159,11 @@ def run_worker(argv: list, env_extra: dict, timeout: float = 900) -> list:
     return records
 
 
-def start_times() -> list:
+def start_times(threads) -> list:
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {"NUMBA_CACHE_DIR": cache_dir}
-        return (run_worker(["--worker", "start", "--cache", "cold"], env)
-                + run_worker(["--worker", "start", "--cache", "warm"], env))
+        return (run_worker(["--worker", "start", "--cache", "cold"], env, threads)
+                + run_worker(["--worker", "start", "--cache", "warm"], env, threads))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -164,14 +171,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--presets", default="tiny,mini,small")
     p.add_argument("--vocabs", default="30522,8192")
     p.add_argument("--impls", default=",".join(IMPLS), help="numpy, numba, hf-masked, hf (hf* need torch)")
-    p.add_argument("--allocators", default="glibc,glibc-keep,jemalloc", help=", ".join(ALLOCATORS))
+    p.add_argument("--allocators", default="glibc,glibc-keep", help=", ".join(ALLOCATORS))
     p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
-    p.add_argument("--rounds", type=int, default=2, help="repeat every measurement, interleaved; best is kept")
-    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)), help="torch threads")
+    p.add_argument("--rounds", type=int, default=1, help="repeat every measurement, interleaved; best is kept")
+    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+                   help="threads for every impl: BLAS, npbert's kernels, torch (default: all CPUs)")
     p.add_argument("--no-parts", dest="parts", action="store_false", help="skip the time-per-part breakdown")
     p.add_argument("--json", help="also write the JSON lines to this file")
     # worker mode (internal)
-    p.add_argument("--worker", choices=("run", "start"), help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=("run", "start", "matmul"), help=argparse.SUPPRESS)
     p.add_argument("--impl", help=argparse.SUPPRESS)
     p.add_argument("--preset", help=argparse.SUPPRESS)
     p.add_argument("--vocab", type=int, help=argparse.SUPPRESS)
@@ -185,6 +193,9 @@ def run(args) -> int:
         return 0
     if args.worker == "start":
         worker_start(args)
+        return 0
+    if args.worker == "matmul":
+        worker_matmul(args)
         return 0
     if args.quick:
         args.presets, args.vocabs, args.steps, args.rounds = "tiny", "30522", 2, 1
@@ -203,18 +214,18 @@ def orchestrate(args) -> int:
     allocators = [a for a in args.allocators.split(",") if a in ALLOCATORS
                   and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
     args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
-    records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), python=platform.python_version(),
-                    numpy=np.__version__, **_numba_version(), **hf.versions(),
-                    matmul_f32_gflops_1024=matmul_gflops(1024), matmul_f32_gflops_2048=matmul_gflops(2048))]
+    records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), threads=args.threads,
+                    python=platform.python_version(), numpy=np.__version__, **_numba_version(), **hf.versions(),
+                    **_matmul(args.threads))]
     emit(records[0])
-    records += start_times()
+    records += start_times(args.threads)
     for round_ in range(args.rounds):
         for preset in args.presets.split(","):
             for vocab in (int(v) for v in args.vocabs.split(",")):
                 for allocator in allocators:
                     for impl in impls:
                         records += _measure(args, preset, vocab, allocator, impl, round_)
-    records.append(dict(records[0], kind="machine_after", matmul_f32_gflops_2048=matmul_gflops(2048)))
+    records.append(dict(records[0], kind="machine_after", **_matmul(args.threads)))
 
     emit(records[-1])
     if args.json:
@@ -228,7 +239,13 @@ def _measure(args, preset, vocab, allocator, impl, round_) -> list:
     parts = args.parts and round_ == 0 and allocator == args.parts_allocator and not impl.startswith("hf")
     argv = ["--worker", "run", "--impl", impl, "--preset", preset, "--vocab", str(vocab), "--steps", str(args.steps),
             "--threads", str(args.threads), "--allocator", allocator]
-    return [dict(r, round=round_) for r in run_worker(argv + ([] if parts else ["--no-parts"]), ALLOCATORS[allocator])]
+    records = run_worker(argv + ([] if parts else ["--no-parts"]), ALLOCATORS[allocator], args.threads)
+    return [dict(r, round=round_) for r in records]
+
+
+def _matmul(threads) -> dict:
+    rec = run_worker(["--worker", "matmul"], {}, threads)[0]
+    return {k: v for k, v in rec.items() if k.startswith("matmul")}
 
 
 def _numba_version() -> dict:
@@ -242,7 +259,8 @@ def table(records: list) -> str:
     machine = records[0]
     peak = max(machine["matmul_f32_gflops_2048"], *(r["matmul_f32_gflops_2048"] for r in records
                                                     if r["kind"] == "machine_after"))
-    lines = [f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
+    lines = [f"{machine['threads']} thread(s) for every impl. "
+             f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
              f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})"]
     for r in records:
         if r["kind"] == "start":

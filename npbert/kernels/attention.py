@@ -22,6 +22,7 @@ from numba import njit
 
 from npbert.kernels.dropout import uniforms
 from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
@@ -84,9 +85,9 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
     dropping = rng is not None and p_drop != 0.0
     probs = np.matmul(q, k.swapaxes(-1, -2))           # (B, A, T, T) scores, made probabilities in place
     rows = probs.reshape(B * A * T, T)                 # (R, T)
-    u = uniforms((B, A, T, T), rng).reshape(rows.shape) if dropping else np.empty((0, T), np.float32)
-    keep = np.empty(u.shape, np.bool_)                 # (R, T) or empty
-    dropped = scratch(rows.shape, q.dtype) if dropping else rows  # (R, T)
+    u = uniforms((B, A, T, T), rng, rows).reshape(rows.shape) if dropping else np.empty((0, T), np.float32)
+    dropped = scratch(rows.shape, q.dtype, rows, u) if dropping else rows  # (R, T)
+    keep = empty_apart(u.shape, np.bool_, rows, u, dropped)               # (R, T) or empty
     drop_scale = dtype(1.0 / (1.0 - p_drop) if dropping else 1.0)
     parallel_for(_softmax_dropout, len(rows), rows, mask_bias, dtype(1.0 / math.sqrt(D)), u, np.float32(p_drop),
                  drop_scale, keep, dropped, grain=64)
@@ -100,7 +101,7 @@ def attention_core_backward(dcontext, cache):
     q, k, v, probs, keep, drop_scale = cache
     B, A, T, D = q.shape
     rows = probs.reshape(B * A * T, T)                 # (R, T)
-    work = scratch(rows.shape, q.dtype)                # (R, T) dropped probs, then the score gradient
+    work = scratch(rows.shape, q.dtype, rows, keep)    # (R, T) dropped probs, then the score gradient
     if keep.shape[0]:
         parallel_for(_redrop, len(rows), rows, keep, drop_scale, work, grain=64)
     dq, dk, dv = (_heads_view(B, A, T, D, q.dtype) for _ in range(3))  # (B, A, T, D) each

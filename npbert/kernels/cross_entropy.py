@@ -12,8 +12,8 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
-from npbert.kernels.rowops import row_max as max_of
-from npbert.kernels.rowops import row_sum_exp as sum_exp
+from npbert.kernels.memory import empty_apart
+from npbert.kernels.rowops import row_max, row_sum
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
 
@@ -21,11 +21,14 @@ GRAIN = 16384                                          # elements: below this on
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward(lo, hi, logits, safe, row_max, lse, logp_label):
-    # logits: (N, C); safe, row_max, lse, logp_label: (N,)
+def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
+    # logits: (N, C); safe, row_max_out, lse, logp_label: (N,)
+    e = np.empty(logits.shape[1], logits.dtype)        # one row of exp(logits - max)
     for i in range(lo, hi):
-        m = max_of(logits[i])
-        row_max[i], lse[i] = m, math.log(sum_exp(logits[i], m))
+        m = row_max(logits[i])
+        for j in range(e.size):
+            e[j] = fast_exp(logits[i, j] - m)
+        row_max_out[i], lse[i] = m, math.log(row_sum(e))
         logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
 
 
@@ -56,6 +59,6 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
 def cross_entropy_backward(dloss, cache):
     logits, safe, row_max, lse, counted, n = cache
     g = (counted * (dloss / n)).astype(logits.dtype)                 # (N,)
-    dlogits = np.empty_like(logits)                                  # (N, C)
+    dlogits = empty_apart(logits.shape, logits.dtype, logits)        # (N, C)
     parallel_for(_backward, len(g), logits, safe, row_max, lse, g, dlogits, grain=max(1, GRAIN // logits.shape[1]))
     return dlogits

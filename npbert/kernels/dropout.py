@@ -8,15 +8,16 @@ output and a 1-byte keep mask (the reference keeps a mask of x's dtype: 4 or 8 b
 import numpy as np
 from numba import njit
 
+from npbert.kernels.memory import empty_apart
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 
 GRAIN = 65536                                          # elements: below this one thread is faster
 
 
-def uniforms(shape, rng):
+def uniforms(shape, rng, *apart_from):
     """rng.random(shape, dtype=float32), written into a per-thread buffer that is reused."""
-    out = scratch(shape, np.float32, slot="uniforms")
+    out = scratch(shape, np.float32, *apart_from, slot="uniforms")
     rng.random(out=out, dtype=np.float32)              # same stream as rng.random(shape, dtype=float32)
     return out
 
@@ -41,9 +42,10 @@ def dropout_forward(x, p, rng):
     if rng is None or p == 0.0:
         return x, None
     x = np.ascontiguousarray(x)
-    u = uniforms(x.shape, rng)                         # (...) float32
+    u = uniforms(x.shape, rng, x)                      # (...) float32
     scale = x.dtype.type(1.0 / (1.0 - p))
-    y, keep = np.empty_like(x), np.empty(x.shape, np.bool_)
+    y = empty_apart(x.shape, x.dtype, x, u)
+    keep = empty_apart(x.shape, np.bool_, x, u, y)
     parallel_for(_forward, x.size, x.reshape(-1), u.reshape(-1), np.float32(p), scale, y.reshape(-1),
                  keep.reshape(-1), grain=GRAIN)
     return y, (keep, scale)
@@ -53,7 +55,7 @@ def dropout_backward(dy, mask):
     if mask is None:
         return dy
     keep, scale = mask
-    dx = np.empty(keep.shape, dy.dtype)
+    dx = empty_apart(keep.shape, dy.dtype, dy, keep)
     parallel_for(_backward, dx.size, np.ascontiguousarray(dy).reshape(-1), keep.reshape(-1), scale,
                  dx.reshape(-1), grain=GRAIN)
     return dx

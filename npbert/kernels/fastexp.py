@@ -13,12 +13,19 @@ relative (degree 7, computed in float32). `fast_exp` picks the version by the ar
 type at compile time.
 """
 import math
+import warnings
 
 import numpy as np
 from llvmlite import ir
 from numba import njit
 from numba.core import types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
+
+# The overloads below must be inlined at Numba IR level (LLVM does not inline them by itself,
+# and a call keeps the caller's loop scalar: 10x slower). Inlining them trips a pedantic
+# internal SSA check that Numba itself calls harmless; silence it for these functions only.
+warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning, message=r".*_fast_(exp|erf|tanh)_overload")
 
 LOG2E = 1.4426950408889634
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10     # ln2 = HI + LO

@@ -8,6 +8,7 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.memory import empty_apart
 from npbert.kernels.special import fast_erf, fast_tanh
 from npbert.kernels.threads import parallel_for
 from npbert.ops.gelu import GELU_TANH_C, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF
@@ -61,7 +62,7 @@ def _form(hidden_act):
 def gelu_forward(x, hidden_act="gelu"):
     # x: (...) -> y: (...)
     x = np.ascontiguousarray(x)
-    y = np.empty_like(x)
+    y = empty_apart(x.shape, x.dtype, x)
     parallel_for(_forward, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), _consts(x.dtype),
                  grain=GRAIN)
     return y, (x, hidden_act)
@@ -69,7 +70,7 @@ def gelu_forward(x, hidden_act="gelu"):
 
 def gelu_backward(dy, cache):
     x, hidden_act = cache
-    dx = np.empty_like(x)
+    dx = empty_apart(x.shape, x.dtype, x, dy)
     parallel_for(_backward, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
                  _form(hidden_act), _consts(x.dtype), grain=GRAIN)
     return dx

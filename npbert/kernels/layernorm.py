@@ -8,6 +8,7 @@ xhat: the input array is alive anyway as long as the cache holds it, so this sav
 import numpy as np
 from numba import njit
 
+from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import row_dot, row_sum
 from npbert.kernels.threads import parallel_for
 
@@ -52,7 +53,7 @@ def layernorm_forward(x, gamma, beta, eps):
     # x: (..., H), gamma: (H,), beta: (H,)
     H = x.shape[-1]
     x2 = np.ascontiguousarray(x).reshape(-1, H)        # (N, H)
-    y = np.empty_like(x2)                              # (N, H)
+    y = empty_apart(x2.shape, x2.dtype, x2)            # (N, H)
     mean, rstd = np.empty(len(x2)), np.empty(len(x2))  # (N,) float64
     parallel_for(_forward, len(x2), x2, gamma, beta, float(eps), y, mean, rstd, grain=64)
     return y.reshape(x.shape), (x2, mean, rstd, gamma)
@@ -63,9 +64,10 @@ def layernorm_backward(dy, cache):
     x2, mean, rstd, gamma = cache
     N, H = x2.shape
     chunks = -(-N // ROWS_PER_CHUNK)
-    dx = np.empty_like(x2)                             # (N, H)
+    dy2 = np.ascontiguousarray(dy).reshape(N, H)      # (N, H)
+    dx = empty_apart(x2.shape, x2.dtype, x2, dy2)      # (N, H)
     dgamma_parts, dbeta_parts = np.zeros((chunks, H)), np.zeros((chunks, H))  # (chunks, H)
-    parallel_for(_backward, chunks, np.ascontiguousarray(dy).reshape(N, H), x2, mean, rstd, gamma,
+    parallel_for(_backward, chunks, dy2, x2, mean, rstd, gamma,
                  dx, dgamma_parts, dbeta_parts)
     dtype = x2.dtype
     return dx.reshape(dy.shape), dgamma_parts.sum(axis=0).astype(dtype), dbeta_parts.sum(axis=0).astype(dtype)

@@ -5,15 +5,18 @@ import threading
 
 import numpy as np
 
+from npbert.kernels.memory import PAGE, place
+
 _local = threading.local()
 
 
-def scratch(shape, dtype, slot="work"):
+def scratch(shape, dtype, *apart_from, slot="work"):
     """An uninitialised array of this shape and dtype, the same memory on every call with
-    this slot in this thread: valid only until the next call with the same slot."""
+    this slot in this thread: valid only until the next call with the same slot. It is placed
+    within its buffer not to 4K-alias the arrays in apart_from (see memory.py)."""
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
     buffers = _local.__dict__.setdefault("buffers", {})
     buf = buffers.get(slot)
-    if buf is None or buf.size < n:
-        buf = buffers[slot] = np.empty(n, np.uint8)
-    return buf[:n].view(dtype).reshape(shape)
+    if buf is None or buf.size < n + PAGE:
+        buf = buffers[slot] = np.empty(n + PAGE, np.uint8)
+    return place(buf, n, apart_from).view(dtype).reshape(shape)
