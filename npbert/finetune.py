@@ -100,8 +100,9 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) ->
     check_max_length(config, max_len)
     train = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
     dev = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
-    if not has_gold(task, train_examples):
-        raise DataError(f"{opts.train}: task {task.name} needs labelled training examples")
+    for examples, split in ((train_examples, "training"), (dev_examples, "dev")):
+        if not has_gold(task, examples):
+            raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
     n, bs = len(train.features), opts.batch_size
     steps_per_epoch = math.ceil(n / bs)
     total = opts.epochs * steps_per_epoch

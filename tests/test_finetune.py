@@ -162,3 +162,37 @@ def test_bow_baseline_learns_a_task():
     dev = read_examples(TASKS["builtin-sentence"], "dev")[:300]
     r = bow_baseline(train, dev, dev, l2_grid=(1e-4,), log=lambda *a: None)
     assert r["dev_accuracy"] == r["test_accuracy"] > majority_share(TASKS["builtin-sentence"], dev) + 0.3
+
+
+def test_file_tasks_run_end_to_end(micro, tmp_path, capsys):
+    # one small file per reader that the built-in tasks do not cover: fine-tune, evaluate, predict
+    words = "the baker bakes fresh bread in paris and the pilot flies planes to rome".split()
+    rng = np.random.default_rng(0)
+    sents = [" ".join(rng.choice(words, 6)) for _ in range(24)]
+    files = {
+        "regression": ("r.csv", "text,text_pair,label\n" + "".join(f"{s},{s[::-1]},{i % 5}.5\n" for i, s in
+                                                                      enumerate(sents))),
+        "conll": ("c.txt", "-DOCSTART- O\n\n" + "".join(f"{w} {'B-LOC' if w in ('paris', 'rome') else 'O'}\n" +
+                                                        ("\n" if i % 6 == 5 else "") for i, w in
+                                                        enumerate(" ".join(sents).split()))),
+        "squad": ("s.json", json.dumps({"data": [{"paragraphs": [{"context": s, "qas": [
+            {"id": str(i), "question": "where ?", "answers": [{"text": s.split()[2],
+                                                              "answer_start": len(" ".join(s.split()[:2])) + 1}]}]}
+            for i, s in enumerate(sents)]}]})),
+        "swag": ("w.csv", "sent1,sent2,ending0,ending1,ending2,ending3,label\n" +
+                 "".join(f"{s},the,{sents[i - 1]},{sents[i - 2]},{s},{sents[i - 3]},2\n" for i, s in enumerate(sents))),
+    }
+    for task, (name, text) in files.items():
+        path = tmp_path / name
+        path.write_text(text)
+        out = tmp_path / task
+        result = finetune(FinetuneOptions(task=task, model=micro, train=str(path), dev=str(path), out=str(out),
+                                          epochs=1, batch_size=8, max_seq_length=64), log=lambda *a: None)
+        assert 0 <= result[TASKS[task].metrics[0]] <= 1 or task == "regression"
+        capsys.readouterr()
+        assert main(["evaluate", str(out / "best"), "--task", task, "--data", str(path), "--json",
+                     "--max-seq-length", "64"]) == 0
+        assert set(json.loads(capsys.readouterr().out)) >= set(TASKS[task].metrics)
+        assert main(["predict", str(out / "best"), "--task", task, "--input", str(path), "--task-file",
+                     "--max-seq-length", "64"]) == 0
+        assert len(capsys.readouterr().out.splitlines()) == len(read_examples(TASKS[task], str(path)))
