@@ -112,9 +112,9 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) ->
     options.pop("stop_after")
     metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), truncate_after_step=position.step if resume else None)
     main = task.metrics[0]
-    log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on {len(train_examples):,} "
-        f"examples ({n:,} sequences), dev {len(dev_examples):,}: {opts.epochs} epochs of {steps_per_epoch} steps of "
-        f"{bs}, peak lr {opts.learning_rate:g}, warmup {warmup}")
+    log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
+        f"{len(train_examples):,} examples ({n:,} sequences), dev {len(dev_examples):,}: {opts.epochs} epochs of "
+        f"{steps_per_epoch} steps of {bs}, peak lr {opts.learning_rate:g}, warmup {warmup}")
 
     def save():
         extra["window"] = list(losses)                 # losses not yet logged: a resumed log reads as one run
@@ -153,7 +153,8 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) ->
                                          tokenizer.pad_token_id, opts.qa())
             best = extra.get("best")
             improved = best is None or scores[main] > best[main]
-            log(f"  dev after epoch {position.epoch}: " + format_scores(scores) + ("  (best so far)" if improved else ""))
+            note = "  (best so far)" if improved else ""
+            log(f"  dev after epoch {position.epoch}: {format_scores(scores)}{note}")
             metrics.write(kind="eval", step=position.step, epoch=position.epoch, **scores)
             if improved:
                 extra["best"] = dict(scores, epoch=position.epoch, step=position.step)

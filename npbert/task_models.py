@@ -197,7 +197,8 @@ def multiple_choice_forward(params, config, input_ids, token_type_ids=None, atte
     """input_ids (B, C, T): C choices per example, each a whole sequence -> ({"logits": (B, C), "loss"}, cache)."""
     input_ids = np.asarray(input_ids)
     if input_ids.ndim != 3:
-        raise InputError(f"multiple choice input_ids must be 3-D (batch, choices, seq_len), got shape {input_ids.shape}")
+        raise InputError("multiple choice input_ids must be 3-D (batch, choices, seq_len), got shape "
+                         f"{input_ids.shape}")
     B, C, T = input_ids.shape
 
     def flat(a):
@@ -252,7 +253,8 @@ def _positions(name, positions, B):
         raise InputError("question answering needs both start_positions and end_positions")
     positions = np.asarray(positions)
     if positions.shape != (B,) or not np.issubdtype(positions.dtype, np.integer):
-        raise InputError(f"{name} must be {B} integer token indices, got shape {positions.shape} dtype {positions.dtype}")
+        raise InputError(f"{name} must be {B} integer token indices, got shape {positions.shape} "
+                         f"dtype {positions.dtype}")
     return positions
 
 

@@ -45,7 +45,8 @@ BUDGETS = {
     "builtin-pair": (1000, 3, "accuracy", 0.15, "Anna Smith is a baker.\tAnna has a dog."),
     "builtin-tagging": (1000, 2, "entity_f1", 0.5, "Anna Smith lives in Paris ."),
     "builtin-qa": (800, 3, "f1", 0.15, "How old is Anna?\tAnna Smith is a baker. She is 42 years old."),
-    "builtin-choice": (800, 3, "accuracy", 0.12, "Anna is a baker.\tShe bakes bread.\tShe flies planes.\tShe was tired."),
+    "builtin-choice": (800, 3, "accuracy", 0.12,
+                       "Anna is a baker.\tShe bakes bread.\tShe flies planes.\tShe was tired."),
 }
 
 

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from npbert import ops
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
 from npbert.gradcheck import TOL, Dims, check, op_cases, run_gradchecks
@@ -65,7 +64,8 @@ def test_every_parameter_of_a_tiny_model_with_head(kind):
         data = dict(input_ids=np.stack([ids, ids[::-1]], 1), attention_mask=np.stack([mask, mask], 1),
                     labels=np.array([1, 0]))
     elif kind == "question_answering":
-        data = dict(input_ids=ids, attention_mask=mask, start_positions=np.array([1, 2]), end_positions=np.array([2, 9]))
+        data = dict(input_ids=ids, attention_mask=mask, start_positions=np.array([1, 2]),
+                    end_positions=np.array([2, 9]))
     else:
         data = dict(input_ids=ids, attention_mask=mask,
                     labels=np.array([[0, 2, -100], [1, 1, 0]]) if kind == "token_classification" else np.array([2, 0]))

@@ -87,7 +87,8 @@ def test_squad_normalisation_and_scores():
     # "big red dog" vs "red dog barked": common {red, dog} -> P 2/3, R 2/3, F1 2/3
     assert squad_f1("big red dog", "red dog barked") == pytest.approx(2 / 3)
     assert squad_f1("a", "the") == 0.0 and squad_f1("", "x") == 0.0
-    s = squad_scores(["Denver Broncos", "1990", "Paris"], [["Denver Broncos", "Broncos"], ["in 1990s", "1991"], ["Rome"]])
+    s = squad_scores(["Denver Broncos", "1990", "Paris"],
+                     [["Denver Broncos", "Broncos"], ["in 1990s", "1991"], ["Rome"]])
     assert s["exact_match"] == pytest.approx(1 / 3)
     assert s["f1"] == pytest.approx((1 + 0 + 0) / 3)
     assert squad_scores(["red dog"], [["dog", "big red dog"]])["f1"] == pytest.approx(0.8)  # best gold: P 1, R 2/3

@@ -34,12 +34,14 @@ def write(tmp_path, name, text):
 
 def test_glue_layouts(tmp_path):
     sst = write(tmp_path, "sst.tsv", "sentence\tlabel\nthe cat sat\t1\na dog ran\t0\n")
-    assert [(r["text"], r["label"]) for r in read_examples(TASKS["sst-2"], sst)] == [("the cat sat", "1"), ("a dog ran", "0")]
+    assert [(r["text"], r["label"]) for r in read_examples(TASKS["sst-2"], sst)] == [("the cat sat", "1"),
+                                                                                     ("a dog ran", "0")]
     mrpc = write(tmp_path, "mrpc.tsv", "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n1\t7\t8\tthe cat\ta cat\n")
     r = read_examples(TASKS["mrpc"], mrpc)[0]
     assert (r["text"], r["text_pair"], r["label"]) == ("the cat", "a cat", "1")
     mnli = write(tmp_path, "mnli.tsv", "index\tpromptID\tpairID\tgenre\ts1b\ts2b\ts1p\ts2p\tsentence1\tsentence2\t"
-                                       "label1\tgold_label\n0\t1\t2\tfic\t(\t(\t(\t(\tA \"quoted\" one\tB\tneutral\tneutral\n")
+                                       "label1\tgold_label\n"
+                                       "0\t1\t2\tfic\t(\t(\t(\t(\tA \"quoted\" one\tB\tneutral\tneutral\n")
     r = read_examples(TASKS["mnli-mm"], mnli)[0]
     assert (r["text"], r["text_pair"], r["label"]) == ('A "quoted" one', "B", "neutral")
     sts = write(tmp_path, "sts.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
@@ -107,8 +109,9 @@ def test_squad_reader_checks_every_answer(tmp_path):
     ex = read_examples(TASKS["squad"], write(tmp_path, "s.json", squad_json()))
     assert ex[0]["answers"] == [{"text": "cat", "answer_start": 4}] and ex[0]["question"] == "Who sat?"
     bad = write(tmp_path, "bad.json", squad_json(answer_start=5))
-    with pytest.raises(DataError, match=r"bad.json:11 \(data\[0\].paragraphs\[0\].qas\[0\]\): question 'q1': the answer "
-                                        r"'cat' is not at answer_start 5 of its context \(the context has 'at ' there\)"):
+    with pytest.raises(DataError, match=r"bad.json:11 \(data\[0\].paragraphs\[0\].qas\[0\]\): question 'q1': "
+                                        r"the answer 'cat' is not at answer_start 5 of its context "
+                                        r"\(the context has 'at ' there\)"):
         read_examples(TASKS["squad"], bad)
     with pytest.raises(DataError, match="not SQuAD"):
         read_examples(TASKS["squad"], write(tmp_path, "x.json", '{"data": [{"paragraphs": [{"qas": []}]}]}'))

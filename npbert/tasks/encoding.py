@@ -25,7 +25,7 @@ def label_ids(example, index, regression):
         try:
             return float(label)
         except ValueError:
-            raise DataError(f"{example['where']}: label {label!r} is not a number (this is a regression task)") from None
+            raise DataError(f"{example['where']}: label {label!r} is not a number (a regression task)") from None
     if str(label) not in index:
         raise DataError(f"{example['where']}: label {label!r} is not one of the task's labels "
                         f"({', '.join(index)})")
