@@ -116,12 +116,17 @@ def _untie(params, tied, owner):
         raise CheckpointError(f"{tied} differs from {owner}; npbert ties them, so they must be equal")
 
 
+POOLER = ("bert.pooler.dense.weight", "bert.pooler.dense.bias")
+
+
 def check_params(config: BertConfig, params: Mapping, strict: bool = True) -> None:
     """CheckpointError naming every missing, wrong-shaped, non-float (and, if strict, unexpected)
     tensor. The pretraining heads are expected if any "cls.*" tensor is present."""
     expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
     problems = []
-    missing = [n for n in expected if n not in params]
+    # HF's token-classification and QA models have no pooler (add_pooling_layer=False)
+    optional = set(POOLER) if not any(n in params for n in POOLER) else set()
+    missing = [n for n in expected if n not in params and n not in optional]
     if missing:
         problems.append(f"missing tensors: {_some(missing)}")
     wrong = [f"{n}: expected {expected[n]}, found {tuple(np.shape(params[n]))}"

@@ -19,6 +19,7 @@ from npbert.ops import (IGNORE_INDEX, attention_mask_bias, bert_embeddings_backw
 from npbert import backend
 
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
+POOLER_WEIGHT = "bert.pooler.dense.weight"   # absent in HF models built without a pooler
 
 
 # --- parameters ---------------------------------------------------------------------------------
@@ -139,21 +140,25 @@ def mlm_positions_from_labels(labels):
 # --- BertModel ------------------------------------------------------------------------------------
 
 def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None):
-    """-> (sequence_output (B, T, H), pooled_output (B, H)), cache. rng=None: no dropout (eval)."""
+    """-> (sequence_output (B, T, H), pooled_output (B, H) or None without a pooler), cache.
+    rng=None: no dropout (evaluation)."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     dtype = params[WORD_EMBEDDINGS].dtype
     mask_bias = attention_mask_bias(attention_mask, dtype)                                  # (B, T)
     x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, params, config, rng)  # (B, T, H)
     h, enc_cache = encoder_forward(x, mask_bias, params, config, rng)                       # (B, T, H)
-    pooled, pool_cache = pooler_forward(h, params)                                          # (B, H)
+    pooled, pool_cache = pooler_forward(h, params) if POOLER_WEIGHT in params else (None, None)  # (B, H)
     return (h, pooled), (emb_cache, enc_cache, pool_cache)
 
 
 def bert_backward(dh, dpooled, cache):
     """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
     emb_cache, enc_cache, pool_cache = cache
-    dh_pool, grads = pooler_backward(dpooled if dpooled is not None else np.zeros_like(pool_cache[1]), pool_cache)
-    dh = dh_pool if dh is None else dh + dh_pool                                            # (B, T, H)
+    grads = {}
+    if pool_cache is not None:        # a head that ignores the pooler still gets its (zero) gradient
+        dpooled = np.zeros_like(pool_cache[1]) if dpooled is None else dpooled
+        dh_pool, grads = pooler_backward(dpooled, pool_cache)                               # (B, T, H)
+        dh = dh_pool if dh is None else dh + dh_pool
     dx, g_enc = encoder_backward(dh, enc_cache)                                             # (B, T, H)
     grads.update(g_enc)
     grads.update(bert_embeddings_backward(dx, emb_cache))

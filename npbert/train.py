@@ -66,7 +66,7 @@ def load_training_checkpoint(directory, optimizer_kwargs) -> TrainingCheckpoint:
     for name in (STATE_ARRAYS, STATE_JSON):
         if not os.path.exists(os.path.join(directory, name)):
             raise CheckpointError(f"{directory} has no {name}: it is a model, not a resumable training checkpoint")
-    loaded = load_pretrained(directory)
+    loaded = load_pretrained(directory, strict=False)      # fine-tuning heads are extra tensors
     try:
         with open(os.path.join(directory, STATE_JSON), encoding="utf-8") as f:
             state = json.load(f)

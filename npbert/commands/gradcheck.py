@@ -20,10 +20,10 @@ def run(args):
     d = Dims(dropout=args.dropout, hidden_act=args.hidden_act, lengths=(3, 5), seed=args.seed)
     print(f"central differences in float64, eps=1e-6; pass if max relative error < {TOL:g}; "
           f"dropout={d.dropout}, hidden_act={d.hidden_act}, padding rows {d.lengths}")
-    print(f"{'op':24s} {'shapes':44s} {'max rel err':>11s}  result")
+    print(f"{'op':34s} {'shapes':44s} {'max rel err':>11s}  result")
     failed = 0
     for r in run_gradchecks(d, names=args.only):
         failed += not r.passed
-        print(f"{r.name:24s} {r.shapes:44s} {r.max_error:11.2e}  {'pass' if r.passed else 'FAIL'}", flush=True)
+        print(f"{r.name:34s} {r.shapes:44s} {r.max_error:11.2e}  {'pass' if r.passed else 'FAIL'}", flush=True)
     print(f"{'all passed' if not failed else f'{failed} FAILED'}")
     return 1 if failed else 0
