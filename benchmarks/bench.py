@@ -257,8 +257,8 @@ def _numba_version() -> dict:
 
 def table(records: list) -> str:
     machine = records[0]
-    peak = max(machine["matmul_f32_gflops_2048"], *(r["matmul_f32_gflops_2048"] for r in records
-                                                    if r["kind"] == "machine_after"))
+    peak = max([machine["matmul_f32_gflops_2048"]] + [r["matmul_f32_gflops_2048"] for r in records
+                                                      if r["kind"] == "machine_after"])
     lines = [f"{machine['threads']} thread(s) for every impl. "
              f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
              f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})"]
