@@ -1,11 +1,33 @@
-"""npbert: BERT in NumPy, every backward pass written by hand."""
-from npbert.backend import get_backend, set_backend
-from npbert.checkpoint import load_pretrained, save_pretrained
-from npbert.config import PRESETS, BertConfig
-from npbert.errors import CheckpointError, DataError, InputError, NpbertError
-from npbert.model import (bert_backward, bert_forward, count_params, init_params, param_shapes,
-                          pretraining_backward, pretraining_forward)
-from npbert.tokenization import BasicTokenizer, BertTokenizer
-from npbert.wordpiece_trainer import train_wordpiece_vocab
+"""npbert: BERT in NumPy, every backward pass written by hand.
+
+The names below are imported on first use, so `import npbert.cli` can set thread counts
+before NumPy is loaded (see npbert/cli.py).
+"""
+import importlib
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "npbert.backend": ("get_backend", "set_backend"),
+    "npbert.checkpoint": ("load_pretrained", "save_pretrained"),
+    "npbert.config": ("PRESETS", "BertConfig"),
+    "npbert.errors": ("CheckpointError", "DataError", "InputError", "NpbertError"),
+    "npbert.model": ("bert_backward", "bert_forward", "count_params", "init_params", "param_shapes",
+                     "pretraining_backward", "pretraining_forward"),
+    "npbert.tokenization": ("BasicTokenizer", "BertTokenizer"),
+    "npbert.wordpiece_trainer": ("train_wordpiece_vocab",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'npbert' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + __all__)

@@ -3,9 +3,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
-from npbert.errors import NpbertError
+# One BLAS thread unless the user chose otherwise, set before NumPy loads its BLAS. At the
+# hidden sizes npbert trains on a laptop the matrices are small: a second BLAS thread gains
+# little and, when the cores are busy, spins against the other work (a tiny-preset step ran
+# 5x slower with 2 OpenBLAS threads on a loaded 2-core machine; see docs/performance.md).
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from npbert.errors import NpbertError  # noqa: E402  (after the thread settings, on purpose)
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).

@@ -30,7 +30,7 @@ from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
 from npbert.tasks.registry import get_task, label_names, read_examples
 from npbert.tokenization import BertTokenizer
-from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite,
+from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
                           format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
 
 CHECKPOINT_DIR, BEST_DIR, METRICS_FILE = "checkpoint", "best", "metrics.jsonl"
@@ -71,7 +71,7 @@ class FinetuneOptions:
         return QAOptions(self.doc_stride, self.max_query_length, self.n_best_size, self.max_answer_length)
 
 
-def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=print) -> dict:
+def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say) -> dict:
     """Run (or resume) fine-tuning; returns the best dev metrics and where the model is."""
     prepare_output_dir(opts.out, resume, overwrite)
     ckpt_dir, best_dir = os.path.join(opts.out, CHECKPOINT_DIR), os.path.join(opts.out, BEST_DIR)

@@ -22,7 +22,7 @@ from npbert.config import BertConfig
 from npbert.errors import NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 from npbert.optim import AdamW, clip_by_global_norm, linear_warmup_decay
-from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite,
+from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
                           format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
 
 CHECKPOINT_DIR, DATA_DIR, METRICS_FILE = "checkpoint", "data", "metrics.jsonl"
@@ -61,7 +61,7 @@ def optimizer_kwargs(opts: PretrainOptions) -> dict:
     return dict(weight_decay=opts.weight_decay)
 
 
-def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=print) -> dict:
+def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> dict:
     """Run (or resume) pretraining; returns the final held-out metrics and where the model is."""
     prepare_output_dir(opts.out, resume, overwrite)
     ckpt_dir = os.path.join(opts.out, CHECKPOINT_DIR)

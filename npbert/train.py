@@ -29,6 +29,11 @@ from npbert.optim import AdamW
 STATE_ARRAYS, STATE_JSON = "training_state.npz", "training_state.json"
 
 
+def say(message: str) -> None:
+    """Print a progress line now, even when stdout is a file or a pipe (which Python buffers)."""
+    print(message, flush=True)
+
+
 class TrainingDiverged(NpbertError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
