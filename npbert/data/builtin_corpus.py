@@ -166,6 +166,8 @@ PRONOUNS = {"female": {"he": "she", "his": "her", "him": "her"}, "male": {"he": 
 ENTITY_SLOTS = {"full": "PER", "name": "PER", "friend": "PER", "city": "LOC", "country": "LOC", "org": "ORG"}
 _PIECE = regex.compile(r"\{(\w+)\}|(\w+|[^\w\s])")      # a template slot, or one word / punctuation mark
 _NO_SPACE_BEFORE = frozenset(".,!?")
+JOIN_PROBABILITY = 0.7
+AND, SO = ", and ", ", so "     # connectors of joined sentences (a problem and its solution: so)
 
 
 @dataclass(frozen=True)
@@ -269,12 +271,34 @@ def sample(rng, options, low, high) -> list:
 def story_templates(person: Person, rng) -> list:
     """(section, template) pairs of one document, in story order."""
     problem, solution = pick(rng, person.profession.events)
-    return ([("intro", pick(rng, INTRODUCTIONS))]
-            + [("background", t) for t in sample(rng, BACKGROUND, 2, 4)]
-            + [("work", t) for t in sample(rng, person.profession.activities, 3, 4)]
-            + [("hobby", pick(rng, HOBBY_SENTENCES))]
-            + [("event", pick(rng, EVENT_OPENINGS) + problem + "."), ("event", solution[0].upper() + solution[1:] + ".")]
-            + [("ending", t) for t in sample(rng, ENDINGS, 1, 2)])
+    event = [pick(rng, EVENT_OPENINGS) + problem + ".", solution[0].upper() + solution[1:] + "."]
+    sections = [("intro", [pick(rng, INTRODUCTIONS)]), ("background", sample(rng, BACKGROUND, 2, 4)),
+                ("work", sample(rng, person.profession.activities, 3, 4)), ("hobby", [pick(rng, HOBBY_SENTENCES)]),
+                ("event", join_clauses(rng, event, SO)), ("ending", sample(rng, ENDINGS, 1, 2))]
+    return [(name, t) for name, templates in sections for t in join_clauses(rng, templates, AND)]
+
+
+def join_clauses(rng, templates, connector) -> list:
+    """Join neighbouring sentences in pairs, each pair with probability JOIN_PROBABILITY:
+    "A." + "B." -> "A, and b." Real sentences are longer than one clause, which keeps "." from
+    being a tenth of all tokens (an unrealistically easy most-frequent-token baseline)."""
+    out, i = [], 0
+    while i < len(templates):
+        if i + 1 < len(templates) and rng.random() < JOIN_PROBABILITY:
+            out.append(templates[i][:-1] + connector + lower_first(templates[i + 1]))
+            i += 2
+        else:
+            out.append(templates[i])
+            i += 1
+    return out
+
+
+def lower_first(template) -> str:
+    """A sentence's first word as it reads inside a sentence: {He} -> {he}, The -> the, names kept."""
+    if template.startswith("{"):
+        slot = template[1:template.index("}")]
+        return template if slot.lower() in ENTITY_SLOTS else "{" + slot.lower() + template[template.index("}"):]
+    return template[0].lower() + template[1:]
 
 
 def generate_document(rng) -> Document:
@@ -297,7 +321,7 @@ def builtin_vocab() -> list:
     from npbert.data.builtin_tasks import TASK_TEXTS        # the tasks add question words
     texts = [FEMALE_NAMES, MALE_NAMES, SURNAMES, [c for pair in CITIES for c in pair], PETS, PET_NAMES, HOBBIES,
              ORG_FIRST, ORG_SECOND, DAYS, SEASONS, INTRODUCTIONS, BACKGROUND, HOBBY_SENTENCES, EVENT_OPENINGS,
-             ENDINGS, TASK_TEXTS, [str(age) for age in range(21, 70)]]
+             ENDINGS, TASK_TEXTS, [AND, SO], [str(age) for age in range(21, 70)]]
     for p in PROFESSIONS:
         texts.append([p.job, p.place, p.org_kind, *p.activities, *(s for event in p.events for s in event)])
     texts.append([w for pronouns in PRONOUNS.values() for w in pronouns.values()])
