@@ -53,7 +53,7 @@ class PretrainOptions:
     hidden_dropout_prob: float = 0.0
     attention_probs_dropout_prob: float = 0.0
     seed: int = 0
-    log_every: int = 10
+    log_every: int = 50
     eval_every: int = 100
     eval_batches: int = 20
     save_every: int = 200
@@ -128,10 +128,12 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
                     metrics.write(kind="train", step=position.step, lr=lr, grad_norm=grad_norm,
                                   tokens_per_s=tokens_per_s, **m)
                 if position.step % opts.eval_every == 0 or position.step == opts.steps:
+                    t_eval = time.perf_counter()
                     e = evaluate(params, config, heldout_data, opts.batch_size, opts.eval_batches)
                     log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {baseline:.3f}) | nsp acc "
                         f"{e['nsp_acc']:.3f} | mlm loss {e['mlm_loss']:.3f} | nsp loss {e['nsp_loss']:.3f}")
                     metrics.write(kind="eval", step=position.step, **e)
+                    speed.exclude(time.perf_counter() - t_eval)   # tok/s counts training only
                 done = position.step >= opts.steps
                 stopping = stop.requested or (opts.stop_after is not None and position.step >= opts.stop_after)
                 if position.step % opts.save_every == 0 or done or stopping:

@@ -162,6 +162,10 @@ class Throughput:
         self.tokens += tokens
         self.steps += 1
 
+    def exclude(self, seconds: float) -> None:
+        """Leave out time spent on something else (an evaluation) from the current window."""
+        self.t0 += seconds
+
     def report(self, steps_left: int):
         dt = max(time.perf_counter() - self.t0, 1e-9)
         tokens_per_s, eta = self.tokens / dt, steps_left * dt / max(self.steps, 1)
