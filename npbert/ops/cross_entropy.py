@@ -3,7 +3,9 @@
 
     loss = -(1/n) sum_i log softmax(logits_i)[label_i],   n = number of counted rows
 
-Backward: dlogits_i = (softmax(logits_i) - onehot(label_i)) / n for counted rows, 0 otherwise.
+Backward: dlogits_i = (softmax(logits_i) - onehot(label_i)) / n for counted rows, 0 otherwise;
+the label's entry p - 1 is computed as expm1(z - logsumexp), which keeps its digits when p is
+close to 1 (exp(...) - 1 would lose them to cancellation).
 With no counted rows the loss is 0 and its gradient 0 (Hugging Face/PyTorch return NaN).
 """
 import numpy as np
@@ -25,7 +27,8 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
 
 def cross_entropy_backward(dloss, cache):
     z, logsumexp, safe, counted, n = cache
+    rows = np.arange(len(safe))
     dlogits = np.exp(z - logsumexp[:, None])                         # (N, C) softmax
-    dlogits[np.arange(len(safe)), safe] -= 1.0
+    dlogits[rows, safe] = np.expm1(z[rows, safe] - logsumexp)        # p - 1, exact even when p is near 1
     dlogits *= (counted * (dloss / n))[:, None].astype(z.dtype)      # ignored rows -> 0
     return dlogits
