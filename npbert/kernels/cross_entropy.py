@@ -13,7 +13,7 @@ from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import row_max, row_sum
+from npbert.kernels.rowops import lanes, row_max, row_sum
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
 
@@ -24,11 +24,12 @@ GRAIN = 16384                                          # elements: below this on
 def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
     # logits: (N, C); safe, row_max_out, lse, logp_label: (N,)
     e = np.empty(logits.shape[1], logits.dtype)        # one row of exp(logits - max)
+    acc = lanes()
     for i in range(lo, hi):
-        m = row_max(logits[i])
+        m = row_max(logits[i], acc)
         for j in range(e.size):
             e[j] = fast_exp(logits[i, j] - m)
-        row_max_out[i], lse[i] = m, math.log(row_sum(e))
+        row_max_out[i], lse[i] = m, math.log(row_sum(e, acc))
         logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
 
 

@@ -6,11 +6,12 @@ NumPy's SIMD tanh), and a call inside a loop also keeps everything else in it sc
   e = exp(-2|a|) via fast_exp, in float64: absolute error ~1e-16, which is what GELU needs
   (it adds 1 to tanh and multiplies by x).
 - fast_erf: float64 keeps libm's erf (the exact reference path); float32 uses the Chebyshev
-  erfc fit of Numerical Recipes (fractional error < 1.2e-7 everywhere), evaluated in float64:
-  erf(x) to ~1.2e-7 absolute, about one float32 ulp of 1 (tests/test_kernels.py holds it).
+  erfc fit of Numerical Recipes (fractional error < 1.2e-7 everywhere), evaluated in float32:
+  erf(x) to a few 1e-7 absolute, a few float32 ulp of 1 (tests/test_kernels.py holds it).
 """
 import math
 
+import numpy as np
 from numba import njit
 from numba.core import types
 from numba.extending import overload
@@ -18,15 +19,21 @@ from numba.extending import overload
 from npbert.kernels.fastexp import fast_exp
 
 
+F = np.float32
+C = [F(c) for c in (1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+                    -1.13520398, 1.48851587, -0.82215223, 0.17087277)]
+C0, C1, C2, C3, C4, C5, C6, C7, C8, C9 = C
+
+
 @njit(cache=True, inline="always")
 def _erf_cheb(x):
+    # x: float32, computed in float32 (16 lanes a vector instead of 8)
     z = abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = (-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277)))))))))
-    erfc = t * fast_exp(min(poly, 0.0))                # poly <= 0 for z >= 0; min guards rounding
-    return 1.0 - erfc if x >= 0 else erfc - 1.0
+    t = F(1.0) / (F(1.0) + F(0.5) * z)
+    poly = -z * z - C0 + t * (C1 + t * (C2 + t * (C3 + t * (C4 + t * (C5 + t * (C6 + t * (C7 + t * (
+        C8 + t * C9))))))))
+    erfc = t * fast_exp(min(poly, F(0.0)))             # poly <= 0 for z >= 0; min guards rounding
+    return F(1.0) - erfc if x >= F(0.0) else erfc - F(1.0)
 
 
 def fast_erf(x):
@@ -37,7 +44,7 @@ def fast_erf(x):
 def _fast_erf_overload(x):
     if isinstance(x, types.Float):
         if x.bitwidth == 32:
-            return lambda x: _erf_cheb(float(x))
+            return lambda x: _erf_cheb(x)
         return lambda x: math.erf(x)
 
 

@@ -1,0 +1,70 @@
+"""Interleaved A/B timing for a shared, noisy machine: the impls' training (or inference)
+steps alternate one by one in ONE process, so a burst of load from elsewhere hits all of
+them alike; the minimum over rounds estimates each one's unloaded step time.
+
+    python benchmarks/ab.py --preset tiny --vocab 30522 --impls numpy,numba,hf-masked --rounds 8
+
+Run it with one thread (the default here sets OPENBLAS/OMP/NPBERT_NUM_THREADS=1 before
+importing NumPy): multi-threaded BLAS in a loaded machine measures the scheduler, not the
+code. bench.py is the full benchmark; this is the tool for decisions.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--preset", default="tiny")
+    p.add_argument("--vocab", type=int, default=30522)
+    p.add_argument("--impls", default="numpy,numba,hf-masked")
+    p.add_argument("--kind", choices=("train", "infer"), default="train")
+    p.add_argument("--rounds", type=int, default=8)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import npbert
+    import workload
+    from npbert.kernels.allocator import keep_freed_memory
+
+    keep_freed_memory()
+    config = workload.make_config(args.preset, args.vocab)
+    B = workload.PRESETS[args.preset]
+    batch = workload.make_batch(config, B)
+    steps = {}
+    for impl in args.impls.split(","):
+        if impl.startswith("hf"):
+            from hf import hf_steps
+            train, infer = hf_steps(config, batch, impl, args.threads)
+        else:
+            npbert.set_backend(impl)
+            train, infer, _ = workload.npbert_steps(config, batch)
+        steps[impl] = train if args.kind == "train" else infer
+    times = {impl: [] for impl in steps}
+    for round_ in range(args.rounds + 1):
+        for impl, step in steps.items():
+            if not impl.startswith("hf"):
+                npbert.set_backend(impl)
+            t0 = time.perf_counter()
+            step()
+            if round_:                                 # round 0 warms up (compilation, first touch)
+                times[impl].append(time.perf_counter() - t0)
+    tokens = B * workload.T
+    base = min(times[next(iter(times))])
+    for impl, ts in times.items():
+        print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, preset=args.preset, vocab=args.vocab,
+                              threads=args.threads, rounds=args.rounds, min_step_s=min(ts),
+                              median_step_s=statistics.median(ts), tokens_per_s=tokens / min(ts),
+                              speedup_vs_first=base / min(ts))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
