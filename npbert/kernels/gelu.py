@@ -1,7 +1,7 @@
 """GELU forward/backward as one elementwise pass each (split over threads), both forms of npbert.ops.gelu.
 
 The formulas are the reference's, term for term, with the vectorisable erf/tanh/exp of
-special.py and fastexp.py (float64 keeps libm's erf). Constants are handed in as an array of
+special.py and fastexp.py (float64 keeps libm's erf). Constants are handed in as scalars of
 the input's dtype so a float32 run computes in float32 where the reference does.
 """
 import numpy as np
@@ -18,13 +18,14 @@ GRAIN = 16384                                          # elements: below this on
 
 
 def _consts(dtype):
-    return np.array([SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0], dtype=dtype)
+    """The formula's constants as scalars of the input's dtype (not an array: loads from an
+    array the output might alias kept the loop from vectorising, 4x slower)."""
+    return tuple(dtype.type(c) for c in (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0))
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward(lo, hi, x, y, form, c):
+def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # x, y: (N,) flat
-    sqrt_half, sqrt_2_pi, k, half, one = c[0], c[2], c[3], c[4], c[5]
     if form == 0:                                      # the branch outside the loop: it vectorises
         for i in range(lo, hi):
             y[i] = half * x[i] * (one + fast_erf(x[i] * sqrt_half))
@@ -35,9 +36,8 @@ def _forward(lo, hi, x, y, form, c):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _backward(lo, hi, dy, x, dx, form, c):
+def _backward(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # dy, x, dx: (N,) flat
-    sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three = c[0], c[1], c[2], c[3], c[4], c[5], c[6]
     if form == 0:
         for i in range(lo, hi):
             v = x[i]
@@ -63,7 +63,7 @@ def gelu_forward(x, hidden_act="gelu"):
     # x: (...) -> y: (...)
     x = np.ascontiguousarray(x)
     y = empty_apart(x.shape, x.dtype, x)
-    parallel_for(_forward, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), _consts(x.dtype),
+    parallel_for(_forward, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), *_consts(x.dtype),
                  grain=GRAIN)
     return y, (x, hidden_act)
 
@@ -72,5 +72,5 @@ def gelu_backward(dy, cache):
     x, hidden_act = cache
     dx = empty_apart(x.shape, x.dtype, x, dy)
     parallel_for(_backward, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
-                 _form(hidden_act), _consts(x.dtype), grain=GRAIN)
+                 _form(hidden_act), *_consts(x.dtype), grain=GRAIN)
     return dx
