@@ -1,6 +1,5 @@
 """`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
-import dataclasses
-
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training
 from npbert.config import PRESETS
 
 
@@ -22,11 +21,8 @@ def register(sub):
     p.add_argument("--out", default=d.out, help=f"run directory (default {d.out})")
     p.add_argument("--max-seq-length", type=int, default=None, help="default: the task's (128, SQuAD 384)")
     p.add_argument("--epochs", type=int, default=d.epochs)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    add_optimizer_arguments(p, d)
     p.add_argument("--warmup-proportion", type=float, default=d.warmup_proportion)
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--max-grad-norm", type=float, default=d.max_grad_norm)
     p.add_argument("--hidden-dropout-prob", type=float, default=None, help="default: the checkpoint's")
     p.add_argument("--attention-probs-dropout-prob", type=float, default=None, help="default: the checkpoint's")
     p.add_argument("--max-train-examples", type=int, default=None, help="use only the first N training examples")
@@ -36,21 +32,10 @@ def register(sub):
     p.add_argument("--max-query-length", type=int, default=d.max_query_length, help="QA: question tokens kept")
     p.add_argument("--n-best-size", type=int, default=d.n_best_size, help="QA: start/end candidates")
     p.add_argument("--max-answer-length", type=int, default=d.max_answer_length, help="QA: longest answer in tokens")
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--log-every", type=int, default=d.log_every)
-    p.add_argument("--stop-after", type=int, default=None, help="save and stop after this many steps")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
-    p.add_argument("--overwrite", action="store_true", help="delete an existing --out and start again")
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    add_run_arguments(p, d)
     p.set_defaults(func=run)
 
 
 def run(args):
-    from npbert import set_backend
     from npbert.finetune import FinetuneOptions, finetune
-    if args.backend:
-        set_backend(args.backend)
-    fields = {f.name for f in dataclasses.fields(FinetuneOptions)}
-    opts = FinetuneOptions(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
-    result = finetune(opts, resume=args.resume, overwrite=args.overwrite)
-    return 130 if result.get("stopped") and not args.stop_after else 0
+    return run_training(finetune, FinetuneOptions, args)

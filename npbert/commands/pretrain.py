@@ -1,6 +1,5 @@
 """`npbert pretrain`: masked LM + next-sentence prediction, from the built-in corpus by default."""
-import dataclasses
-
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training
 from npbert.config import PRESETS
 
 
@@ -21,31 +20,17 @@ def register(sub):
     p.add_argument("--max-documents", type=int, default=None)
     p.add_argument("--preset", choices=list(PRESETS), default=d.preset)
     p.add_argument("--steps", type=int, default=d.steps)
-    p.add_argument("--batch-size", type=int, default=d.batch_size)
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate)
+    add_optimizer_arguments(p, d)
     p.add_argument("--warmup-steps", type=int, default=None, help="default: 10%% of --steps")
-    p.add_argument("--weight-decay", type=float, default=d.weight_decay)
-    p.add_argument("--max-grad-norm", type=float, default=d.max_grad_norm)
     p.add_argument("--hidden-dropout-prob", type=float, default=d.hidden_dropout_prob)
     p.add_argument("--attention-probs-dropout-prob", type=float, default=d.attention_probs_dropout_prob)
-    p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--log-every", type=int, default=d.log_every)
     p.add_argument("--eval-every", type=int, default=d.eval_every)
     p.add_argument("--eval-batches", type=int, default=d.eval_batches)
     p.add_argument("--save-every", type=int, default=d.save_every)
-    p.add_argument("--stop-after", type=int, default=None, help="save and stop after this many steps")
-    p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
-    p.add_argument("--overwrite", action="store_true", help="delete an existing --out and start again")
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    add_run_arguments(p, d)
     p.set_defaults(func=run)
 
 
 def run(args):
-    from npbert import set_backend
     from npbert.pretrain import PretrainOptions, pretrain
-    if args.backend:
-        set_backend(args.backend)
-    fields = {f.name for f in dataclasses.fields(PretrainOptions)}
-    opts = PretrainOptions(**{k: v for k, v in vars(args).items() if k in fields})
-    result = pretrain(opts, resume=args.resume, overwrite=args.overwrite)
-    return 130 if result.get("stopped") and not args.stop_after else 0
+    return run_training(pretrain, PretrainOptions, args)
