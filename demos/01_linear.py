@@ -5,10 +5,7 @@
 Every dense layer of BERT is this op. We run it on a tiny input, recompute the forward
 by hand, check the three gradients against loops and against finite differences.
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -16,12 +13,6 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 B, T, n_in, n_out = 2, 3, 4, 5
 

@@ -5,10 +5,7 @@
 Forward is table[ids]. Backward must ADD the gradients of every use of a row: we show
 that the tempting `dtable[ids] += dout` silently drops repeated ids, and np.add.at does not.
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -16,12 +13,6 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 V, H = 6, 3
 

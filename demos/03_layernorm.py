@@ -5,10 +5,7 @@
 We check the forward's defining property (mean 0, variance 1 per row), compare the compact
 backward formula with the full Jacobian built term by term, and run the gradient check.
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -16,12 +13,6 @@ from npbert import ops
 from npbert.gradcheck import check, numerical_gradient
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 B, T, H = 2, 4, 8
 EPS = 1e-12                                     # BERT's layer_norm_eps

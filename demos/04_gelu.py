@@ -8,9 +8,8 @@ equal, and forward and backward must use the same one: we show what happens if t
 """
 import math
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -19,12 +18,6 @@ from npbert.gradcheck import check
 from npbert.ops.erf import erf
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 
 print("1. A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")

@@ -6,10 +6,7 @@ Dropout: keep with probability 1-p, scale by 1/(1-p), so the expected value is u
 Softmax: rows sum to 1, a big negative entry becomes exactly 0 (attention's padding mask),
 and the backward dx = y * (dy - sum(dy * y)) has rows that sum to 0.
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -17,12 +14,6 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 
 print("1. Dropout forward, p = 0.1, on a (1000, 100) array of ones.")

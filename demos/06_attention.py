@@ -7,10 +7,7 @@ hand-written loop, padded keys getting exactly zero probability and zero gradien
 bias getting no gradient at all, and the whole multi-head block against a per-head loop.
 """
 import math
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -18,12 +15,6 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 B, T, A, D = 2, 5, 2, 3                      # batch, tokens, heads, head size
 H = A * D

@@ -6,10 +6,7 @@
     h = LayerNorm(x + dropout(self_attention(x)))
     y = LayerNorm(h + dropout(feedforward(h)))        feedforward = W2 gelu(W1 h + b1) + b2
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -17,16 +14,10 @@ from npbert import BertConfig, init_params, ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
 def with_dx(dx_and_grads):                   # (dx, {name: grad}) -> {"x": dx, name: grad, ...}
     return {"x": dx_and_grads[0], **dx_and_grads[1]}
 
 
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 B, T, H, A, I = 2, 5, 8, 2, 16
 config = BertConfig(vocab_size=20, hidden_size=H, num_hidden_layers=2, num_attention_heads=A,

@@ -8,20 +8,12 @@
     mlm    = LayerNorm(gelu(dense(h at masked positions))) @ word^T + bias      (N, V)  tied decoder
     nsp    = pooled @ W^T + b                                                   (B, 2)  0 = IsNext
 """
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import BertConfig, init_params, ops
 from npbert.gradcheck import check
-
-
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
 
 
 def with_input(name, dx_and_grads):          # (dx, {param: grad}) -> {name: dx, param: grad, ...}
@@ -32,7 +24,6 @@ def prefixed(prefix):
     return {k: v for k, v in params.items() if k.startswith(prefix)}
 
 
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 B, T, H, V, P = 2, 6, 8, 12, 10
 config = BertConfig(vocab_size=V, hidden_size=H, num_hidden_layers=1, num_attention_heads=2,

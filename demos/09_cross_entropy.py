@@ -6,10 +6,7 @@
     dlogits  = (softmax(logits_i) - onehot(label_i)) / n  for counted rows, 0 for ignored ones
 """
 import math
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -17,12 +14,6 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 N, C = 6, 5
 IGNORE = ops.IGNORE_INDEX

@@ -6,10 +6,7 @@
     loss = MLM cross-entropy + NSP cross-entropy;  backward: the same calls in reverse.
 """
 import math
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkout's npbert
+from demo_common import ok  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -17,12 +14,6 @@ from npbert import BertConfig, InputError, count_params, init_params, ops
 from npbert.model import mlm_positions_from_labels, pretraining_backward, pretraining_forward
 
 
-def ok(condition, what):
-    assert condition, what
-    print(f"   ok  {what}")
-
-
-np.set_printoptions(precision=4, suppress=True)
 rng = np.random.default_rng(0)
 WORD = "bert.embeddings.word_embeddings.weight"
 
