@@ -1,6 +1,8 @@
 """Reading task files line by line, with errors that name the file and the line."""
 from __future__ import annotations
 
+import csv
+import io
 import os
 
 from npbert.errors import DataError
@@ -33,3 +35,22 @@ def require_columns(path, header, needed, line=1) -> dict:
         raise DataError(f"{where(path, line)}: missing column(s) {', '.join(missing)}; the header has "
                         f"{', '.join(header) if header else 'nothing'}")
     return index
+
+
+def read_csv_rows(path, needed):
+    """Yield (column index, row, line number) for each non-empty row of a CSV file whose header
+    names at least the columns `needed`; a ragged row or bad quoting is a DataError at its line."""
+    reader = csv.reader(io.StringIO("\n".join(read_lines(path)) + "\n"))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path} is empty")
+        index = require_columns(path, header, needed)
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{where(path, reader.line_num)}: {len(row)} fields, the header has {len(header)}")
+            yield index, row, reader.line_num
+    except csv.Error as e:
+        raise DataError(f"{where(path, reader.line_num)}: bad CSV: {e}") from None

@@ -3,30 +3,16 @@
 Choice i is the pair (sent1, sent2 + " " + ending_i), as Hugging Face's run_swag builds it."""
 from __future__ import annotations
 
-import csv
-import io
-
 from npbert.errors import DataError
-from npbert.tasks.files import read_lines, require_columns, where
+from npbert.tasks.files import read_csv_rows, where
 
 NUM_ENDINGS = 4
 
 
 def read_swag(path) -> list:
-    lines = read_lines(path)
-    reader = csv.reader(io.StringIO("\n".join(lines) + "\n"))
-    header = next(reader, None)
-    if header is None:
-        raise DataError(f"{path} is empty")
     endings = [f"ending{i}" for i in range(NUM_ENDINGS)]
-    index = require_columns(path, header, ["sent1", "sent2"] + endings)
     records = []
-    for row in reader:
-        n = reader.line_num
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise DataError(f"{where(path, n)}: {len(row)} fields, the header has {len(header)}")
+    for index, row, n in read_csv_rows(path, ["sent1", "sent2"] + endings):
         label = row[index["label"]] if "label" in index else None
         if label is not None and label not in {str(i) for i in range(NUM_ENDINGS)}:
             raise DataError(f"{where(path, n)}: label {label!r} is not one of 0..{NUM_ENDINGS - 1}")

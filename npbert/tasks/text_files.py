@@ -4,12 +4,10 @@ files to predict on). Other columns are ignored. The format follows the file nam
 .json -> JSON lines, anything else -> CSV."""
 from __future__ import annotations
 
-import csv
-import io
 import json
 
 from npbert.errors import DataError
-from npbert.tasks.files import read_lines, require_columns, where
+from npbert.tasks.files import read_csv_rows, read_lines, where
 
 
 def read_text_file(path) -> list:
@@ -17,25 +15,11 @@ def read_text_file(path) -> list:
 
 
 def read_csv(path) -> list:
-    lines = read_lines(path)
-    reader = csv.reader(io.StringIO("\n".join(lines) + "\n"))
-    try:
-        header = next(reader, None)
-        if header is None:
-            raise DataError(f"{path} is empty")
-        index = require_columns(path, header, ["text"])
-        records = []
-        for row in reader:
-            n = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(f"{where(path, n)}: {len(row)} fields, the header has {len(header)}")
-            get = lambda name: row[index[name]] if name in index else None  # noqa: E731
-            records.append(dict(text=row[index["text"]], text_pair=get("text_pair"), label=get("label"),
-                                where=where(path, n)))
-    except csv.Error as e:
-        raise DataError(f"{where(path, reader.line_num)}: bad CSV: {e}") from None
+    records = []
+    for index, row, n in read_csv_rows(path, ["text"]):
+        get = lambda name: row[index[name]] if name in index else None  # noqa: E731
+        records.append(dict(text=row[index["text"]], text_pair=get("text_pair"), label=get("label"),
+                            where=where(path, n)))
     return records
 
 
