@@ -31,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "backend", None):           # every command that runs the model has --backend
+            from npbert.backend import set_backend
+            set_backend(args.backend)
         return int(args.func(args) or 0)
     except (NpbertError, FileNotFoundError) as e:
         print(f"npbert {args.command}: error: {e}", file=sys.stderr)

@@ -146,3 +146,13 @@ def test_info_and_gradcheck_commands(capsys):
     assert main(["gradcheck", "--only", "linear", "bert_for_pretraining"]) == 0
     out = capsys.readouterr().out
     assert "bert_for_pretraining" in out and "all passed" in out
+
+
+def test_backend_flag_is_applied_by_the_cli(capsys):
+    from npbert.backend import get_backend, set_backend
+    before = get_backend()
+    try:
+        assert main(["gradcheck", "--backend", "numba", "--only", "layernorm"]) == 0
+        assert get_backend() == "numba"
+    finally:
+        set_backend(before)

@@ -1,6 +1,8 @@
 """`npbert evaluate CHECKPOINT --task TASK --data FILE`: a fine-tuned checkpoint's metrics on a task file."""
 import json
 
+from npbert.commands import add_backend_argument
+
 
 def register(sub):
     from npbert.tasks.registry import TASKS
@@ -12,17 +14,14 @@ def register(sub):
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-examples", type=int, default=None)
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    add_backend_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    from npbert import set_backend
     from npbert.errors import DataError
     from npbert.finetune import evaluate_checkpoint, format_scores
     from npbert.tasks.registry import get_task
-    if args.backend:
-        set_backend(args.backend)
     task = get_task(args.task)
     source = args.data or ("dev" if task.generated else None)
     if source is None:

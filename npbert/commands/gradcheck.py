@@ -1,5 +1,5 @@
 """`npbert gradcheck`: every op and the whole pretraining model against central differences."""
-import sys
+from npbert.commands import add_backend_argument
 
 
 def register(sub):
@@ -7,16 +7,13 @@ def register(sub):
     p.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout (default 0.1)")
     p.add_argument("--hidden-act", choices=("gelu", "gelu_new"), default="gelu")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend to check")
+    add_backend_argument(p, help="hot-op backend to check")
     p.add_argument("--only", nargs="*", default=None, metavar="OP", help="check only these ops")
     p.set_defaults(func=run)
 
 
 def run(args):
-    from npbert import set_backend
     from npbert.gradcheck import TOL, Dims, run_gradchecks
-    if args.backend:
-        set_backend(args.backend)
     d = Dims(dropout=args.dropout, hidden_act=args.hidden_act, lengths=(3, 5), seed=args.seed)
     print(f"central differences in float64, eps=1e-6; pass if max relative error < {TOL:g}; "
           f"dropout={d.dropout}, hidden_act={d.hidden_act}, padding rows {d.lengths}")

@@ -4,6 +4,8 @@ import sys
 
 import numpy as np
 
+from npbert.commands import add_backend_argument
+
 
 def register(sub):
     from npbert.tasks.registry import TASKS
@@ -17,19 +19,16 @@ def register(sub):
     p.add_argument("--output", default="-", help="where to write one prediction per line (default stdout)")
     p.add_argument("--max-seq-length", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help="hot-op backend")
+    add_backend_argument(p)
     p.set_defaults(func=run)
 
 
 def run(args):
-    from npbert import set_backend
     from npbert.finetune import check_max_length, load_finetuned, run_model
     from npbert.ops import softmax_forward
     from npbert.tasks.lines import examples_from_lines
     from npbert.tasks.pipeline import decode, encode
     from npbert.tasks.registry import get_task, read_examples
-    if args.backend:
-        set_backend(args.backend)
     task = get_task(args.task)
     config, params, tokenizer, labels = load_finetuned(args.checkpoint, task)
     if args.task_file:
