@@ -3,7 +3,9 @@ ops in npbert.ops (backend.HOT_OPS). `npbert.set_backend("numba")` puts them in 
 
 Each has the reference's signature and returns the same values; a cache may hold different
 things, as each backend's backward only ever receives its own forward's cache. The "why" of
-each choice is in the module docstrings and docs/performance.md.
+each choice is in the module docstrings and docs/performance.md. The linear layers have no
+kernel: the reference already makes one 2-D BLAS call per matmul, which is what a kernel
+would do (docs/performance.md, "the matmul choice"), so both backends share it.
 """
 from npbert.kernels.attention import attention_core_backward, attention_core_forward
 from npbert.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
@@ -11,4 +13,6 @@ from npbert.kernels.dropout import dropout_backward, dropout_forward
 from npbert.kernels.embedding import embedding_backward, embedding_forward
 from npbert.kernels.gelu import gelu_backward, gelu_forward
 from npbert.kernels.layernorm import layernorm_backward, layernorm_forward
-from npbert.kernels.linear import linear_backward, linear_forward
+
+# hot ops this backend leaves to the reference on purpose (see above)
+SHARED_WITH_REFERENCE = ("linear_forward", "linear_backward")

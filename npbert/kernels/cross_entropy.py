@@ -29,7 +29,11 @@ def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
         m = row_max(logits[i], acc)
         for j in range(e.size):
             e[j] = fast_exp(logits[i, j] - m)
-        row_max_out[i], lse[i] = m, math.log(row_sum(e, acc))
+        top = 0
+        while logits[i, top] != m and top < e.size - 1:
+            top += 1
+        e[top] = 0.0                                   # the max's own term is exactly 1: log1p keeps
+        row_max_out[i], lse[i] = m, math.log1p(row_sum(e, acc))  # the digits of a sum just above 1
         logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
 
 
