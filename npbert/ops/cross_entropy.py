@@ -5,7 +5,9 @@
 
 Backward: dlogits_i = (softmax(logits_i) - onehot(label_i)) / n for counted rows, 0 otherwise;
 the label's entry p - 1 is computed as expm1(z - logsumexp), which keeps its digits when p is
-close to 1 (exp(...) - 1 would lose them to cancellation).
+close to 1 (exp(...) - 1 would lose them to cancellation). For the same reason logsumexp is
+log1p of the sum without the max's own term (which is exactly 1): when p is close to 1 that
+sum is tiny, and log(1 + sum) would round it away.
 With no counted rows the loss is 0 and its gradient 0 (Hugging Face/PyTorch return NaN).
 """
 import numpy as np
@@ -18,8 +20,10 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     counted = labels != ignore_index                                 # (N,)
     n = max(int(counted.sum()), 1)
     safe = np.where(counted, labels, 0)                              # (N,) ignored rows read class 0
-    z = logits - logits.max(axis=-1, keepdims=True)                  # (N, C)
-    logsumexp = np.log(np.exp(z).sum(axis=-1))                       # (N,)
+    z = logits - logits.max(axis=-1, keepdims=True)                  # (N, C) the max entry is exactly 0
+    e = np.exp(z)                                                    # (N, C)
+    e[np.arange(len(z)), z.argmax(axis=-1)] = 0.0                    # drop the max's term, exactly 1 ...
+    logsumexp = np.log1p(e.sum(axis=-1))                             # (N,) ... so log1p keeps small sums' digits
     logp_label = z[np.arange(len(labels)), safe] - logsumexp         # (N,)
     loss = -(logp_label * counted).sum() / n
     return logits.dtype.type(loss), (z, logsumexp, safe, counted, n)
