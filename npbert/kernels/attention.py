@@ -23,7 +23,7 @@ from numba import njit
 from npbert.kernels.dropout import uniforms
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes, row_dot, row_max, row_sum
+from npbert.kernels.rowops import lanes, lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 
@@ -34,12 +34,12 @@ def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, kee
     R, T = probs.shape
     rows_per_batch = R // mask_bias.shape[0]           # A * T query rows per sequence
     dropping = u.shape[0] > 0
-    acc = lanes()
+    acc, max_acc = lanes(), lanes_like(probs[0])
     for r in range(lo, hi):
         s, bias = probs[r], mask_bias[r // rows_per_batch]
         for j in range(T):
             s[j] = s[j] * scale + bias[j]
-        m = row_max(s, acc)
+        m = row_max(s, max_acc)
         for j in range(T):
             s[j] = fast_exp(s[j] - m)
         z = row_sum(s, acc)

@@ -13,7 +13,7 @@ from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes, row_max, row_sum
+from npbert.kernels.rowops import index_lanes, lanes, lanes_like, row_argmax, row_sum
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
 
@@ -24,17 +24,15 @@ GRAIN = 16384                                          # elements: below this on
 def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
     # logits: (N, C); safe, row_max_out, lse, logp_label: (N,)
     e = np.empty(logits.shape[1], logits.dtype)        # one row of exp(logits - max)
-    acc = lanes()
+    acc, top_acc, at = lanes(), lanes_like(e), index_lanes()
     for i in range(lo, hi):
-        m = row_max(logits[i], acc)
+        x = logits[i]                                  # (C,) a view: x[j] vectorises, logits[i, j] less so
+        m, top = row_argmax(x, top_acc, at)
         for j in range(e.size):
-            e[j] = fast_exp(logits[i, j] - m)
-        top = 0
-        while logits[i, top] != m and top < e.size - 1:
-            top += 1
+            e[j] = fast_exp(x[j] - m)
         e[top] = 0.0                                   # the max's own term is exactly 1: log1p keeps
         row_max_out[i], lse[i] = m, math.log1p(row_sum(e, acc))  # the digits of a sum just above 1
-        logp_label[i] = (logits[i, safe[i]] - m) - lse[i]
+        logp_label[i] = (x[safe[i]] - m) - lse[i]
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -42,8 +40,9 @@ def _backward(lo, hi, logits, safe, row_max, lse, g, dlogits):
     # g: (N,) dloss / n for counted rows, 0 for ignored ones
     N, C = logits.shape
     for i in range(lo, hi):
+        x, d, m, s, gi = logits[i], dlogits[i], row_max[i], lse[i], g[i]     # row views, hoisted scalars
         for j in range(C):
-            dlogits[i, j] = fast_exp((logits[i, j] - row_max[i]) - lse[i]) * g[i]
+            d[j] = fast_exp((x[j] - m) - s) * gi
         c = safe[i]                                    # the label's entry (p - 1) g: expm1 in float64,
         dlogits[i, c] = math.expm1((logits[i, c] - row_max[i]) - lse[i]) * g[i]  # p - 1 cancels when p ~ 1
 

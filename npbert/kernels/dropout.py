@@ -25,7 +25,8 @@ def uniforms(shape, rng, *apart_from):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, x, u, p, scale, y, keep):
     # x, u, y, keep: (N,) flat
-    for i in range(lo, hi):
+    x, u, y, keep = x[lo:hi], u[lo:hi], y[lo:hi], keep[lo:hi]      # index from 0: see threads.py
+    for i in range(x.size):
         k = u[i] >= p
         keep[i] = k
         y[i] = x[i] * scale if k else x[i] * 0        # x * 0, not 0: the reference's x * mask (NaN stays NaN)
@@ -33,7 +34,8 @@ def _forward(lo, hi, x, u, p, scale, y, keep):
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _backward(lo, hi, dy, keep, scale, dx):
-    for i in range(lo, hi):
+    dy, keep, dx = dy[lo:hi], keep[lo:hi], dx[lo:hi]
+    for i in range(dx.size):
         dx[i] = dy[i] * scale if keep[i] else dy[i] * 0
 
 

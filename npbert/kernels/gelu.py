@@ -26,11 +26,12 @@ def _consts(dtype):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # x, y: (N,) flat
+    x, y = x[lo:hi], y[lo:hi]                          # index from 0: see threads.py
     if form == 0:                                      # the branch outside the loop: it vectorises
-        for i in range(lo, hi):
+        for i in range(x.size):
             y[i] = half * x[i] * (one + fast_erf(x[i] * sqrt_half))
     else:
-        for i in range(lo, hi):
+        for i in range(x.size):
             v = x[i]
             y[i] = half * v * (one + fast_tanh(sqrt_2_pi * (v + k * v * v * v)))
 
@@ -38,14 +39,15 @@ def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, on
 @njit(nogil=True, cache=True, error_model="numpy")
 def _backward(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # dy, x, dx: (N,) flat
+    dy, x, dx = dy[lo:hi], x[lo:hi], dx[lo:hi]
     if form == 0:
-        for i in range(lo, hi):
+        for i in range(x.size):
             v = x[i]
             cdf = half * (one + fast_erf(v * sqrt_half))          # Phi(x)
             pdf = inv_sqrt_2pi * fast_exp(-half * v * v)         # phi(x)
             dx[i] = dy[i] * (cdf + v * pdf)
     else:
-        for i in range(lo, hi):
+        for i in range(x.size):
             v = x[i]
             v2 = v * v
             t = fast_tanh(sqrt_2_pi * (v + k * v2 * v))

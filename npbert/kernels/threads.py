@@ -1,6 +1,11 @@
 """Parallel loops for the kernels: a nogil Numba kernel run on contiguous parts of a range,
 one part per thread, from a small Python thread pool.
 
+An elementwise kernel should loop over views x[lo:hi] with range(x.size), not over
+range(lo, hi): Numba cannot prove lo >= 0, so every x[i] keeps a negative-index check and
+LLVM leaves the loop scalar or half-vectorised (float32 GELU: 10.4 ms -> 3.4 ms for 2M
+elements, measured; row kernels are unaffected, their inner loops start at 0).
+
 Why not Numba's parallel=True/prange: each prange kernel costs ~1.7 s of extra compilation
 (the parfor passes and the gufunc wrapper), which put a cold start at ~25 s per dtype; the
 serial nogil kernels compile in a fraction of that, and two threads need no more machinery
