@@ -143,3 +143,13 @@ def test_cli_pretrain_then_fill_mask(tmp_path, data_dir, capsys):
     assert main(["fill-mask", os.path.join(out, "checkpoint"), "the [MASK] is here .", "--top-k", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("  [MASK] 1:") and len(lines[1].split()) == 2 + 2 * 3
+
+
+def test_training_commands_default_to_the_numba_backend_unless_npbert_backend_says(monkeypatch):
+    from npbert.cli import build_parser
+    monkeypatch.delenv("NPBERT_BACKEND", raising=False)
+    for argv in (["pretrain"], ["finetune", "--task", "builtin-sentence"]):
+        assert build_parser().parse_args(argv).backend == "numba"
+        assert build_parser().parse_args(argv + ["--backend", "numpy"]).backend == "numpy"
+    monkeypatch.setenv("NPBERT_BACKEND", "numpy")
+    assert build_parser().parse_args(["pretrain"]).backend == "numpy"

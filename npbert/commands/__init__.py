@@ -1,6 +1,16 @@
 """Sub-commands of the `npbert` CLI; see npbert/cli.py."""
 
 
-def add_backend_argument(p, help="hot-op backend (default numpy)"):
+import os
+
+
+def add_backend_argument(p, help="hot-op backend (default numpy, or NPBERT_BACKEND)", default=None):
     """--backend for a command that runs the model; npbert.cli.main applies it before the command."""
-    p.add_argument("--backend", choices=("numpy", "numba"), default=None, help=help)
+    p.add_argument("--backend", choices=("numpy", "numba"), default=default, help=help)
+
+
+def training_backend() -> str:
+    """Training commands run on the Numba kernels unless NPBERT_BACKEND says otherwise: faster
+    per step at every preset (docs/performance.md), and the compiled kernels are cached on
+    disk, so only the first run on a machine pays the ~10-20 s of compilation."""
+    return os.environ.get("NPBERT_BACKEND") or "numba"

@@ -3,7 +3,7 @@ options, the run controls (seed, logging, stop, resume, overwrite, backend), and
 command line becomes an options dataclass and a run."""
 import dataclasses
 
-from npbert.commands import add_backend_argument
+from npbert.commands import add_backend_argument, training_backend
 
 
 def add_optimizer_arguments(p, defaults):
@@ -19,13 +19,15 @@ def add_run_arguments(p, defaults):
     p.add_argument("--stop-after", type=int, default=None, help="save and stop after this many steps")
     p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
     p.add_argument("--overwrite", action="store_true", help="delete an existing --out and start again")
-    add_backend_argument(p)
+    add_backend_argument(p, help="hot-op backend (default numba, or NPBERT_BACKEND)", default=training_backend())
 
 
 def run_training(train, options_class, args) -> int:
     """Build options_class from the arguments it names (None: keep its default) and run train
     (--backend was applied by npbert.cli.main); exit code 130 when the run stopped early on
     Ctrl-C (its checkpoint is resumable)."""
+    from npbert.kernels.allocator import keep_freed_memory
+    keep_freed_memory()                                # reuse each step's big buffers: no page faults per step
     fields = {f.name for f in dataclasses.fields(options_class)}
     opts = options_class(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
     result = train(opts, resume=args.resume, overwrite=args.overwrite)
