@@ -27,6 +27,7 @@ HOT_OPS = (
     "dropout_forward", "dropout_backward",
     "attention_core_forward", "attention_core_backward",
     "cross_entropy_forward", "cross_entropy_backward",
+    "adamw_update",
 )
 
 # backend name -> module whose attributes override the reference (missing ones fall back)

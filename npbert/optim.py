@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from npbert import backend
 from npbert.errors import CheckpointError
 
 
@@ -60,16 +61,9 @@ class AdamW:
         c1 = 1.0 - b1 ** self.t if self.bias_correction else 1.0
         c2 = 1.0 - b2 ** self.t if self.bias_correction else 1.0
         for k, p in params.items():
-            g, m, v = grads[k], self.m[k], self.v[k]
-            m *= b1
-            m += (1.0 - b1) * g
-            v *= b2
-            v += (1.0 - b2) * (g * g)
-            if self.weight_decay and decays(k):
-                p *= p.dtype.type(1.0 - lr * self.weight_decay)
-            # lr * m_hat / (sqrt(v_hat) + eps), in the order torch.optim.AdamW computes it
-            denom = np.sqrt(v) / p.dtype.type(np.sqrt(c2)) + p.dtype.type(self.eps)
-            p -= p.dtype.type(lr / c1) * m / denom
+            # one hot op per tensor (npbert.ops.adamw: the formula, its order; the numba backend fuses it)
+            wd = self.weight_decay if decays(k) else 0.0
+            backend.adamw_update(p, grads[k], self.m[k], self.v[k], lr, b1, b2, self.eps, c1, c2, wd)
 
     # --- state for checkpoints ------------------------------------------------------------------
     def state_arrays(self) -> dict:

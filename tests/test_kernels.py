@@ -203,6 +203,65 @@ def test_attention_core_on_contiguous_inputs_and_context_merges_without_copy():
     assert np.shares_memory(ops.merge_heads(ctx), ctx)  # (B, T, A, D) storage: merge_heads is a reshape
 
 
+# --- the optimizer update --------------------------------------------------------------------------
+
+def _adamw_state(seed, shape, dtype):
+    p, m = normal(seed, shape, dtype), normal(seed + 1, shape, dtype, 0.01)
+    return p, m, np.square(normal(seed + 2, shape, dtype, 0.01))    # v >= 0, as a second moment is
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(shape=st.lists(st.integers(1, 40), min_size=1, max_size=3), steps=st.integers(1, 3),
+       lr=st.floats(1e-6, 1e-1), weight_decay=st.sampled_from([0.0, 0.01]), bias_correction=st.booleans(),
+       g_scale=st.sampled_from([1e-9, 1.0, 1e3]), seed=st.integers(0, 999))
+def test_adamw_update_is_bit_identical_to_the_reference(dtype, shape, steps, lr, weight_decay, bias_correction,
+                                                        g_scale, seed):
+    # the same roundings in the same order and no fastmath (so no FMA contraction): equal to the bit.
+    # g_scale 1e-9: sqrt(v) far below eps, the update is ~ m / eps
+    ref, got = _adamw_state(seed, shape, dtype), _adamw_state(seed, shape, dtype)
+    for t in range(1, steps + 1):
+        g = normal(seed + 2 + t, shape, dtype, g_scale)
+        c1, c2 = (1.0 - 0.9 ** t, 1.0 - 0.999 ** t) if bias_correction else (1.0, 1.0)
+        ops.adamw_update(ref[0], g, ref[1], ref[2], lr, 0.9, 0.999, 1e-6, c1, c2, weight_decay)
+        kernels.adamw_update(got[0], g, got[1], got[2], lr, 0.9, 0.999, 1e-6, c1, c2, weight_decay)
+    for name, a, b in zip("pmv", got, ref):
+        assert a.dtype == dtype, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adamw_step_is_the_same_under_both_backends(dtype):
+    # through AdamW.step and the switch: decayed and undecayed tensors, one above the threads' grain
+    from npbert.optim import AdamW
+
+    shapes = {"a.weight": (300, 70), "a.bias": (70,), "a.LayerNorm.weight": (70,)}
+    params = {b: {k: normal(i, s, dtype) for i, (k, s) in enumerate(shapes.items())} for b in ("numpy", "numba")}
+    opts = {b: AdamW(params[b], weight_decay=0.01) for b in params}
+    for t in range(3):
+        grads = {k: normal(10 + 3 * t + i, s, dtype) for i, (k, s) in enumerate(shapes.items())}
+        for b in params:
+            with backend.use_backend(b):
+                opts[b].step(params[b], grads, lr=1e-3 * (t + 1))
+    for k in shapes:
+        for got, want in ((params["numba"], params["numpy"]), (opts["numba"].m, opts["numpy"].m),
+                          (opts["numba"].v, opts["numpy"].v)):
+            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_adamw_update_refuses_arrays_it_cannot_update_in_place():
+    # reshape(-1) of a strided view is a copy: the update would be lost, so it must not run
+    p, m, v, strided = np.zeros((4, 3)), np.zeros((4, 3)), np.zeros((4, 3)), np.zeros((4, 6))[:, ::2]
+    hyper = (1e-3, 0.9, 0.999, 1e-6, 1.0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="m must be C-contiguous"):
+        kernels.adamw_update(p, p, strided, v, *hyper)
+    with pytest.raises(ValueError, match="p must be C-contiguous"):
+        kernels.adamw_update(p.T, p.T, m.T, v.T, *hyper)
+    with pytest.raises(ValueError, match="g is float32"):
+        kernels.adamw_update(p, p.astype(np.float32), m, v, *hyper)
+    kernels.adamw_update(p, strided, m, v, *hyper)    # a strided g is only read: allowed
+
+
 # --- building blocks ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dtype", DTYPES)

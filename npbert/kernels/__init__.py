@@ -7,6 +7,7 @@ each choice is in the module docstrings and docs/performance.md. The linear laye
 kernel: the reference already makes one 2-D BLAS call per matmul, which is what a kernel
 would do (docs/performance.md, "the matmul choice"), so both backends share it.
 """
+from npbert.kernels.adamw import adamw_update
 from npbert.kernels.attention import attention_core_backward, attention_core_forward
 from npbert.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward
 from npbert.kernels.dropout import dropout_backward, dropout_forward

@@ -1,5 +1,6 @@
 """Reference ops in pure NumPy: each layer a `*_forward(...) -> (out, cache)` and a
 `*_backward(dout, cache) -> gradients` pair. One file per layer; docs/layers/ derives each."""
+from npbert.ops.adamw import adamw_update
 from npbert.ops.attention import (attention_core_backward, attention_core_forward, attention_mask_bias,
                                   merge_heads, self_attention_backward, self_attention_forward, split_heads)
 from npbert.ops.cross_entropy import IGNORE_INDEX, cross_entropy_backward, cross_entropy_forward
