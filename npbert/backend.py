@@ -10,7 +10,9 @@ and its backward.
     with backend.use_backend("numba"):  # for a block, then back to the one before
         ...
 
-The default is "numpy" (the readable reference), or NPBERT_BACKEND when it is set.
+The default is "numpy" (the readable reference), or NPBERT_BACKEND when it is set; the
+training commands (`npbert pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND
+is set (npbert.commands.training_backend).
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@
     m_hat, v_hat = m / (1 - b1^t), v / (1 - b2^t)      with bias correction (default), else m, v
 
 The original BERT (AdamWeightDecayOptimizer) skips bias correction; PyTorch's AdamW and
-Hugging Face apply it. We apply it by default, so a step here equals torch.optim.AdamW's
+Hugging Face apply it. We apply it by default, so a step here equals torch.optim.AdamW's up
+to rounding (a few ulp: torch applies p's update with addcdiv, another rounding order)
 (bias_correction=False gives the original BERT update). With a warmup it changes little:
 the early steps, where the correction is largest, run at a tiny learning rate anyway.
 """

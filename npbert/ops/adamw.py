@@ -5,7 +5,7 @@
     p <- p (1 - lr wd)                                 skipped when wd == 0
     p <- p - (lr / c1) m / (sqrt(v) / sqrt(c2) + eps)  c1, c2: bias corrections (1 when off)
 
-Each line is a NumPy pass, in the order torch.optim.AdamW computes the last one; every
+Each line is a NumPy pass (the last in torch.optim.AdamW's order of operations); every
 constant is a scalar of p's dtype, so float32 parameters are updated in float32 throughout.
 """
 import numpy as np
