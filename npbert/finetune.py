@@ -54,8 +54,8 @@ class FinetuneOptions:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
-    hidden_dropout_prob: float | None = None        # default: the checkpoint's (0.1)
-    attention_probs_dropout_prob: float | None = None
+    hidden_dropout_prob: float = 0.1                # the paper's fine-tuning dropout, whatever the
+    attention_probs_dropout_prob: float = 0.1       # checkpoint was pretrained with (npbert pretrain: 0)
     max_train_examples: int | None = None           # the first n examples only (quick runs)
     max_eval_examples: int | None = None
     eval_batch_size: int = 64
