@@ -69,13 +69,29 @@ def main(argv=None) -> int:
             if round_:                                 # round 0 warms up (compilation, first touch)
                 times[impl].append(clock() - t0)
     tokens = B * workload.T
+    flops = (workload.train_flops if args.kind == "train" else workload.forward_flops)(
+        config, B, len(batch["mlm_positions"]))
+    matmul = matmul_gflops(2048, clock)                # the machine's own float32 matmul, same clock
     base = min(times[next(iter(times))])
     for impl, ts in times.items():
         print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, preset=args.preset, vocab=args.vocab,
                               threads=args.threads, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
                               median_step_s=statistics.median(ts), tokens_per_s=tokens / min(ts),
-                              speedup_vs_first=base / min(ts))))
+                              speedup_vs_first=base / min(ts), gflops=flops / min(ts) / 1e9,
+                              matmul_2048_gflops=matmul, share_of_matmul=flops / min(ts) / 1e9 / matmul)))
     return 0
+
+
+def matmul_gflops(n, clock, repeats=3):
+    import numpy as np
+    a, b = (np.random.default_rng(i).standard_normal((n, n)).astype(np.float32) for i in range(2))
+    a @ b
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = clock()
+        a @ b
+        best = min(best, clock() - t0)
+    return 2 * n ** 3 / best / 1e9
 
 
 if __name__ == "__main__":
