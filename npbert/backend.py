@@ -23,6 +23,7 @@ import os
 # The ops a backend may replace. Each name is a function in npbert.ops (the reference).
 HOT_OPS = (
     "linear_forward", "linear_backward",
+    "linear_gelu_forward", "linear_gelu_backward",
     "embedding_forward", "embedding_backward",
     "layernorm_forward", "layernorm_backward",
     "gelu_forward", "gelu_backward",

@@ -106,6 +106,40 @@ def test_gelu_rejects_an_unknown_activation():
         kernels.gelu_forward(np.zeros(3), "relu")
 
 
+# --- fused bias + GELU ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["gelu", "gelu_new"])
+@SETTINGS
+@given(rows=st.lists(st.integers(0, 70), min_size=1, max_size=2), n_in=st.integers(1, 9), out=st.integers(1, 40),
+       seed=st.integers(0, 999))
+def test_linear_gelu(dtype, act, rows, n_in, out, seed):
+    # x 2-D or 3-D, 0 rows too; a side of 65..70 crosses db's 64-row chunks
+    x, w = normal(seed, (*rows, n_in), dtype, 2.0), normal(seed + 1, (out, n_in), dtype)
+    b, dy = normal(seed + 2, out, dtype), normal(seed + 3, (*rows, out), dtype)
+    y_ref, c_ref = ops.linear_gelu_forward(exact(x), exact(w), exact(b), act)
+    y, c = kernels.linear_gelu_forward(x, w, b, act)
+    assert_close(y, y_ref, dtype, "y", floor=1.0)     # floor 1: GELU's cancellation, as in test_gelu
+    assert_all_close(kernels.linear_gelu_backward(dy, c), ops.linear_gelu_backward(exact(dy), c_ref), dtype,
+                     "dx, dw, db")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_linear_gelu_bias_gradient_does_not_depend_on_the_thread_count(monkeypatch, dtype):
+    # 1000 rows: 16 chunks of db, and the forward is split too (70 columns: 234 rows a part at least)
+    x, w = normal(0, (1000, 16), dtype), normal(1, (70, 16), dtype)
+    b, dy = normal(2, 70, dtype), normal(3, (1000, 70), dtype)
+    results = []
+    for threads in ("1", "3"):
+        monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
+        y, c = kernels.linear_gelu_forward(x, w, b, "gelu")
+        results.append((y, *kernels.linear_gelu_backward(dy, c)))
+    for name, got, first in zip(("y", "dx", "dw", "db"), results[1], results[0]):
+        np.testing.assert_array_equal(got, first, err_msg=name)
+    with pytest.raises(ValueError, match="hidden_act"):
+        kernels.linear_gelu_forward(x, w, b, "relu")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @SETTINGS
 @given(shape=st.lists(st.integers(1, 50), min_size=1, max_size=3), p=st.sampled_from([0.0, 0.1, 0.5, 0.9]),

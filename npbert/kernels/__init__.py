@@ -14,6 +14,7 @@ from npbert.kernels.dropout import dropout_backward, dropout_forward
 from npbert.kernels.embedding import embedding_backward, embedding_forward
 from npbert.kernels.gelu import gelu_backward, gelu_forward
 from npbert.kernels.layernorm import layernorm_backward, layernorm_forward
+from npbert.kernels.linear_gelu import linear_gelu_backward, linear_gelu_forward
 
 # hot ops this backend leaves to the reference on purpose (see above)
 SHARED_WITH_REFERENCE = ("linear_forward", "linear_backward")

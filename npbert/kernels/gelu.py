@@ -23,17 +23,45 @@ def _consts(dtype):
     return tuple(dtype.type(c) for c in (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0))
 
 
+# The formulas, one inline function per form and direction, shared with the fused bias + GELU
+# of linear_gelu.py. One per form, not one with a `form` argument: the caller's branch on the
+# form must stay outside its loop for the loop to vectorise.
+
+@njit(cache=True, inline="always")
+def gelu_erf(v, sqrt_half, half, one):
+    return half * v * (one + fast_erf(v * sqrt_half))
+
+
+@njit(cache=True, inline="always")
+def gelu_tanh(v, sqrt_2_pi, k, half, one):
+    return half * v * (one + fast_tanh(sqrt_2_pi * (v + k * v * v * v)))
+
+
+@njit(cache=True, inline="always")
+def dgelu_erf(v, sqrt_half, inv_sqrt_2pi, half, one):
+    cdf = half * (one + fast_erf(v * sqrt_half))       # Phi(x)
+    pdf = inv_sqrt_2pi * fast_exp(-half * v * v)       # phi(x)
+    return cdf + v * pdf
+
+
+@njit(cache=True, inline="always")
+def dgelu_tanh(v, sqrt_2_pi, k, half, one, three):
+    v2 = v * v
+    t = fast_tanh(sqrt_2_pi * (v + k * v2 * v))
+    dinner = sqrt_2_pi * (one + three * k * v2)
+    return half * (one + t) + half * v * (one - t * t) * dinner
+
+
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # x, y: (N,) flat
     x, y = x[lo:hi], y[lo:hi]                          # index from 0: see threads.py
     if form == 0:                                      # the branch outside the loop: it vectorises
         for i in range(x.size):
-            y[i] = half * x[i] * (one + fast_erf(x[i] * sqrt_half))
+            y[i] = gelu_erf(x[i], sqrt_half, half, one)
     else:
         for i in range(x.size):
-            v = x[i]
-            y[i] = half * v * (one + fast_tanh(sqrt_2_pi * (v + k * v * v * v)))
+            y[i] = gelu_tanh(x[i], sqrt_2_pi, k, half, one)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -42,17 +70,10 @@ def _backward(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, ha
     dy, x, dx = dy[lo:hi], x[lo:hi], dx[lo:hi]
     if form == 0:
         for i in range(x.size):
-            v = x[i]
-            cdf = half * (one + fast_erf(v * sqrt_half))          # Phi(x)
-            pdf = inv_sqrt_2pi * fast_exp(-half * v * v)         # phi(x)
-            dx[i] = dy[i] * (cdf + v * pdf)
+            dx[i] = dy[i] * dgelu_erf(x[i], sqrt_half, inv_sqrt_2pi, half, one)
     else:
         for i in range(x.size):
-            v = x[i]
-            v2 = v * v
-            t = fast_tanh(sqrt_2_pi * (v + k * v2 * v))
-            dinner = sqrt_2_pi * (one + three * k * v2)
-            dx[i] = dy[i] * (half * (one + t) + half * v * (one - t * t) * dinner)
+            dx[i] = dy[i] * dgelu_tanh(x[i], sqrt_2_pi, k, half, one, three)
 
 
 def _form(hidden_act):

@@ -13,6 +13,7 @@ from npbert.ops.feedforward import feedforward_backward, feedforward_forward
 from npbert.ops.gelu import gelu_backward, gelu_forward
 from npbert.ops.layernorm import layernorm_backward, layernorm_forward
 from npbert.ops.linear import linear_backward, linear_forward
+from npbert.ops.linear_gelu import linear_gelu_backward, linear_gelu_forward
 from npbert.ops.mlm_head import mlm_head_backward, mlm_head_forward
 from npbert.ops.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.ops.pooler import pooler_backward, pooler_forward

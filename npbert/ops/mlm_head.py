@@ -20,21 +20,21 @@ def mlm_head_forward(h, positions, params, config):
     # h: (B, T, H), positions: (N,) flat indices into B*T
     B, T, H = h.shape
     hs = h.reshape(B * T, H)[positions]                                          # (N, H)
-    t, dense_cache = backend.linear_forward(hs, params[DENSE + ".weight"], params[DENSE + ".bias"])  # (N, H)
-    t, act_cache = backend.gelu_forward(t, config.hidden_act)
+    t, dense_cache = backend.linear_gelu_forward(hs, params[DENSE + ".weight"], params[DENSE + ".bias"],
+                                                 config.hidden_act)                 # (N, H)
     t, ln_cache = backend.layernorm_forward(t, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
     logits, dec_cache = backend.linear_forward(t, params[WORD], params[BIAS])    # (N, V) tied decoder
-    return logits, (dense_cache, act_cache, ln_cache, dec_cache, positions, h.shape)
+    # slot 1 was GELU's cache, now inside dense_cache; the layout stays (demos/08 reads mlm_cache[3])
+    return logits, (dense_cache, None, ln_cache, dec_cache, positions, h.shape)
 
 
 def mlm_head_backward(dlogits, cache):
     # dlogits: (N, V) -> dh: (B, T, H), grads by HF name (WORD holds the decoder's share only)
-    dense_cache, act_cache, ln_cache, dec_cache, positions, h_shape = cache
+    dense_cache, _, ln_cache, dec_cache, positions, h_shape = cache
     g = {}
     dt, g[WORD], g[BIAS] = backend.linear_backward(dlogits, dec_cache)           # (N, H)
     dt, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, ln_cache)
-    dt = backend.gelu_backward(dt, act_cache)
-    dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_backward(dt, dense_cache)  # (N, H)
+    dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_gelu_backward(dt, dense_cache)  # (N, H)
     B, T, H = h_shape
     dh = np.zeros((B * T, H), dtype=dlogits.dtype)
     np.add.at(dh, positions, dhs)                                                # a position listed twice sums

@@ -1,0 +1,80 @@
+"""Linear then GELU, y = gelu(x W^T + b), with the bias folded into GELU's pass.
+
+The matmuls stay in BLAS, as the reference's (the linear layer has no kernel: docs/performance.md).
+What is fused is what lies between them, each a pass over the (N, out) intermediate:
+- forward: x W^T without bias, then one pass that adds b in place (the pre-activation is what
+  backward needs, so it is kept) and writes gelu of it: the reference's `y += b` pass is gone.
+- backward: one pass that writes dpre = dy * gelu'(pre) and sums the bias gradient on the
+  way, then dx and dW in BLAS: the reference's `dy.sum(axis=0)` pass is gone.
+db is summed in float64 per fixed chunk of rows and then over chunks in order, as LayerNorm's
+dgamma/dbeta, so it does not depend on the number of threads. GELU's formulas are gelu.py's.
+"""
+import numpy as np
+from numba import njit
+
+from npbert.kernels.gelu import GRAIN, _consts, _form, dgelu_erf, dgelu_tanh, gelu_erf, gelu_tanh
+from npbert.kernels.layernorm import ROWS_PER_CHUNK
+from npbert.kernels.memory import empty_apart
+from npbert.kernels.threads import parallel_for
+from npbert.ops.linear import linear_backward, linear_forward
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward(lo, hi, pre, b, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
+    # pre, y: (N, out), pre holds x W^T and gets + b; b: (out,)
+    pre, y = pre[lo:hi], y[lo:hi]                      # index from 0: see threads.py
+    for i in range(pre.shape[0]):
+        p, yi = pre[i], y[i]
+        if form == 0:                                  # outside the inner loop: it vectorises
+            for j in range(p.size):
+                v = p[j] + b[j]
+                p[j] = v
+                yi[j] = gelu_erf(v, sqrt_half, half, one)
+        else:
+            for j in range(p.size):
+                v = p[j] + b[j]
+                p[j] = v
+                yi[j] = gelu_tanh(v, sqrt_2_pi, k, half, one)
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward(lo, hi, dy, pre, dpre, db_parts, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
+    # dy, pre, dpre: (N, out); db_parts: (chunks, out) float64, zeroed
+    N = pre.shape[0]
+    for c in range(lo, hi):
+        acc = db_parts[c]                              # (out,) float64: one lane per column
+        for i in range(c * ROWS_PER_CHUNK, min(N, (c + 1) * ROWS_PER_CHUNK)):
+            g, p, d = dy[i], pre[i], dpre[i]
+            if form == 0:
+                for j in range(p.size):
+                    d[j] = g[j] * dgelu_erf(p[j], sqrt_half, inv_sqrt_2pi, half, one)
+            else:
+                for j in range(p.size):
+                    d[j] = g[j] * dgelu_tanh(p[j], sqrt_2_pi, k, half, one, three)
+            for j in range(p.size):                    # a loop of its own: inside the one above, the
+                acc[j] += d[j]                         # float64 sum made it 7.5 ms, not 5.0 (tiny's FFN)
+
+
+def linear_gelu_forward(x, w, b, hidden_act):
+    # x: (..., in), w: (out, in), b: (out,)
+    pre, lin_cache = linear_forward(x, w, None)        # (..., out) = x W^T, in BLAS; lin_cache: (x2, w, no bias)
+    pre2 = pre.reshape(-1, w.shape[0])                 # (N, out), a view: matmul's output is contiguous
+    y = empty_apart(pre.shape, pre.dtype, pre)         # (..., out)
+    rows = max(1, GRAIN // max(pre2.shape[1], 1))      # a thread's part: GRAIN elements at least
+    parallel_for(_forward, len(pre2), pre2, b.astype(pre.dtype, copy=False), y.reshape(pre2.shape),
+                 _form(hidden_act), *_consts(pre.dtype), grain=rows)
+    return y, (pre2, lin_cache, hidden_act)
+
+
+def linear_gelu_backward(dy, cache):
+    # dy: (..., out)
+    pre2, lin_cache, hidden_act = cache
+    N, out = pre2.shape
+    chunks = -(-N // ROWS_PER_CHUNK)
+    dy2 = np.ascontiguousarray(dy).reshape(N, out)     # (N, out)
+    dpre = empty_apart(dy.shape, pre2.dtype, pre2, dy2)  # (..., out)
+    db_parts = np.zeros((chunks, out))                 # (chunks, out) float64
+    parallel_for(_backward, chunks, dy2, pre2, dpre.reshape(N, out), db_parts,
+                 _form(hidden_act), *_consts(pre2.dtype))
+    dx, dw, _ = linear_backward(dpre, lin_cache)       # dx: (..., in), dw: (out, in); no bias in lin_cache
+    return dx, dw, db_parts.sum(axis=0).astype(pre2.dtype)  # db: (out,), chunks added in a fixed order
