@@ -80,7 +80,7 @@ dh_dup, _ = ops.mlm_head_backward(dlogits[2:], ops.mlm_head_forward(h, positions
 ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
 ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
    f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")
-t = mlm_cache[3][0]                          # the decoder's linear cache holds its input t (N, H)
+t = mlm_cache[2][0]                          # the decoder's linear cache holds its input t (N, H)
 ok(np.allclose(g_mlm[WORD], dlogits.T @ t), "decoder share = dlogits^T t, as for any linear layer")
 mlm = {**prefixed("cls.predictions."), WORD: params[WORD]}
 r = check("mlm_head", {"h": h, **mlm}, lambda p: ops.mlm_head_forward(p["h"], positions, p, config),

@@ -24,13 +24,12 @@ def mlm_head_forward(h, positions, params, config):
                                                  config.hidden_act)                 # (N, H)
     t, ln_cache = backend.layernorm_forward(t, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
     logits, dec_cache = backend.linear_forward(t, params[WORD], params[BIAS])    # (N, V) tied decoder
-    # slot 1 was GELU's cache, now inside dense_cache; the layout stays (demos/08 reads mlm_cache[3])
-    return logits, (dense_cache, None, ln_cache, dec_cache, positions, h.shape)
+    return logits, (dense_cache, ln_cache, dec_cache, positions, h.shape)
 
 
 def mlm_head_backward(dlogits, cache):
     # dlogits: (N, V) -> dh: (B, T, H), grads by HF name (WORD holds the decoder's share only)
-    dense_cache, _, ln_cache, dec_cache, positions, h_shape = cache
+    dense_cache, ln_cache, dec_cache, positions, h_shape = cache
     g = {}
     dt, g[WORD], g[BIAS] = backend.linear_backward(dlogits, dec_cache)           # (N, H)
     dt, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, ln_cache)
