@@ -12,7 +12,8 @@ dgamma/dbeta, so it does not depend on the number of threads. GELU's formulas ar
 import numpy as np
 from numba import njit
 
-from npbert.kernels.gelu import GRAIN, _consts, _form, dgelu_erf, dgelu_tanh, gelu_erf, gelu_tanh
+from npbert.kernels.gelu import GRAIN, _consts, _form, gelu_erf, gelu_tanh
+from npbert.kernels.gelu import _backward as gelu_backward_pass
 from npbert.kernels.layernorm import ROWS_PER_CHUNK
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.threads import parallel_for
@@ -44,14 +45,10 @@ def _backward(lo, hi, dy, pre, dpre, db_parts, form, sqrt_half, inv_sqrt_2pi, sq
     for c in range(lo, hi):
         acc = db_parts[c]                              # (out,) float64: one lane per column
         for i in range(c * ROWS_PER_CHUNK, min(N, (c + 1) * ROWS_PER_CHUNK)):
-            g, p, d = dy[i], pre[i], dpre[i]
-            if form == 0:
-                for j in range(p.size):
-                    d[j] = g[j] * dgelu_erf(p[j], sqrt_half, inv_sqrt_2pi, half, one)
-            else:
-                for j in range(p.size):
-                    d[j] = g[j] * dgelu_tanh(p[j], sqrt_2_pi, k, half, one, three)
-            for j in range(p.size):                    # a loop of its own: inside the one above, the
+            d = dpre[i]                                # (out,) = dy[i] * gelu'(pre[i]): gelu.py's pass
+            gelu_backward_pass(0, d.size, dy[i], pre[i], d, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half,
+                               one, three)
+            for j in range(d.size):                    # a loop of its own: inside the one above, the
                 acc[j] += d[j]                         # float64 sum made it 7.5 ms, not 5.0 (tiny's FFN)
 
 
