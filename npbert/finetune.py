@@ -54,8 +54,8 @@ class FinetuneOptions:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
-    hidden_dropout_prob: float = 0.1                # the paper's fine-tuning dropout, whatever the
-    attention_probs_dropout_prob: float = 0.1       # checkpoint was pretrained with (npbert pretrain: 0)
+    hidden_dropout_prob: float | None = None        # default: the checkpoint's (HF's and the presets':
+    attention_probs_dropout_prob: float | None = None  # 0.1; npbert pretrain saves 0, see docs/finetuning.md)
     max_train_examples: int | None = None           # the first n examples only (quick runs)
     max_eval_examples: int | None = None
     eval_batch_size: int = 64

@@ -1,6 +1,7 @@
 """Fine-tuning end to end at small scale: every built-in task beats chance in a few seconds from
 a tiny model, a control run with learning rate 0 does not, resume is bit-exact, and the
 evaluate / predict commands read what finetune saved."""
+import dataclasses
 import json
 
 import numpy as np
@@ -199,13 +200,16 @@ def test_file_tasks_run_end_to_end(micro, tmp_path, capsys):
         assert len(capsys.readouterr().out.splitlines()) == len(read_examples(TASKS[task], str(path)))
 
 
-def test_finetuning_uses_dropout_0_1_whatever_the_checkpoint_was_pretrained_with(tmp_path):
+def test_finetuning_uses_the_checkpoints_dropout_unless_told(tmp_path):
     tokenizer = BertTokenizer(builtin_vocab())
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=128, hidden_dropout_prob=0.0,
                         attention_probs_dropout_prob=0.0)                      # as npbert pretrain saves it
     save_pretrained(str(tmp_path / "ckpt"), config, init_params(config, np.random.default_rng(0), heads=False),
                     tokenizer)
-    finetune(options(str(tmp_path / "ckpt"), tmp_path, "builtin-sentence", 32, 1), log=lambda *a: None)
-    saved = json.loads((tmp_path / "run" / "best" / "config.json").read_text())
-    assert (saved["hidden_dropout_prob"], saved["attention_probs_dropout_prob"]) == (0.1, 0.1)
+    for i, (given, want) in enumerate([({}, (0.0, 0.0)),
+                                       (dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.2), (0.1, 0.2))]):
+        opts = options(str(tmp_path / "ckpt"), tmp_path, "builtin-sentence", 32, 1, **given)
+        finetune(dataclasses.replace(opts, out=str(tmp_path / f"run{i}")), log=lambda *a: None)
+        saved = json.loads((tmp_path / f"run{i}" / "best" / "config.json").read_text())
+        assert (saved["hidden_dropout_prob"], saved["attention_probs_dropout_prob"]) == want
