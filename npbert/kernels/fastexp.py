@@ -22,10 +22,10 @@ from numba.core import types
 from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
 
-# The overloads below must be inlined at Numba IR level (LLVM does not inline them by itself,
+# The overloads made by by_width must be inlined at Numba IR level (LLVM does not inline them by itself,
 # and a call keeps the caller's loop scalar: 10x slower). Inlining them trips a pedantic
 # internal SSA check that Numba itself calls harmless; silence it for these functions only.
-warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning, message=r".*_fast_(exp|erf|tanh)_overload")
+warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning, message=r".*_fast_overload")
 
 LOG2E = 1.4426950408889634
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10     # ln2 = HI + LO
@@ -83,11 +83,19 @@ def _exp32(x):
     return y if x > F(-87.6) else F(0.0)
 
 
+def by_width(python, f32, f64):
+    """Make `python` (a plain-Python function of one float, never used jitted) compile to f32
+    for a float32 argument and to f64 otherwise, inlined at Numba IR level: a call would keep
+    the caller's loop scalar. special.py's erf and tanh use it too."""
+    @overload(python, inline="always")
+    def _fast_overload(x):
+        if isinstance(x, types.Float):
+            return (lambda x: f32(x)) if x.bitwidth == 32 else (lambda x: f64(x))
+    return python
+
+
 def fast_exp(x):
-    return math.exp(x)                                 # plain Python fallback (never used jitted)
+    return math.exp(x)
 
 
-@overload(fast_exp, inline="always")
-def _fast_exp_overload(x):
-    if isinstance(x, types.Float):
-        return (lambda x: _exp32(x)) if x.bitwidth == 32 else (lambda x: _exp64(x))
+by_width(fast_exp, _exp32, _exp64)

@@ -13,10 +13,8 @@ import math
 
 import numpy as np
 from numba import njit
-from numba.core import types
-from numba.extending import overload
 
-from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.fastexp import by_width, fast_exp
 
 
 F = np.float32
@@ -40,12 +38,7 @@ def fast_erf(x):
     return math.erf(x)
 
 
-@overload(fast_erf, inline="always")
-def _fast_erf_overload(x):
-    if isinstance(x, types.Float):
-        if x.bitwidth == 32:
-            return lambda x: _erf_cheb(x)
-        return lambda x: math.erf(x)
+by_width(fast_erf, _erf_cheb, math.erf)
 
 
 @njit(cache=True, inline="always")
@@ -60,9 +53,4 @@ def fast_tanh(x):
     return math.tanh(x)
 
 
-@overload(fast_tanh, inline="always")
-def _fast_tanh_overload(x):
-    if isinstance(x, types.Float):
-        if x.bitwidth == 32:
-            return lambda x: _tanh_exp(x)
-        return lambda x: math.tanh(x)
+by_width(fast_tanh, _tanh_exp, math.tanh)
