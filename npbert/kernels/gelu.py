@@ -23,9 +23,9 @@ def _consts(dtype):
     return tuple(dtype.type(c) for c in (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0))
 
 
-# The formulas, one inline function per form and direction, shared with the fused bias + GELU
-# of linear_gelu.py. One per form, not one with a `form` argument: the caller's branch on the
-# form must stay outside its loop for the loop to vectorise.
+# The formulas, one inline function per form and direction. One per form, not one with a
+# `form` argument: the caller's branch on the form must stay outside its loop for the loop to
+# vectorise. The two passes below are also linear_gelu.py's, called per row.
 
 @njit(cache=True, inline="always")
 def gelu_erf(v, sqrt_half, half, one):
@@ -53,7 +53,7 @@ def dgelu_tanh(v, sqrt_2_pi, k, half, one, three):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
+def forward_pass(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # x, y: (N,) flat
     x, y = x[lo:hi], y[lo:hi]                          # index from 0: see threads.py
     if form == 0:                                      # the branch outside the loop: it vectorises
@@ -65,7 +65,7 @@ def _forward(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, on
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _backward(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
+def backward_pass(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # dy, x, dx: (N,) flat
     dy, x, dx = dy[lo:hi], x[lo:hi], dx[lo:hi]
     if form == 0:
@@ -86,7 +86,7 @@ def gelu_forward(x, hidden_act="gelu"):
     # x: (...) -> y: (...)
     x = np.ascontiguousarray(x)
     y = empty_apart(x.shape, x.dtype, x)
-    parallel_for(_forward, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), *_consts(x.dtype),
+    parallel_for(forward_pass, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), *_consts(x.dtype),
                  grain=GRAIN)
     return y, (x, hidden_act)
 
@@ -94,6 +94,6 @@ def gelu_forward(x, hidden_act="gelu"):
 def gelu_backward(dy, cache):
     x, hidden_act = cache
     dx = empty_apart(x.shape, x.dtype, x, dy)
-    parallel_for(_backward, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
+    parallel_for(backward_pass, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
                  _form(hidden_act), *_consts(x.dtype), grain=GRAIN)
     return dx

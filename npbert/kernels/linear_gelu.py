@@ -1,19 +1,22 @@
-"""Linear then GELU, y = gelu(x W^T + b), with the bias folded into GELU's pass.
+"""Linear then GELU, y = gelu(x W^T + b), with the bias add and the bias gradient done row by row
+next to GELU's own passes.
 
 The matmuls stay in BLAS, as the reference's (the linear layer has no kernel: docs/performance.md).
 What is fused is what lies between them, each a pass over the (N, out) intermediate:
-- forward: x W^T without bias, then one pass that adds b in place (the pre-activation is what
-  backward needs, so it is kept) and writes gelu of it: the reference's `y += b` pass is gone.
-- backward: one pass that writes dpre = dy * gelu'(pre) and sums the bias gradient on the
-  way, then dx and dW in BLAS: the reference's `dy.sum(axis=0)` pass is gone.
+- forward: x W^T without bias, then per row: add b in place (the pre-activation is what
+  backward needs, so it is kept) and write gelu of it while the row is in cache: the
+  reference's separate `y += b` pass over the whole (N, out) array is gone.
+- backward: per row, dpre = dy * gelu'(pre) and the bias gradient summed while the row is in
+  cache, then dx and dW in BLAS: the reference's `dy.sum(axis=0)` pass is gone.
 db is summed in float64 per fixed chunk of rows and then over chunks in order, as LayerNorm's
-dgamma/dbeta, so it does not depend on the number of threads. GELU's formulas are gelu.py's.
+dgamma/dbeta, so it does not depend on the number of threads. The GELU passes are gelu.py's.
 """
 import numpy as np
 from numba import njit
 
-from npbert.kernels.gelu import GRAIN, _consts, _form, gelu_erf, gelu_tanh
-from npbert.kernels.gelu import _backward as gelu_backward_pass
+from npbert.kernels.gelu import GRAIN, _consts, _form
+from npbert.kernels.gelu import backward_pass as gelu_backward_pass
+from npbert.kernels.gelu import forward_pass as gelu_forward_pass
 from npbert.kernels.layernorm import ROWS_PER_CHUNK
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.threads import parallel_for
@@ -23,19 +26,11 @@ from npbert.ops.linear import linear_backward, linear_forward
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, pre, b, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # pre, y: (N, out), pre holds x W^T and gets + b; b: (out,)
-    pre, y = pre[lo:hi], y[lo:hi]                      # index from 0: see threads.py
-    for i in range(pre.shape[0]):
-        p, yi = pre[i], y[i]
-        if form == 0:                                  # outside the inner loop: it vectorises
-            for j in range(p.size):
-                v = p[j] + b[j]
-                p[j] = v
-                yi[j] = gelu_erf(v, sqrt_half, half, one)
-        else:
-            for j in range(p.size):
-                v = p[j] + b[j]
-                p[j] = v
-                yi[j] = gelu_tanh(v, sqrt_2_pi, k, half, one)
+    for i in range(lo, hi):
+        p = pre[i]                                     # (out,)
+        for j in range(p.size):
+            p[j] += b[j]                               # the pre-activation, kept for backward
+        gelu_forward_pass(0, p.size, p, y[i], form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three)
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -46,8 +41,8 @@ def _backward(lo, hi, dy, pre, dpre, db_parts, form, sqrt_half, inv_sqrt_2pi, sq
         acc = db_parts[c]                              # (out,) float64: one lane per column
         for i in range(c * ROWS_PER_CHUNK, min(N, (c + 1) * ROWS_PER_CHUNK)):
             d = dpre[i]                                # (out,) = dy[i] * gelu'(pre[i]): gelu.py's pass
-            gelu_backward_pass(0, d.size, dy[i], pre[i], d, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half,
-                               one, three)
+            gelu_backward_pass(0, d.size, dy[i], pre[i], d, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one,
+                               three)
             for j in range(d.size):                    # a loop of its own: inside the one above, the
                 acc[j] += d[j]                         # float64 sum made it 7.5 ms, not 5.0 (tiny's FFN)
 
