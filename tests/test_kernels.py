@@ -317,6 +317,24 @@ def test_fast_exp_matches_numpy(dtype):
     assert np.abs(y[tiny] - want[tiny]).max() < np.finfo(dtype).tiny
 
 
+def test_a_loop_calling_fast_exp_keeps_the_stores_after_it():
+    # numba 0.68 lost the store after the loop when fast_exp's overload was inlined at IR level
+    # (inline="always") and the row views came from one tuple assignment: fastexp.by_width
+    from numba import njit
+
+    @njit
+    def run(logits, safe, row_max, lse, g, out):
+        for i in range(logits.shape[0]):
+            x, d, m, s, gi = logits[i], out[i], row_max[i], lse[i], g[i]
+            for j in range(x.size):
+                d[j] = fast_exp((x[j] - m) - s) * gi
+            d[safe[i]] = -7.0
+
+    out = np.zeros((2, 3))
+    run(np.zeros((2, 3)), np.array([1, 2]), np.zeros(2), np.zeros(2), np.ones(2), out)
+    np.testing.assert_array_equal(out, [[1.0, -7.0, 1.0], [1.0, 1.0, -7.0]])
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @SETTINGS
 @given(n=st.integers(1, 50), levels=st.integers(1, 4), seed=st.integers(0, 999))

@@ -38,13 +38,13 @@ def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
 @njit(nogil=True, cache=True, error_model="numpy")
 def _backward(lo, hi, logits, safe, row_max, lse, g, dlogits):
     # g: (N,) dloss / n for counted rows, 0 for ignored ones
-    N, C = logits.shape
+    C = logits.shape[1]
     for i in range(lo, hi):
         x, d, m, s, gi = logits[i], dlogits[i], row_max[i], lse[i], g[i]     # row views, hoisted scalars
         for j in range(C):
             d[j] = fast_exp((x[j] - m) - s) * gi
         c = safe[i]                                    # the label's entry (p - 1) g: expm1 in float64,
-        dlogits[i, c] = math.expm1((logits[i, c] - row_max[i]) - lse[i]) * g[i]  # p - 1 cancels when p ~ 1
+        d[c] = math.expm1((x[c] - m) - s) * gi         # as p - 1 cancels when p ~ 1
 
 
 def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):

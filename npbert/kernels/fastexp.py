@@ -13,19 +13,12 @@ relative (degree 7, computed in float32). `fast_exp` picks the version by the ar
 type at compile time.
 """
 import math
-import warnings
 
 import numpy as np
 from llvmlite import ir
 from numba import njit
 from numba.core import types
-from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import intrinsic, overload
-
-# The overloads made by by_width must be inlined at Numba IR level (LLVM does not inline them by itself,
-# and a call keeps the caller's loop scalar: 10x slower). Inlining them trips a pedantic
-# internal SSA check that Numba itself calls harmless; silence it for these functions only.
-warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning, message=r".*_fast_overload")
 
 LOG2E = 1.4426950408889634
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10     # ln2 = HI + LO
@@ -85,9 +78,13 @@ def _exp32(x):
 
 def by_width(python, f32, f64):
     """Make `python` (a plain-Python function of one float, never used jitted) compile to f32
-    for a float32 argument and to f64 otherwise, inlined at Numba IR level: a call would keep
-    the caller's loop scalar. special.py's erf and tanh use it too."""
-    @overload(python, inline="always")
+    for a float32 argument and to f64 otherwise; special.py's erf and tanh use it too.
+    Not inline="always": LLVM inlines the call and vectorises the caller's loop by itself
+    (float32 exp over 2M elements: 1.11 ms either way), while Numba's IR-level inlining of an
+    overload miscompiled a kernel here (numba 0.68: a store after the loop that called it was
+    lost when the loop's row views came from one tuple assignment; tests/test_kernels.py keeps
+    that case)."""
+    @overload(python)
     def _fast_overload(x):
         if isinstance(x, types.Float):
             return (lambda x: f32(x)) if x.bitwidth == 32 else (lambda x: f64(x))
