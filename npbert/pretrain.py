@@ -41,14 +41,15 @@ class PretrainOptions:
     max_documents: int | None = None
     preset: str = "tiny"
     model_overrides: dict | None = None  # BertConfig fields to change from the preset (e.g. a smaller test model)
-    steps: int = 1200                 # the defaults finish in about 5 minutes on 2 cores (tiny, builtin)
+    steps: int = 1200                 # the defaults finish in about 2.5 minutes on 2 cores (tiny, builtin)
     batch_size: int = 32
     learning_rate: float = 3e-3
     warmup_steps: int | None = None   # default: 10% of steps
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
     # No dropout by default: a run this short underfits, and dropout only slows it down (on the
-    # builtin corpus, 1200 steps: held-out MLM accuracy 0.40 without, ~0.27 with 0.1).
+    # earlier builtin corpus, 1200 steps: held-out MLM accuracy 0.40 without, 0.25 at step
+    # 1000 with 0.1; docs/pretraining.md).
     # Pass 0.1 for BERT's own setting in long runs.
     hidden_dropout_prob: float = 0.0
     attention_probs_dropout_prob: float = 0.0

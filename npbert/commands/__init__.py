@@ -1,6 +1,4 @@
 """Sub-commands of the `npbert` CLI; see npbert/cli.py."""
-
-
 import os
 
 
