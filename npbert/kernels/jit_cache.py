@@ -1,0 +1,33 @@
+"""Where Numba caches the compiled kernels: a directory named by a hash of all kernel sources.
+
+Numba's on-disk cache (cache=True) checks only the source file that defines a function, so a
+kernel whose callee changed in another file (gelu.py calling fastexp.py's fast_erf, say)
+would be loaded stale from the cache, compiled against the old callee. Keying the whole cache
+by a digest of every file in npbert/kernels makes any edit start a fresh directory. Must run
+before the first @njit(cache=True) decorator is evaluated: npbert/kernels/__init__.py calls
+it first. A NUMBA_CACHE_DIR set by the user is left alone.
+"""
+import hashlib
+import os
+from pathlib import Path
+
+import numba
+
+KERNELS_DIR = Path(__file__).resolve().parent
+
+
+def kernel_sources_digest(directory: Path = KERNELS_DIR) -> str:
+    """sha256 over the names and bytes of directory's *.py files, in name order (16 hex digits)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(directory).glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def use_source_keyed_cache(directory: Path = KERNELS_DIR) -> str:
+    """Point Numba's cache at directory/__pycache__/numba-<digest of directory's sources> unless
+    the user chose a directory; returns the directory in force."""
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        digest = kernel_sources_digest(directory)
+        numba.config.CACHE_DIR = str(Path(directory) / "__pycache__" / f"numba-{digest}")
+    return numba.config.CACHE_DIR

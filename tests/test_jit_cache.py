@@ -1,0 +1,81 @@
+"""The Numba cache is keyed by all kernel sources: editing a callee in one file must recompile
+its caller in another (Numba alone would load the caller stale from its on-disk cache)."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+
+import npbert.kernels  # noqa: F401  (sets the cache directory)
+from npbert.kernels.jit_cache import KERNELS_DIR, kernel_sources_digest
+
+PACKAGE = {
+    "__init__.py": """
+        from pathlib import Path
+        from npbert.kernels.jit_cache import use_source_keyed_cache
+        use_source_keyed_cache(Path(__file__).parent)
+        from toykernels.caller import f
+        """,
+    "callee.py": """
+        from numba import njit
+        @njit(cache=True)
+        def g(x):
+            return x + 1
+        """,
+    "caller.py": """
+        from numba import njit
+        from toykernels.callee import g
+        @njit(cache=True)
+        def f(x):
+            return g(x) * 2
+        """,
+}
+
+
+def write_package(root):
+    (root / "toykernels").mkdir()
+    for name, text in PACKAGE.items():
+        (root / "toykernels" / name).write_text(textwrap.dedent(text))
+
+
+def run_f(root) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), os.path.dirname(os.path.dirname(npbert.kernels.__file__))])
+    r = subprocess.run([sys.executable, "-c", "from toykernels import f; print(f(1))"], cwd=root,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_editing_a_callee_recompiles_its_caller(tmp_path):
+    write_package(tmp_path)
+    assert run_f(tmp_path) == "4"                     # compiled and cached: (1 + 1) * 2
+    callee = tmp_path / "toykernels" / "callee.py"
+    callee.write_text(callee.read_text().replace("x + 1", "x + 2"))
+    assert run_f(tmp_path) == "6"                     # caller.py unchanged, yet (1 + 2) * 2
+    assert len(list((tmp_path / "toykernels" / "__pycache__").glob("numba-*"))) == 2
+
+
+def test_digest_follows_every_source_file(tmp_path):
+    write_package(tmp_path)
+    before = kernel_sources_digest(tmp_path / "toykernels")
+    assert kernel_sources_digest(tmp_path / "toykernels") == before
+    with open(tmp_path / "toykernels" / "callee.py", "a") as f:
+        f.write("# a comment counts too\n")
+    assert kernel_sources_digest(tmp_path / "toykernels") != before
+
+
+def test_npbert_kernels_cache_under_their_digest():
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        assert numba.config.CACHE_DIR == os.environ["NUMBA_CACHE_DIR"]
+    else:
+        assert numba.config.CACHE_DIR == str(KERNELS_DIR / "__pycache__" / f"numba-{kernel_sources_digest()}")
+
+
+def test_a_users_numba_cache_dir_is_kept(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    code = "import numba, npbert.kernels; print(numba.config.CACHE_DIR)"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(tmp_path)
