@@ -44,7 +44,7 @@ def main(argv=None) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import npbert
     import workload
-    from npbert.kernels.allocator import keep_freed_memory
+    from npbert.allocator import keep_freed_memory
 
     keep_freed_memory()
     config = workload.make_config(args.preset, args.vocab)

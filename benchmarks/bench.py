@@ -34,7 +34,7 @@ JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 ALLOCATORS = {  # name -> extra environment of the worker process
     "glibc": {},
     "jemalloc": {"LD_PRELOAD": JEMALLOC, "MALLOC_CONF": "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
-    # glibc told to keep freed memory (npbert.kernels.allocator.keep_freed_memory, applied in
+    # glibc told to keep freed memory (npbert.allocator.keep_freed_memory, applied in
     # the worker for every impl, PyTorch included): no mmap per large array, no trimming
     "glibc-keep": {},
 }
@@ -65,7 +65,7 @@ def _timed(f) -> float:
 def worker_run(args) -> None:
     """Time train and inference steps of one impl on one config; print JSON lines."""
     if args.allocator == "glibc-keep":
-        from npbert.kernels.allocator import keep_freed_memory
+        from npbert.allocator import keep_freed_memory
         assert keep_freed_memory(), "glibc's mallopt refused"
     config = workload.make_config(args.preset, args.vocab)
     B = workload.PRESETS[args.preset]
