@@ -11,6 +11,9 @@ exact arithmetic (the key bias: softmax ignores a constant added to a row of sco
 their finite differences are pure rounding noise (~1e-10). An op passes when the largest
 error over its inputs is below `tol` (1e-6). Finite differences are only
 trustworthy in float64: float32 paths are compared against float64 instead (tests/).
+
+The hot ops (npbert.backend.HOT_OPS) are called through npbert.backend, so every row, not only
+the composites, checks the backend in force: `npbert gradcheck --backend numba` checks the kernels.
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from npbert import ops
+from npbert import backend, ops
 from npbert.config import BertConfig
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 
@@ -149,28 +152,32 @@ def op_cases(d: Dims):
 
     x = _normal(rng, B, T, H)
     add("linear", {"x": x, "w": _normal(rng, I, H), "b": _normal(rng, I)},
-        lambda p: ops.linear_forward(p["x"], p["w"], p["b"]),
-        lambda dy, c: dict(zip(("x", "w", "b"), ops.linear_backward(dy, c))), f"({B},{T},{H})->({B},{T},{I})")
+        lambda p: backend.linear_forward(p["x"], p["w"], p["b"]),
+        lambda dy, c: dict(zip(("x", "w", "b"), backend.linear_backward(dy, c))), f"({B},{T},{H})->({B},{T},{I})")
     add("embedding", {"table": _normal(rng, V, H)},
-        lambda p: ops.embedding_forward(ids, p["table"]),
-        lambda dy, c: {"table": ops.embedding_backward(dy, c)}, f"ids ({B},{T}), table ({V},{H})")
+        lambda p: backend.embedding_forward(ids, p["table"]),
+        lambda dy, c: {"table": backend.embedding_backward(dy, c)}, f"ids ({B},{T}), table ({V},{H})")
     add("layernorm", {"x": _normal(rng, B, T, H), "gamma": 1 + _normal(rng, H), "beta": _normal(rng, H)},
-        lambda p: ops.layernorm_forward(p["x"], p["gamma"], p["beta"], 1e-12),
-        lambda dy, c: dict(zip(("x", "gamma", "beta"), ops.layernorm_backward(dy, c))), f"({B},{T},{H})")
+        lambda p: backend.layernorm_forward(p["x"], p["gamma"], p["beta"], 1e-12),
+        lambda dy, c: dict(zip(("x", "gamma", "beta"), backend.layernorm_backward(dy, c))), f"({B},{T},{H})")
     for act in ("gelu", "gelu_new"):
         add(f"gelu[{act}]", {"x": 2 * _normal(rng, B, T, I)},
-            lambda p, act=act: ops.gelu_forward(p["x"], act),
-            lambda dy, c: {"x": ops.gelu_backward(dy, c)}, f"({B},{T},{I})")
+            lambda p, act=act: backend.gelu_forward(p["x"], act),
+            lambda dy, c: {"x": backend.gelu_backward(dy, c)}, f"({B},{T},{I})")
+        add(f"linear_gelu[{act}]", {"x": x, "w": _normal(rng, I, H), "b": _normal(rng, I)},
+            lambda p, act=act: backend.linear_gelu_forward(p["x"], p["w"], p["b"], act),
+            lambda dy, c: dict(zip(("x", "w", "b"), backend.linear_gelu_backward(dy, c))),
+            f"({B},{T},{H})->({B},{T},{I})")
     add("dropout", {"x": _normal(rng, B, T, H)},
-        lambda p: ops.dropout_forward(p["x"], 0.3, np.random.default_rng(d.seed + 7)),
-        lambda dy, c: {"x": ops.dropout_backward(dy, c)}, f"({B},{T},{H}) p=0.3")
+        lambda p: backend.dropout_forward(p["x"], 0.3, np.random.default_rng(d.seed + 7)),
+        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({B},{T},{H}) p=0.3")
     add("softmax", {"x": _normal(rng, B, A, T, T)},
         lambda p: ops.softmax_forward(p["x"]),
         lambda dy, c: {"x": ops.softmax_backward(dy, c)}, f"({B},{A},{T},{T})")
     qkv = {n: _normal(rng, B, A, T, d.head_size) for n in ("q", "k", "v")}
     add("attention_core", qkv,
-        lambda p: ops.attention_core_forward(p["q"], p["k"], p["v"], mask_bias, d.dropout, d.rng()),
-        lambda dy, c: dict(zip("qkv", ops.attention_core_backward(dy, c))), f"({B},{A},{T},{d.head_size})")
+        lambda p: backend.attention_core_forward(p["q"], p["k"], p["v"], mask_bias, d.dropout, d.rng()),
+        lambda dy, c: dict(zip("qkv", backend.attention_core_backward(dy, c))), f"({B},{A},{T},{d.head_size})")
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
         lambda p: ops.self_attention_forward(p["x"], mask_bias, p, A, d.dropout, d.rng()),
@@ -206,8 +213,8 @@ def op_cases(d: Dims):
     labels = rng.integers(0, V, B * T)
     labels[::3] = ops.IGNORE_INDEX
     add("cross_entropy", {"logits": _normal(rng, B * T, V)},
-        lambda p: ops.cross_entropy_forward(p["logits"], labels),
-        lambda dl, c: {"logits": ops.cross_entropy_backward(dl, c)}, f"({B * T},{V}) ignore_index rows")
+        lambda p: backend.cross_entropy_forward(p["logits"], labels),
+        lambda dl, c: {"logits": backend.cross_entropy_backward(dl, c)}, f"({B * T},{V}) ignore_index rows")
     batch = dict(input_ids=ids, token_type_ids=types, attention_mask=d.attention_mask(), mlm_positions=positions,
                  mlm_labels=rng.integers(0, V, len(positions)), nsp_labels=rng.integers(0, 2, B))
     add("bert_for_pretraining", dict(params),

@@ -448,8 +448,29 @@ def test_pretraining_step_float32_tracks_float64():
         assert np.abs(g32[key] - g64[key]).max() <= 1e-4 * max(np.abs(g64[key]).max(), 1e-3), key
 
 
+def test_every_gradcheck_row_passes_on_the_numba_backend():
+    # the hot-op rows call npbert.backend, so this checks each kernel's backward against finite
+    # differences, then every composite and whole model built on them
+    with backend.use_backend("numba"):
+        results = run_gradchecks(Dims(dropout=0.1, lengths=(3, 5)))
+    assert not {r.name: r.max_error for r in results if not r.passed}
+
+
 def test_whole_model_gradient_through_the_numba_backend():
     with backend.use_backend("numba"):
         r = run_gradchecks(Dims(B=2, T=4, heads=2, head_size=2, I=5, V=7, layers=1, dropout=0.1, lengths=(2, 4)),
                            names=["bert_for_pretraining"])[0]
     assert r.passed, {k: v for k, v in r.errors.items() if v >= r.tol}
+
+
+def test_gradcheck_rows_check_the_backend_in_force(monkeypatch):
+    # a kernel backward 1% wrong in gamma must fail the layernorm row
+    with backend.use_backend("numba"):
+        right = backend.layernorm_backward
+
+        def wrong(dy, cache):
+            dx, dgamma, dbeta = right(dy, cache)
+            return dx, dgamma * 1.01, dbeta
+        monkeypatch.setitem(backend._table, "layernorm_backward", wrong)
+        r = run_gradchecks(Dims(), names=["layernorm"])[0]
+    assert not r.passed and r.errors["gamma"] > 1e-3 and r.errors["x"] < r.tol
