@@ -23,7 +23,7 @@ from numba import njit
 from npbert.kernels.dropout import uniforms
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes, lanes_like, row_dot, row_max, row_sum
+from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 
@@ -34,7 +34,7 @@ def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, kee
     R, T = probs.shape
     rows_per_batch = R // mask_bias.shape[0]           # A * T query rows per sequence
     dropping = u.shape[0] > 0
-    acc, max_acc = lanes(), lanes_like(probs[0])
+    max_acc = lanes_like(probs[0])
     for r in range(lo, hi):
         s, bias = probs[r], mask_bias[r // rows_per_batch]
         for j in range(T):
@@ -42,7 +42,7 @@ def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, kee
         m = row_max(s, max_acc)
         for j in range(T):
             s[j] = fast_exp(s[j] - m)
-        z = row_sum(s, acc)
+        z = row_sum(s)
         for j in range(T):
             s[j] = s[j] / z
         if dropping:
@@ -64,13 +64,12 @@ def _softmax_dropout_backward(lo, hi, grad, probs, keep, drop_scale, scale):
     # grad: (R, T) d(dropped probs) in, d(q k^T) out
     T = probs.shape[1]
     dropping = keep.shape[0] > 0
-    acc = lanes()
     for r in range(lo, hi):
         g, p = grad[r], probs[r]
         if dropping:
             for j in range(T):
                 g[j] = g[j] * drop_scale if keep[r, j] else g[j] * 0
-        dot = row_dot(g, p, acc)
+        dot = row_dot(g, p)
         for j in range(T):                             # softmax backward, scale folded in
             g[j] = p[j] * (g[j] - dot) * scale
 

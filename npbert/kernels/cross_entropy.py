@@ -13,7 +13,7 @@ from numba import njit
 
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import index_lanes, lanes, lanes_like, row_argmax, row_sum
+from npbert.kernels.rowops import index_lanes, lanes_like, row_argmax, row_sum
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
 
@@ -24,14 +24,14 @@ GRAIN = 16384                                          # elements: below this on
 def _forward(lo, hi, logits, safe, row_max_out, lse, logp_label):
     # logits: (N, C); safe, row_max_out, lse, logp_label: (N,)
     e = np.empty(logits.shape[1], logits.dtype)        # one row of exp(logits - max)
-    acc, top_acc, at = lanes(), lanes_like(e), index_lanes()
+    top_acc, at = lanes_like(e), index_lanes()
     for i in range(lo, hi):
         x = logits[i]                                  # (C,) a view: x[j] vectorises, logits[i, j] less so
         m, top = row_argmax(x, top_acc, at)
         for j in range(e.size):
             e[j] = fast_exp(x[j] - m)
         e[top] = 0.0                                   # the max's own term is exactly 1: log1p keeps
-        row_max_out[i], lse[i] = m, math.log1p(row_sum(e, acc))  # the digits of a sum just above 1
+        row_max_out[i], lse[i] = m, math.log1p(row_sum(e))  # the digits of a sum just above 1
         logp_label[i] = (x[safe[i]] - m) - lse[i]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes, row_dot, row_sum
+from npbert.kernels.rowops import row_dot, row_sum
 from npbert.kernels.threads import parallel_for
 
 ROWS_PER_CHUNK = 64    # dgamma/dbeta are summed per fixed chunk of rows, then over chunks, so
@@ -21,12 +21,11 @@ def _forward(lo, hi, x, gamma, beta, eps, y, mean, rstd):
     # x, y: (N, H); mean, rstd: (N,) float64
     H = x.shape[1]
     xc = np.empty(H)                                   # x - mean, float64
-    acc = lanes()
     for i in range(lo, hi):
-        m = row_sum(x[i], acc) / H
+        m = row_sum(x[i]) / H
         for j in range(H):
             xc[j] = x[i, j] - m
-        r = 1.0 / np.sqrt(row_dot(xc, xc, acc) / H + eps)   # biased variance, as BERT
+        r = 1.0 / np.sqrt(row_dot(xc, xc) / H + eps)   # biased variance, as BERT
         mean[i], rstd[i] = m, r
         for j in range(H):
             y[i, j] = xc[j] * r * gamma[j] + beta[j]
@@ -37,7 +36,6 @@ def _backward(lo, hi, dy, x, mean, rstd, gamma, dx, dgamma_parts, dbeta_parts):
     # dy, x, dx: (N, H); *_parts: (chunks, H) float64, zeroed
     N, H = x.shape
     xhat, g = np.empty(H), np.empty(H)                 # float64 rows
-    acc = lanes()
     for c in range(lo, hi):
         for i in range(c * ROWS_PER_CHUNK, min(N, (c + 1) * ROWS_PER_CHUNK)):
             for j in range(H):
@@ -45,8 +43,8 @@ def _backward(lo, hi, dy, x, mean, rstd, gamma, dx, dgamma_parts, dbeta_parts):
                 g[j] = dy[i, j] * gamma[j]             # dxhat
                 dgamma_parts[c, j] += dy[i, j] * xhat[j]
                 dbeta_parts[c, j] += dy[i, j]
-            m1 = row_sum(g, acc) / H                        # mean(dxhat)
-            m2 = row_dot(g, xhat, acc) / H                  # mean(dxhat * xhat)
+            m1 = row_sum(g) / H                        # mean(dxhat)
+            m2 = row_dot(g, xhat) / H                  # mean(dxhat * xhat)
             for j in range(H):
                 dx[i, j] = rstd[i] * (g[j] - m1 - xhat[j] * m2)
 
