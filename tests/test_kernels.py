@@ -355,6 +355,36 @@ def test_row_argmax_is_the_first_maximum_like_numpy(dtype, n, levels, seed):
     assert run.nopython_signatures[0].return_type[0] == from_dtype(dtype)  # x - m stays in the row's dtype
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(n=st.integers(0, 300), scale=st.sampled_from([1e-3, 1.0, 1e4]), seed=st.integers(0, 999))
+def test_row_sum_and_dot_under_reassoc_are_float64_accurate(dtype, n, scale, seed):
+    # fastmath={"reassoc"} on these two only reorders float64 adds: the result must stay within a
+    # few float64 ulps of the exactly rounded sum, whatever the order LLVM picked
+    import math
+
+    from npbert.kernels.rowops import row_dot, row_sum
+
+    rng = np.random.default_rng(seed)
+    x, y = (rng.standard_normal(n) * scale).astype(dtype), rng.standard_normal(n).astype(dtype)
+    x64 = x.astype(np.float64)
+    bound = n * 2.3e-16 * max(math.fsum(np.abs(x64)), 1e-300)
+    assert abs(row_sum(x) - math.fsum(x64)) <= bound
+    xy = (x * y).astype(np.float64)                            # products in the row's dtype, as the kernel
+    assert abs(row_dot(x, y) - math.fsum(xy)) <= n * 2.3e-16 * max(math.fsum(np.abs(xy)), 1e-300)
+    assert row_sum(x) == row_sum(x.copy())                     # the same order every call
+
+
+def test_row_sum_keeps_nan_and_inf():
+    from npbert.kernels.rowops import row_sum
+    assert math_isnan(row_sum(np.array([1.0, np.nan, 2.0], np.float32)))
+    assert row_sum(np.array([1.0, np.inf, 2.0])) == np.inf
+
+
+def math_isnan(v):
+    return v != v
+
+
 def test_parallel_for_covers_the_range_once_for_any_thread_count(monkeypatch):
     for threads in ("1", "2", "3", "7"):
         monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
