@@ -73,6 +73,21 @@ def test_npbert_kernels_cache_under_their_digest():
         assert numba.config.CACHE_DIR == str(KERNELS_DIR / "__pycache__" / f"numba-{kernel_sources_digest()}")
 
 
+def test_a_read_only_package_caches_in_the_users_cache_directory(tmp_path, monkeypatch):
+    # a system-wide install: the package's __pycache__ cannot be written (faked: tests run as root)
+    from npbert.kernels import jit_cache
+    write_package(tmp_path)
+    package = tmp_path / "toykernels"
+    writable = jit_cache._writable
+    monkeypatch.setattr(jit_cache, "_writable", lambda path: package not in path.parents and writable(path))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home-cache"))
+    chosen = jit_cache.use_source_keyed_cache(package)
+    assert chosen == str(tmp_path / "home-cache" / "npbert" / f"numba-{kernel_sources_digest(package)}")
+    assert numba.config.CACHE_DIR == chosen
+
+
 def test_a_users_numba_cache_dir_is_kept(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     code = "import numba, npbert.kernels; print(numba.config.CACHE_DIR)"

@@ -25,9 +25,22 @@ def kernel_sources_digest(directory: Path = KERNELS_DIR) -> str:
 
 
 def use_source_keyed_cache(directory: Path = KERNELS_DIR) -> str:
-    """Point Numba's cache at directory/__pycache__/numba-<digest of directory's sources> unless
+    """Point Numba's cache at directory/__pycache__/numba-<digest of directory's sources>, or at
+    ~/.cache/npbert/numba-<digest> where the package is read-only (a system-wide install), unless
     the user chose a directory; returns the directory in force."""
     if not os.environ.get("NUMBA_CACHE_DIR"):
-        digest = kernel_sources_digest(directory)
-        numba.config.CACHE_DIR = str(Path(directory) / "__pycache__" / f"numba-{digest}")
+        name = f"numba-{kernel_sources_digest(directory)}"
+        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "npbert"
+        for parent in (Path(directory) / "__pycache__", user_cache):
+            if _writable(parent / name):
+                numba.config.CACHE_DIR = str(parent / name)
+                break
     return numba.config.CACHE_DIR
+
+
+def _writable(path: Path) -> bool:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return os.access(path, os.W_OK)
+    except OSError:
+        return False
