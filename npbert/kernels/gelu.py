@@ -17,12 +17,6 @@ FORMS = {"gelu": 0, "gelu_new": 1}
 GRAIN = 16384                                          # elements: below this one thread is faster
 
 
-def _consts(dtype):
-    """The formula's constants as scalars of the input's dtype (not an array: loads from an
-    array the output might alias kept the loop from vectorising, 4x slower)."""
-    return tuple(dtype.type(c) for c in (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0))
-
-
 # The formulas, one inline function per form and direction. One per form, not one with a
 # `form` argument: the caller's branch on the form must stay outside its loop for the loop to
 # vectorise. The two passes below are also linear_gelu.py's, called per row.
@@ -76,17 +70,21 @@ def backward_pass(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k
             dx[i] = dy[i] * dgelu_tanh(x[i], sqrt_2_pi, k, half, one, three)
 
 
-def _form(hidden_act):
+def pass_args(hidden_act, dtype):
+    """(form, constants...): the passes' arguments after the arrays. The constants are scalars
+    of the input's dtype (not an array: loads from an array the output might alias kept the
+    loop from vectorising, 4x slower). linear_gelu.py calls the passes with them too."""
     if hidden_act not in FORMS:
         raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
-    return FORMS[hidden_act]
+    consts = (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0)
+    return (FORMS[hidden_act], *(dtype.type(c) for c in consts))
 
 
 def gelu_forward(x, hidden_act="gelu"):
     # x: (...) -> y: (...)
     x = np.ascontiguousarray(x)
     y = empty_apart(x.shape, x.dtype, x)
-    parallel_for(forward_pass, x.size, x.reshape(-1), y.reshape(-1), _form(hidden_act), *_consts(x.dtype),
+    parallel_for(forward_pass, x.size, x.reshape(-1), y.reshape(-1), *pass_args(hidden_act, x.dtype),
                  grain=GRAIN)
     return y, (x, hidden_act)
 
@@ -95,5 +93,5 @@ def gelu_backward(dy, cache):
     x, hidden_act = cache
     dx = empty_apart(x.shape, x.dtype, x, dy)
     parallel_for(backward_pass, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
-                 _form(hidden_act), *_consts(x.dtype), grain=GRAIN)
+                 *pass_args(hidden_act, x.dtype), grain=GRAIN)
     return dx

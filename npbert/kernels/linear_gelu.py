@@ -14,7 +14,7 @@ dgamma/dbeta, so it does not depend on the number of threads. The GELU passes ar
 import numpy as np
 from numba import njit
 
-from npbert.kernels.gelu import GRAIN, _consts, _form
+from npbert.kernels.gelu import GRAIN, pass_args
 from npbert.kernels.gelu import backward_pass as gelu_backward_pass
 from npbert.kernels.gelu import forward_pass as gelu_forward_pass
 from npbert.kernels.layernorm import ROWS_PER_CHUNK
@@ -54,7 +54,7 @@ def linear_gelu_forward(x, w, b, hidden_act):
     y = empty_apart(pre.shape, pre.dtype, pre)         # (..., out)
     rows = max(1, GRAIN // max(pre2.shape[1], 1))      # a thread's part: GRAIN elements at least
     parallel_for(_forward, len(pre2), pre2, b.astype(pre.dtype, copy=False), y.reshape(pre2.shape),
-                 _form(hidden_act), *_consts(pre.dtype), grain=rows)
+                 *pass_args(hidden_act, pre.dtype), grain=rows)
     return y, (pre2, lin_cache, hidden_act)
 
 
@@ -67,6 +67,6 @@ def linear_gelu_backward(dy, cache):
     dpre = empty_apart(dy.shape, pre2.dtype, pre2, dy2)  # (..., out)
     db_parts = np.zeros((chunks, out))                 # (chunks, out) float64
     parallel_for(_backward, chunks, dy2, pre2, dpre.reshape(N, out), db_parts,
-                 _form(hidden_act), *_consts(pre2.dtype))
+                 *pass_args(hidden_act, pre2.dtype))
     dx, dw, _ = linear_backward(dpre, lin_cache)       # dx: (..., in), dw: (out, in); no bias in lin_cache
     return dx, dw, db_parts.sum(axis=0).astype(pre2.dtype)  # db: (out,), chunks added in a fixed order
