@@ -7,6 +7,7 @@ import textwrap
 
 import numba
 
+import npbert
 import npbert.kernels  # noqa: F401  (sets the cache directory)
 from npbert.kernels.jit_cache import KERNELS_DIR, kernel_sources_digest
 
@@ -41,7 +42,8 @@ def write_package(root):
 
 def run_f(root) -> str:
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env["PYTHONPATH"] = os.pathsep.join([str(root), os.path.dirname(os.path.dirname(npbert.kernels.__file__))])
+    repo = os.path.dirname(os.path.dirname(npbert.__file__))         # the directory holding npbert/
+    env["PYTHONPATH"] = os.pathsep.join([str(root), repo])
     r = subprocess.run([sys.executable, "-c", "from toykernels import f; print(f(1))"], cwd=root,
                        env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
