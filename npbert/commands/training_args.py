@@ -3,6 +3,7 @@ options, the run controls (seed, logging, stop, resume, overwrite, backend), and
 command line becomes an options dataclass and a run."""
 import dataclasses
 
+from npbert.allocator import keep_freed_memory
 from npbert.commands import add_backend_argument, training_backend
 
 
@@ -26,7 +27,6 @@ def run_training(train, options_class, args) -> int:
     """Build options_class from the arguments it names (None: keep its default) and run train
     (--backend was applied by npbert.cli.main); exit code 130 when the run stopped early on
     Ctrl-C (its checkpoint is resumable)."""
-    from npbert.allocator import keep_freed_memory
     keep_freed_memory()                                # reuse each step's big buffers: no page faults per step
     fields = {f.name for f in dataclasses.fields(options_class)}
     opts = options_class(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
