@@ -500,3 +500,19 @@ def test_gradcheck_rows_check_the_backend_in_force(monkeypatch):
         monkeypatch.setitem(backend._table, "layernorm_backward", wrong)
         r = run_gradchecks(Dims(), names=["layernorm"])[0]
     assert not r.passed and r.errors["gamma"] > 1e-3 and r.errors["x"] < r.tol
+
+
+@SETTINGS
+@given(base=st.integers(0, 2**20), offsets=st.lists(st.integers(0, 8191), max_size=5))
+def test_empty_apart_offset_is_farthest_from_every_input(base, offsets):
+    # the vectorised search returns what its definition gives, by brute force over the candidates
+    from npbert.kernels.memory import PAGE, STEP, _best_offset
+
+    buf = np.empty(3 * PAGE, np.uint8)
+    inputs = [buf[k:k + 8] for k in offsets] + [np.empty(0), "not an array"]   # the last two: ignored
+    addrs = [x.ctypes.data % PAGE for x in inputs[:len(offsets)]]
+
+    def distance(off):
+        start = (base + off) % PAGE
+        return min((min((start - a) % PAGE, (a - start) % PAGE) for a in addrs), default=0)
+    assert _best_offset(base, inputs) == max(range(0, PAGE, STEP), key=distance)

@@ -14,17 +14,19 @@ PAGE = 4096
 STEP = 64                                              # candidate offsets: cache-line aligned
 
 
+CANDIDATES = np.arange(0, PAGE, STEP)                  # (64,) offsets tried
+
+
 def _best_offset(base: int, inputs) -> int:
     """Offset in [0, PAGE) of a start address (from base) maximising the smallest in-page
-    distance to the inputs' start addresses."""
-    addrs = [a.ctypes.data % PAGE for a in inputs if isinstance(a, np.ndarray) and a.size]
-    if not addrs:
+    distance to the inputs' start addresses; the first such offset on ties. Vectorised: as a
+    Python loop over the 64 candidates it cost ~0.1 ms a call, 0.8 ms a tiny inference step."""
+    addrs = np.array([a.ctypes.data % PAGE for a in inputs if isinstance(a, np.ndarray) and a.size])
+    if not addrs.size:
         return 0
-
-    def distance(off):
-        start = (base + off) % PAGE
-        return min(min((start - a) % PAGE, (a - start) % PAGE) for a in addrs)
-    return max(range(0, PAGE, STEP), key=distance)
+    gap = ((base + CANDIDATES)[:, None] - addrs[None, :]) % PAGE   # (64, inputs)
+    distance = np.minimum(gap, PAGE - gap).min(axis=1)              # (64,) circular, to the nearest input
+    return int(CANDIDATES[np.argmax(distance)])
 
 
 def place(buf: np.ndarray, nbytes: int, inputs) -> np.ndarray:
