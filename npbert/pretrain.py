@@ -18,10 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npbert.checkpoint import VOCAB_FILE, load_pretrained
 from npbert.config import BertConfig
-from npbert.errors import NpbertError
+from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 from npbert.optim import AdamW, clip_by_global_norm, linear_warmup_decay
+from npbert.task_models import pretraining_config
 from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
                           format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
 
@@ -40,6 +42,8 @@ class PretrainOptions:
     dupe_factor: int | None = None
     max_documents: int | None = None
     preset: str = "tiny"
+    model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
+                                      # preset), a new optimizer and schedule; its vocab.txt unless vocab or data
     model_overrides: dict | None = None  # BertConfig fields to change from the preset (e.g. a smaller test model)
     steps: int = 1200                 # the defaults finish in about 2.5 minutes on 2 cores (tiny, builtin)
     batch_size: int = 32
@@ -77,6 +81,8 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
         opts = PretrainOptions(**{**saved.options, "stop_after": stop_after})
         saved.optimizer.weight_decay = opts.weight_decay
         log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
+    elif opts.model is not None:
+        opts = with_checkpoint_vocab(opts)
     train_data, heldout_data = load_data(opts, log)
     if resume:
         config, params, optimizer, position, rng = (saved.config, saved.params, saved.optimizer,
@@ -85,10 +91,12 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
             raise NpbertError(f"the checkpoint's vocab_size {config.vocab_size} does not match the data's "
                               f"{train_data.vocab_size}")
     else:
-        config = BertConfig.from_preset(opts.preset, **{
-            "vocab_size": train_data.vocab_size, "hidden_dropout_prob": opts.hidden_dropout_prob,
-            "attention_probs_dropout_prob": opts.attention_probs_dropout_prob, **(opts.model_overrides or {})})
-        params = init_params(config, np.random.default_rng(opts.seed), np.float32)
+        if opts.model is not None:
+            config, params = start_from_checkpoint(opts, train_data, log)
+        else:
+            config = BertConfig.from_preset(opts.preset, **{
+                "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
+            params = init_params(config, np.random.default_rng(opts.seed), np.float32)
         optimizer = AdamW(params, **optimizer_kwargs(opts))
         position, rng = Position(), np.random.default_rng([opts.seed, 1])   # rng: dropout only
     options = dataclasses.asdict(opts)
@@ -96,7 +104,7 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
     metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), truncate_after_step=position.step if resume else None)
     warmup = opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10
     baseline = most_frequent_token_accuracy(train_data, heldout_data)
-    log(f"pretraining {opts.preset} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab "
+    log(f"pretraining {opts.model or opts.preset} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab "
         f"{config.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, "
         f"peak lr {opts.learning_rate:g}, warmup {warmup}")
 
@@ -153,6 +161,47 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
     log(f"held-out NSP accuracy {final['nsp_acc']:.3f}  (chance 0.500)")
     log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
     return dict(final, baseline_mlm_acc=baseline, step=position.step, checkpoint=ckpt_dir, stopped=False)
+
+
+def dropout_options(opts: PretrainOptions) -> dict:
+    return dict(hidden_dropout_prob=opts.hidden_dropout_prob, attention_probs_dropout_prob=opts.attention_probs_dropout_prob)
+
+
+# --- more pretraining of a checkpoint (--model) ----------------------------------------------------
+
+def with_checkpoint_vocab(opts: PretrainOptions) -> PretrainOptions:
+    """opts with the checkpoint's vocab.txt for a corpus given no vocabulary (rather than training
+    a new one its weights would not fit)."""
+    if opts.model_overrides:
+        raise NpbertError("--model takes the checkpoint's architecture; model_overrides cannot change it")
+    if opts.data is None and opts.vocab is None:
+        return dataclasses.replace(opts, vocab=os.path.join(opts.model, VOCAB_FILE))
+    return opts
+
+
+def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
+    """(config, params) to pretrain opts.model further: its weights, this run's dropout, and new
+    MLM / NSP heads (and pooler) where it has none, as from a Hugging Face BertModel."""
+    from npbert.tokenization import load_vocab
+    loaded = load_pretrained(opts.model, strict=False)
+    vocab = os.path.join(opts.model, VOCAB_FILE)
+    if loaded.tokenizer is None:
+        raise CheckpointError(f"{opts.model} has no {VOCAB_FILE}, so there is no telling whether the data's "
+                              "token ids mean what its embeddings learned")
+    if load_vocab(vocab) != load_vocab(data.vocab_file):
+        raise DataError(f"{data.directory} was prepared with a different vocabulary ({data.vocab_file}, "
+                        f"{data.vocab_size:,} tokens) from {vocab} ({loaded.config.vocab_size:,} tokens); prepare "
+                        f"the corpus with --vocab {vocab}")
+    config = dataclasses.replace(pretraining_config(loaded.config), **dropout_options(opts))
+    if data.max_seq_length > config.max_position_embeddings:
+        raise DataError(f"{data.directory} holds sequences of up to {data.max_seq_length} tokens, more than "
+                        f"{opts.model}'s max_position_embeddings {config.max_position_embeddings}")
+    fresh = init_params(config, np.random.default_rng(opts.seed), np.float32)
+    params = {name: loaded.params.get(name, a) for name, a in fresh.items()}
+    new, dropped = [n for n in fresh if n not in loaded.params], [n for n in loaded.params if n not in fresh]
+    log(f"from {opts.model}: its weights" + (f"; new (random): {', '.join(new)}" if new else "")
+        + (f"; not used: {', '.join(dropped)}" if dropped else ""))
+    return config, params
 
 
 def load_data(opts: PretrainOptions, log):

@@ -32,6 +32,8 @@ KINDS = ("sequence_classification", "token_classification", "question_answering"
 ARCHITECTURES = dict(sequence_classification="BertForSequenceClassification",
                      token_classification="BertForTokenClassification",
                      question_answering="BertForQuestionAnswering", multiple_choice="BertForMultipleChoice")
+# config.json fields that name a task head (HF's names); a pretraining config has none of them
+HEAD_FIELDS = ("architectures", "num_labels", "id2label", "label2id", "problem_type")
 HEAD_NAME = dict(sequence_classification="classifier", token_classification="classifier",
                  question_answering="qa_outputs", multiple_choice="classifier")
 
@@ -86,8 +88,7 @@ def finetuned_config(config: BertConfig, kind: str, label_names=None) -> BertCon
     """A copy of config whose extra fields say, in HF's names, which head the weights hold:
     architectures, and for the classifiers num_labels, id2label, label2id (and problem_type)."""
     check_kind(kind)
-    extra = {k: v for k, v in config.extra.items()
-             if k not in ("architectures", "num_labels", "id2label", "label2id", "problem_type")}
+    extra = {k: v for k, v in config.extra.items() if k not in HEAD_FIELDS}
     extra["architectures"] = [ARCHITECTURES[kind]]
     if label_names is not None and kind in ("sequence_classification", "token_classification"):
         names = [str(n) for n in label_names]
@@ -96,6 +97,11 @@ def finetuned_config(config: BertConfig, kind: str, label_names=None) -> BertCon
         if kind == "sequence_classification":
             extra["problem_type"] = "regression" if len(names) == 1 else "single_label_classification"
     return dataclasses.replace(config, extra=extra)
+
+
+def pretraining_config(config: BertConfig) -> BertConfig:
+    """A copy of config without a task head's fields, so that it is saved as BertForPreTraining."""
+    return dataclasses.replace(config, extra={k: v for k, v in config.extra.items() if k not in HEAD_FIELDS})
 
 
 def label_names_of(config: BertConfig):

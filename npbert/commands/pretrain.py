@@ -19,6 +19,9 @@ def register(sub):
     p.add_argument("--dupe-factor", type=int, default=None, help="times each document is re-masked")
     p.add_argument("--max-documents", type=int, default=None)
     p.add_argument("--preset", choices=list(PRESETS), default=d.preset)
+    p.add_argument("--model", default=None,
+                   help="a checkpoint (npbert or Hugging Face) to pretrain further instead of a new --preset model: "
+                        "its weights and vocabulary, a new optimizer and learning-rate schedule")
     p.add_argument("--steps", type=int, default=d.steps)
     add_optimizer_arguments(p, d)
     p.add_argument("--warmup-steps", type=int, default=None, help="default: 10%% of --steps")
