@@ -133,10 +133,14 @@ def main(argv=None):
     p.add_argument("--train", default="train")
     p.add_argument("--dev", default="dev")
     p.add_argument("--test", default="test")
+    p.add_argument("--max-train-examples", type=int, default=None,
+                   help="use only the first N training examples (as npbert finetune's option)")
     args = p.parse_args(argv)
     task = get_task(args.task)
-    splits = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
-    r = bow_baseline(*splits, labels=list(task.labels) if task.labels else None)
+    train, dev, test = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
+    train = train[:args.max_train_examples]
+    print(f"{len(train):,} training examples")
+    r = bow_baseline(train, dev, test, labels=list(task.labels) if task.labels else None)
     print(f"bag-of-words logistic regression on {task.name}: {r['features']:,} features, l2 {r['l2']:g}, "
           f"dev accuracy {r['dev_accuracy']:.4f}, test accuracy {r['test_accuracy']:.4f}")
 

@@ -160,6 +160,13 @@ def test_bow_baseline_learns_a_task():
     assert r["dev_accuracy"] == r["test_accuracy"] > majority_share(TASKS["builtin-sentence"], dev) + 0.3
 
 
+def test_bow_baseline_command_takes_the_first_n_training_examples(capsys):
+    from npbert.bow_baseline import main as bow_main
+    bow_main(["--task", "builtin-sentence", "--max-train-examples", "200"])
+    out = capsys.readouterr().out
+    assert out.startswith("200 training examples\n") and "test accuracy" in out
+
+
 def test_file_tasks_run_end_to_end(micro, tmp_path, capsys):
     # one small file per reader that the built-in tasks do not cover: fine-tune, evaluate, predict
     words = "the baker bakes fresh bread in paris and the pilot flies planes to rome".split()
