@@ -192,6 +192,11 @@ def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
         raise DataError(f"{data.directory} was prepared with a different vocabulary ({data.vocab_file}, "
                         f"{data.vocab_size:,} tokens) from {vocab} ({loaded.config.vocab_size:,} tokens); prepare "
                         f"the corpus with --vocab {vocab}")
+    lower = loaded.tokenizer.basic.do_lower_case
+    if data.manifest["options"].get("do_lower_case", True) != lower:
+        raise DataError(f"{data.directory} was prepared {'cased' if lower else 'lower-cased'}, but {opts.model}'s "
+                        f"tokenizer is {'lower-cased' if lower else 'cased'}; prepare it with `npbert prepare "
+                        f"--vocab {vocab}{'' if lower else ' --cased'}`")
     config = dataclasses.replace(pretraining_config(loaded.config), **dropout_options(opts))
     if data.max_seq_length > config.max_position_embeddings:
         raise DataError(f"{data.directory} holds sequences of up to {data.max_seq_length} tokens, more than "

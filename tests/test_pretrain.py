@@ -236,6 +236,10 @@ def test_model_that_does_not_fit_the_data_is_refused(tmp_path, data_dir, first_r
     save_pretrained(str(tmp_path / "short"), short, init_params(short, np.random.default_rng(0)), loaded.tokenizer)
     with pytest.raises(DataError, match="up to 32 tokens, more than .* max_position_embeddings 16"):
         pretrain(options(tmp_path / "b", data_dir, model=str(tmp_path / "short"), model_overrides=None), log=quiet)
+    loaded.tokenizer.basic.do_lower_case = False                   # a cased model on lower-cased data
+    save_pretrained(str(tmp_path / "cased"), loaded.config, loaded.params, loaded.tokenizer)
+    with pytest.raises(DataError, match="prepared lower-cased, but .*tokenizer is cased; .* --cased"):
+        pretrain(options(tmp_path / "d", data_dir, model=str(tmp_path / "cased"), model_overrides=None), log=quiet)
     with pytest.raises(NpbertError, match="model_overrides cannot change it"):
         pretrain(options(tmp_path / "c", data_dir, model=ckpt), log=quiet)
 
