@@ -82,14 +82,11 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
         saved.optimizer.weight_decay = opts.weight_decay
         log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
     elif opts.model is not None:
-        opts = with_checkpoint_vocab(opts)
+        opts = checkpoint_options(opts)
     train_data, heldout_data = load_data(opts, log)
     if resume:
         config, params, optimizer, position, rng = (saved.config, saved.params, saved.optimizer,
                                                     saved.position, saved.rng)
-        if config.vocab_size != train_data.vocab_size:
-            raise NpbertError(f"the checkpoint's vocab_size {config.vocab_size} does not match the data's "
-                              f"{train_data.vocab_size}")
     else:
         if opts.model is not None:
             config, params = start_from_checkpoint(opts, train_data, log)
@@ -99,6 +96,7 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
             params = init_params(config, np.random.default_rng(opts.seed), np.float32)
         optimizer = AdamW(params, **optimizer_kwargs(opts))
         position, rng = Position(), np.random.default_rng([opts.seed, 1])   # rng: dropout only
+    check_data_fits(config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
     options = dataclasses.asdict(opts)
     options.pop("stop_after")
     metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), truncate_after_step=position.step if resume else None)
@@ -169,9 +167,20 @@ def dropout_options(opts: PretrainOptions) -> dict:
 
 # --- more pretraining of a checkpoint (--model) ----------------------------------------------------
 
-def with_checkpoint_vocab(opts: PretrainOptions) -> PretrainOptions:
-    """opts with the checkpoint's vocab.txt for a corpus given no vocabulary (rather than training
-    a new one its weights would not fit)."""
+def check_data_fits(config: BertConfig, data, model) -> None:
+    """DataError unless the data's token ids and sequence lengths fit the model's embeddings, before
+    the first step rather than deep inside it."""
+    if config.vocab_size != data.vocab_size:
+        raise DataError(f"{model}'s vocab_size {config.vocab_size} does not match the {data.vocab_size:,} tokens "
+                        f"of {data.directory}'s vocabulary")
+    if data.max_seq_length > config.max_position_embeddings:
+        raise DataError(f"{data.directory} holds sequences of up to {data.max_seq_length} tokens, more than "
+                        f"{model}'s max_position_embeddings {config.max_position_embeddings}")
+
+
+def checkpoint_options(opts: PretrainOptions) -> PretrainOptions:
+    """opts checked for --model, with the checkpoint's vocab.txt for a corpus given no vocabulary
+    (rather than a newly trained one its weights would not fit)."""
     if opts.model_overrides:
         raise NpbertError("--model takes the checkpoint's architecture; model_overrides cannot change it")
     if opts.data is None and opts.vocab is None:
@@ -188,7 +197,7 @@ def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
     if loaded.tokenizer is None:
         raise CheckpointError(f"{opts.model} has no {VOCAB_FILE}, so there is no telling whether the data's "
                               "token ids mean what its embeddings learned")
-    if load_vocab(vocab) != load_vocab(data.vocab_file):
+    if loaded.tokenizer.ids_to_tokens != load_vocab(data.vocab_file):
         raise DataError(f"{data.directory} was prepared with a different vocabulary ({data.vocab_file}, "
                         f"{data.vocab_size:,} tokens) from {vocab} ({loaded.config.vocab_size:,} tokens); prepare "
                         f"the corpus with --vocab {vocab}")
@@ -198,9 +207,6 @@ def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
                         f"tokenizer is {'lower-cased' if lower else 'cased'}; prepare it with `npbert prepare "
                         f"--vocab {vocab}{'' if lower else ' --cased'}`")
     config = dataclasses.replace(pretraining_config(loaded.config), **dropout_options(opts))
-    if data.max_seq_length > config.max_position_embeddings:
-        raise DataError(f"{data.directory} holds sequences of up to {data.max_seq_length} tokens, more than "
-                        f"{opts.model}'s max_position_embeddings {config.max_position_embeddings}")
     fresh = init_params(config, np.random.default_rng(opts.seed), np.float32)
     params = {name: loaded.params.get(name, a) for name, a in fresh.items()}
     new, dropped = [n for n in fresh if n not in loaded.params], [n for n in loaded.params if n not in fresh]

@@ -1,4 +1,5 @@
 """The pretraining loop: bit-exact resume, atomic checkpoints, clear stops on NaN and Ctrl-C."""
+import dataclasses
 import json
 import os
 import signal
@@ -139,6 +140,14 @@ def test_ctrl_c_saves_a_resumable_checkpoint(tmp_path, data_dir):
     assert not r["stopped"] and r["step"] == 40
 
 
+def test_data_longer_than_the_model_positions_is_refused_before_the_first_step(tmp_path, data_dir):
+    from npbert.errors import DataError
+    said = []
+    with pytest.raises(DataError, match="up to 32 tokens, more than the tiny preset's max_position_embeddings 16"):
+        pretrain(options(tmp_path, data_dir, model_overrides={**SMALL, "max_position_embeddings": 16}), log=said.append)
+    assert not any(s.startswith("step") for s in said)
+
+
 def test_cli_pretrain_then_fill_mask(tmp_path, data_dir, capsys):
     out = str(tmp_path / "cli")
     assert main(["pretrain", "--data", data_dir, "--out", out, "--steps", "3", "--batch-size", "4",
@@ -230,7 +239,6 @@ def test_model_that_does_not_fit_the_data_is_refused(tmp_path, data_dir, first_r
     save_pretrained(str(tmp_path / "swapped"), loaded.config, loaded.params, tokens)
     with pytest.raises(DataError, match="prepared with a different vocabulary"):
         pretrain(options(tmp_path / "a", data_dir, model=str(tmp_path / "swapped"), model_overrides=None), log=quiet)
-    import dataclasses
     from npbert.model import init_params
     short = dataclasses.replace(loaded.config, max_position_embeddings=16)
     save_pretrained(str(tmp_path / "short"), short, init_params(short, np.random.default_rng(0)), loaded.tokenizer)
