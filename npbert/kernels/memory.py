@@ -12,8 +12,6 @@ import numpy as np
 
 PAGE = 4096
 STEP = 64                                              # candidate offsets: cache-line aligned
-
-
 CANDIDATES = np.arange(0, PAGE, STEP)                  # (64,) offsets tried
 
 
