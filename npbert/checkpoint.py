@@ -14,14 +14,13 @@ from __future__ import annotations
 import glob
 import io
 import os
-import secrets
-import shutil
 from collections import namedtuple
 from collections.abc import Mapping
 
 import numpy as np
 
 from npbert import safetensors
+from npbert.atomic import atomic_replace_dir
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import WORD_EMBEDDINGS, param_shapes
@@ -205,6 +204,8 @@ def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(data)
 
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise CheckpointError(f"{directory} exists and is not a directory")
     atomic_replace_dir(directory, fill)
 
 
@@ -231,69 +232,3 @@ def vocab_bytes(tokenizer_or_vocab) -> bytes:
     return "".join(t + "\n" for t in tokens).encode("utf-8")
 
 
-# --- atomic writes --------------------------------------------------------------------------------
-
-def atomic_replace_dir(directory, fill) -> None:
-    """Build a new directory with fill(tmp) beside `directory`, flush it to disk, then swap it in:
-    rename the old one away, rename the new one in, delete the old one. Until the swap, the
-    previous directory is untouched; if the swap fails, the old one is put back."""
-    parent, name = os.path.split(os.path.abspath(directory))
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise CheckpointError(f"{directory} exists and is not a directory")
-    os.makedirs(parent, exist_ok=True)
-    tmp = _sibling(parent, name, "tmp")
-    os.mkdir(tmp)
-    try:
-        fill(tmp)
-        for entry in os.listdir(tmp):
-            _fsync(os.path.join(tmp, entry))
-        _fsync(tmp)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = _sibling(parent, name, "old") if os.path.isdir(directory) else None
-    if old:
-        os.rename(directory, old)
-    try:
-        os.rename(tmp, directory)
-    except BaseException:
-        if old:
-            os.rename(old, directory)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    _fsync(parent)
-    if old:
-        shutil.rmtree(old)
-
-
-def atomic_write_bytes(path, data: bytes) -> None:
-    """Write a file so that readers see either the old contents or all of the new ones."""
-    parent, name = os.path.split(os.path.abspath(path))
-    tmp = _sibling(parent, name, "tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-    _fsync(parent)
-
-
-def _sibling(parent, name, kind) -> str:
-    # hidden, unique per save, and in the same directory so that rename stays on one file system
-    return os.path.join(parent, f".{name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
-
-
-def _fsync(path) -> None:
-    """Flush a file or directory to disk (directories only where the OS allows it)."""
-    if os.path.isdir(path) and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import npbert.safetensors
-from npbert.checkpoint import atomic_write_bytes, load_pretrained, save_pretrained
+from npbert.atomic import atomic_write
+from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import init_params, pretraining_forward
@@ -171,10 +172,10 @@ def test_interrupted_swap_is_explained(saved):
         load_pretrained(directory)
 
 
-def test_atomic_write_bytes(tmp_path, monkeypatch):
+def test_atomic_write(tmp_path, monkeypatch):
     path = tmp_path / "state.bin"
-    atomic_write_bytes(path, b"first")
-    atomic_write_bytes(path, b"second")
+    atomic_write(path, lambda f: f.write(b"first"))
+    atomic_write(path, lambda f: f.write(b"second"))
     assert path.read_bytes() == b"second"
 
     def crash(src, dst):
@@ -182,7 +183,7 @@ def test_atomic_write_bytes(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError, match="simulated"):
-        atomic_write_bytes(path, b"third")
+        atomic_write(path, lambda f: f.write(b"third"))
     assert path.read_bytes() == b"second"
     assert os.listdir(tmp_path) == ["state.bin"]
 

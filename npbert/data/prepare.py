@@ -20,11 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npbert.atomic import atomic_write
+from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
 from npbert.data.corpus import load_corpus
 from npbert.data.instances import InstanceOptions, VocabIds, create_instances
-from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, atomic_write_bytes, file_sha256,
-                                id_dtype, pack_instances, read_manifest, read_shard, vocab_bytes, write_json,
+from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
+                                id_dtype, pack_instances, read_manifest, read_shard, write_json,
                                 write_shard)
 from npbert.data.statistics import count_shard, format_report, merge_counts, summarize
 from npbert.errors import DataError
@@ -213,7 +215,7 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print)
     existing = existing_manifest(out_dir, options)
     if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
         raise DataError(f"{out_dir} was partly prepared with another vocabulary; delete it to start again")
-    atomic_write_bytes(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
+    atomic_write(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
     train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
     splits = {name: [documents[i] for i in idx] for name, idx in (("train", train_idx), ("heldout", held_idx)) if len(idx)}
     plans = {name: plan_shards(docs, name, options["dupe_factor"], options["tokens_per_shard"])

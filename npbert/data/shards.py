@@ -20,6 +20,7 @@ import zipfile
 
 import numpy as np
 
+from npbert.atomic import atomic_write
 from npbert.errors import DataError
 
 FORMAT = "npbert-pretraining-data"
@@ -59,24 +60,10 @@ def pack_instances(instances, max_seq_length, max_predictions_per_seq, vocab_siz
     return arrays
 
 
-# --- files, written so that a crash never leaves a half-written one under the real name ---------
-
-def atomic_write_bytes(path, write) -> None:
-    """write(f) fills a temporary file beside `path`, which then replaces `path` in one step."""
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-
+# --- files, written atomically (npbert.atomic) ----------------------------------------------------
 
 def write_shard(path, arrays) -> None:
-    atomic_write_bytes(path, lambda f: np.savez(f, **{k: arrays[k] for k in FIELDS}))
+    atomic_write(path, lambda f: np.savez(f, **{k: arrays[k] for k in FIELDS}))
 
 
 def read_shard(path) -> dict:
@@ -95,7 +82,7 @@ def read_shard(path) -> dict:
 
 
 def write_json(path, obj) -> None:
-    atomic_write_bytes(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
+    atomic_write(path, lambda f: f.write((json.dumps(obj, indent=2) + "\n").encode("utf-8")))
 
 
 def read_manifest(directory) -> dict:
@@ -119,8 +106,3 @@ def read_manifest(directory) -> dict:
 def file_sha256(path) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
-
-
-def vocab_bytes(tokens) -> bytes:
-    """vocab.txt as written here: one token per line, UTF-8, each line ending in a newline."""
-    return "".join(t + "\n" for t in tokens).encode("utf-8")
