@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,7 +127,8 @@ def bow_baseline(train, dev, test=None, labels=None, l2_grid=L2_GRID, log=print)
     return result
 
 
-def main(argv=None):
+def main(argv=None) -> int:
+    from npbert.errors import NpbertError
     from npbert.tasks.registry import get_task, read_examples
     p = argparse.ArgumentParser(prog="python -m npbert.bow_baseline", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="rt-polarity", help="a sequence classification task (default rt-polarity)")
@@ -136,14 +138,22 @@ def main(argv=None):
     p.add_argument("--max-train-examples", type=int, default=None,
                    help="use only the first N training examples (as npbert finetune's option)")
     args = p.parse_args(argv)
-    task = get_task(args.task)
-    train, dev, test = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
+    try:
+        task = get_task(args.task)
+        if task.kind != "sequence_classification" or task.regression:
+            raise NpbertError(f"the bag-of-words baseline classifies sentences or sentence pairs; {task.name} "
+                              f"is a {'regression' if task.regression else task.kind.replace('_', ' ')} task")
+        train, dev, test = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
+    except NpbertError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
     train = train[:args.max_train_examples]
     print(f"{len(train):,} training examples")
     r = bow_baseline(train, dev, test, labels=list(task.labels) if task.labels else None)
     print(f"bag-of-words logistic regression on {task.name}: {r['features']:,} features, l2 {r['l2']:g}, "
           f"dev accuracy {r['dev_accuracy']:.4f}, test accuracy {r['test_accuracy']:.4f}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

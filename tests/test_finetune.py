@@ -162,9 +162,17 @@ def test_bow_baseline_learns_a_task():
 
 def test_bow_baseline_command_takes_the_first_n_training_examples(capsys):
     from npbert.bow_baseline import main as bow_main
-    bow_main(["--task", "builtin-sentence", "--max-train-examples", "200"])
+    assert bow_main(["--task", "builtin-sentence", "--max-train-examples", "200"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("200 training examples\n") and "test accuracy" in out
+
+
+def test_bow_baseline_command_names_bad_input(capsys):
+    from npbert.bow_baseline import main as bow_main
+    assert bow_main(["--task", "classification", "--train", "missing.jsonl"]) == 2
+    assert "error: task file not found: missing.jsonl" in capsys.readouterr().err
+    assert bow_main(["--task", "builtin-tagging"]) == 2
+    assert "builtin-tagging is a token classification task" in capsys.readouterr().err
 
 
 def test_file_tasks_run_end_to_end(micro, tmp_path, capsys):
