@@ -230,5 +230,3 @@ def vocab_bytes(tokenizer_or_vocab) -> bytes:
     if bad:
         raise CheckpointError(f"vocabulary token {bad[0]!r} cannot be written as one line of vocab.txt")
     return "".join(t + "\n" for t in tokens).encode("utf-8")
-
-

@@ -77,7 +77,7 @@ def export(out_dir, folds=0) -> list:
     return sorted(files)
 
 
-def main(argv=None):
+def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m npbert.tasks.movie_reviews",
                                 description="Write the rt-polarity splits (and cross-validation folds of train) "
                                             "as JSON lines with text and label.")
