@@ -24,6 +24,7 @@ from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 from npbert.optim import AdamW, clip_by_global_norm, linear_warmup_decay
 from npbert.task_models import pretraining_config
+from npbert.tokenization import BertTokenizer, load_vocab
 from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
                           format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
 
@@ -106,9 +107,12 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
         f"{config.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, "
         f"peak lr {opts.learning_rate:g}, warmup {warmup}")
 
+    # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
+    tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
+
     def save():
         save_training_checkpoint(ckpt_dir, TrainingCheckpoint(config, params, optimizer, position, rng, options),
-                                 train_data.vocab_file)
+                                 tokenizer)
 
     window = RunningMetrics()
     speed = Throughput()
@@ -191,7 +195,6 @@ def checkpoint_options(opts: PretrainOptions) -> PretrainOptions:
 def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
     """(config, params) to pretrain opts.model further: its weights, this run's dropout, and new
     MLM / NSP heads (and pooler) where it has none, as from a Hugging Face BertModel."""
-    from npbert.tokenization import load_vocab
     loaded = load_pretrained(opts.model, strict=False)
     vocab = os.path.join(opts.model, VOCAB_FILE)
     if loaded.tokenizer is None:
@@ -201,8 +204,8 @@ def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
         raise DataError(f"{data.directory} was prepared with a different vocabulary ({data.vocab_file}, "
                         f"{data.vocab_size:,} tokens) from {vocab} ({loaded.config.vocab_size:,} tokens); prepare "
                         f"the corpus with --vocab {vocab}")
-    lower = loaded.tokenizer.basic.do_lower_case
-    if data.manifest["options"].get("do_lower_case", True) != lower:
+    lower = loaded.tokenizer.do_lower_case
+    if data.do_lower_case != lower:
         raise DataError(f"{data.directory} was prepared {'cased' if lower else 'lower-cased'}, but {opts.model}'s "
                         f"tokenizer is {'lower-cased' if lower else 'cased'}; prepare it with `npbert prepare "
                         f"--vocab {vocab}{'' if lower else ' --cased'}`")

@@ -148,6 +148,20 @@ def test_data_longer_than_the_model_positions_is_refused_before_the_first_step(t
     assert not any(s.startswith("step") for s in said)
 
 
+def test_checkpoint_keeps_the_casing_of_its_data(tmp_path):
+    """A run on cased data saves a cased tokenizer (tokenizer_config.json), so the checkpoint
+    tokenizes new text as its training data was; it used to load as lower-cased."""
+    corpus = tmp_path / "cased.txt"
+    corpus.write_text("".join(f"The Doctor went to Paris, number {i} .\nShe read a Book there .\n\n"
+                              for i in range(40)), encoding="utf-8")
+    data = str(tmp_path / "data")
+    prepare(PrepareOptions(corpus=str(corpus), out=data, vocab_size=120, max_seq_length=32, do_lower_case=False),
+            log=quiet)
+    pretrain(options(tmp_path, data, steps=2, save_every=1), log=quiet)
+    tokenizer = load_pretrained(str(tmp_path / "run" / "checkpoint")).tokenizer
+    assert tokenizer.do_lower_case is False and "Paris" in tokenizer.tokenize("The Doctor went to Paris")
+
+
 def test_cli_pretrain_then_fill_mask(tmp_path, data_dir, capsys):
     out = str(tmp_path / "cli")
     assert main(["pretrain", "--data", data_dir, "--out", out, "--steps", "3", "--batch-size", "4",
