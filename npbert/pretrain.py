@@ -42,9 +42,10 @@ class PretrainOptions:
     max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
     dupe_factor: int | None = None
     max_documents: int | None = None
+    do_lower_case: bool | None = None  # for a corpus: None lower-cases (with --model: the checkpoint's casing)
     preset: str = "tiny"
     model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
-                                      # preset), a new optimizer and schedule; its vocab.txt unless vocab or data
+                                      # preset), a new optimizer and schedule; for a corpus, its vocab.txt and casing
     model_overrides: dict | None = None  # BertConfig fields to change from the preset (e.g. a smaller test model)
     steps: int = 1200                 # the defaults finish in about 2.5 minutes on 2 cores (tiny, builtin)
     batch_size: int = 32
@@ -83,14 +84,15 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> d
         saved.optimizer.weight_decay = opts.weight_decay
         log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
     elif opts.model is not None:
-        opts = checkpoint_options(opts)
+        loaded = load_pretrained(opts.model, strict=False)
+        opts = checkpoint_options(opts, loaded)
     train_data, heldout_data = load_data(opts, log)
     if resume:
         config, params, optimizer, position, rng = (saved.config, saved.params, saved.optimizer,
                                                     saved.position, saved.rng)
     else:
         if opts.model is not None:
-            config, params = start_from_checkpoint(opts, train_data, log)
+            config, params = start_from_checkpoint(opts, loaded, train_data, log)
         else:
             config = BertConfig.from_preset(opts.preset, **{
                 "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
@@ -182,24 +184,26 @@ def check_data_fits(config: BertConfig, data, model) -> None:
                         f"{model}'s max_position_embeddings {config.max_position_embeddings}")
 
 
-def checkpoint_options(opts: PretrainOptions) -> PretrainOptions:
-    """opts checked for --model, with the checkpoint's vocab.txt for a corpus given no vocabulary
-    (rather than a newly trained one its weights would not fit)."""
+def checkpoint_options(opts: PretrainOptions, loaded) -> PretrainOptions:
+    """opts checked for --model (loaded: the checkpoint). A corpus is prepared with the checkpoint's
+    vocab.txt and casing unless --vocab / --cased say otherwise, not with a newly trained,
+    lower-cased vocabulary that its weights would not fit."""
     if opts.model_overrides:
         raise NpbertError("--model takes the checkpoint's architecture; model_overrides cannot change it")
-    if opts.data is None and opts.vocab is None:
-        return dataclasses.replace(opts, vocab=os.path.join(opts.model, VOCAB_FILE))
-    return opts
-
-
-def start_from_checkpoint(opts: PretrainOptions, data, log) -> tuple:
-    """(config, params) to pretrain opts.model further: its weights, this run's dropout, and new
-    MLM / NSP heads (and pooler) where it has none, as from a Hugging Face BertModel."""
-    loaded = load_pretrained(opts.model, strict=False)
-    vocab = os.path.join(opts.model, VOCAB_FILE)
     if loaded.tokenizer is None:
         raise CheckpointError(f"{opts.model} has no {VOCAB_FILE}, so there is no telling whether the data's "
                               "token ids mean what its embeddings learned")
+    if opts.data is not None:
+        return opts
+    return dataclasses.replace(
+        opts, vocab=opts.vocab or os.path.join(opts.model, VOCAB_FILE),
+        do_lower_case=loaded.tokenizer.do_lower_case if opts.do_lower_case is None else opts.do_lower_case)
+
+
+def start_from_checkpoint(opts: PretrainOptions, loaded, data, log) -> tuple:
+    """(config, params) to pretrain the checkpoint `loaded` further: its weights, this run's dropout,
+    and new MLM / NSP heads (and pooler) where it has none, as from a Hugging Face BertModel."""
+    vocab = os.path.join(opts.model, VOCAB_FILE)
     if loaded.tokenizer.ids_to_tokens != load_vocab(data.vocab_file):
         raise DataError(f"{data.directory} was prepared with a different vocabulary ({data.vocab_file}, "
                         f"{data.vocab_size:,} tokens) from {vocab} ({loaded.config.vocab_size:,} tokens); prepare "
@@ -228,8 +232,9 @@ def load_data(opts: PretrainOptions, log):
         t0 = time.perf_counter()
         kwargs = dict(corpus=opts.corpus, out=directory, vocab=opts.vocab, vocab_size=opts.vocab_size,
                       max_seq_length=opts.max_seq_length, seed=opts.seed, max_documents=opts.max_documents)
-        if opts.dupe_factor is not None:
-            kwargs["dupe_factor"] = opts.dupe_factor
+        for name in ("dupe_factor", "do_lower_case"):             # None: prepare's default
+            if getattr(opts, name) is not None:
+                kwargs[name] = getattr(opts, name)
         prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None)
         log(f"prepared {opts.corpus} into {directory} in {time.perf_counter() - t0:.1f} s")
     return PretrainingData(directory, "train"), PretrainingData(directory, HELDOUT_SPLIT)

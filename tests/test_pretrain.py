@@ -9,9 +9,9 @@ import pytest
 
 from npbert import safetensors
 from npbert.checkpoint import load_pretrained
-from npbert.cli import main
+from npbert.cli import build_parser, main
 from npbert.data.prepare import PrepareOptions, prepare
-from npbert.errors import NpbertError
+from npbert.errors import CheckpointError, NpbertError
 from npbert.pretrain import PretrainOptions, pretrain
 from npbert.train import TrainingDiverged
 
@@ -264,17 +264,30 @@ def test_model_that_does_not_fit_the_data_is_refused(tmp_path, data_dir, first_r
         pretrain(options(tmp_path / "d", data_dir, model=str(tmp_path / "cased"), model_overrides=None), log=quiet)
     with pytest.raises(NpbertError, match="model_overrides cannot change it"):
         pretrain(options(tmp_path / "c", data_dir, model=ckpt), log=quiet)
+    os.remove(os.path.join(tmp_path, "short", "vocab.txt"))
+    with pytest.raises(CheckpointError, match="has no vocab.txt, so there is no telling"):
+        pretrain(options(tmp_path / "e", data_dir, model=str(tmp_path / "short"), model_overrides=None), log=quiet)
 
 
-def test_model_prepares_a_corpus_with_its_own_vocabulary(tmp_path, first_run):
+def test_model_prepares_a_corpus_with_its_own_vocabulary_and_casing(tmp_path, first_run):
     """--corpus without --vocab: the checkpoint's vocab.txt, not a newly trained one its weights
-    would not fit."""
+    would not fit; and its casing, so a cased checkpoint is not refused its own corpus."""
+    from npbert.checkpoint import save_pretrained
+    from npbert.data.pretraining_data import PretrainingData
     from npbert.tokenization import load_vocab
     ckpt, _ = first_run
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the doctor went to the city number {i} .\nshe read a book there .\n\n"
                               for i in range(40)), encoding="utf-8")
-    out = tmp_path / "run"
-    pretrain(PretrainOptions(out=str(out), corpus=str(corpus), model=ckpt, max_seq_length=32, steps=2, batch_size=4,
-                             eval_batches=1), log=quiet)
-    assert load_vocab(out / "data" / "vocab.txt") == load_vocab(os.path.join(ckpt, "vocab.txt"))
+    loaded = load_pretrained(ckpt)
+    loaded.tokenizer.basic.do_lower_case = False
+    save_pretrained(str(tmp_path / "cased"), loaded.config, loaded.params, loaded.tokenizer)
+    for model, lower in ((ckpt, True), (str(tmp_path / "cased"), False)):
+        out = tmp_path / f"run-{lower}"
+        pretrain(PretrainOptions(out=str(out), corpus=str(corpus), model=model, max_seq_length=32, steps=2,
+                                 batch_size=4, eval_batches=1), log=quiet)
+        assert load_vocab(out / "data" / "vocab.txt") == load_vocab(os.path.join(ckpt, "vocab.txt"))
+        assert PretrainingData(str(out / "data")).do_lower_case is lower
+        assert load_pretrained(str(out / "checkpoint")).tokenizer.do_lower_case is lower
+    args = build_parser().parse_args(["pretrain", "--cased"])
+    assert args.do_lower_case is False and build_parser().parse_args(["pretrain"]).do_lower_case is None

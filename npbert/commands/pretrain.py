@@ -18,6 +18,8 @@ def register(sub):
     p.add_argument("--max-seq-length", type=int, default=None, help="default: 64 for builtin, else 128")
     p.add_argument("--dupe-factor", type=int, default=None, help="times each document is re-masked")
     p.add_argument("--max-documents", type=int, default=None)
+    p.add_argument("--cased", dest="do_lower_case", action="store_false", default=None,
+                   help="keep case when preparing --corpus (default: lower-case, or the --model checkpoint's casing)")
     p.add_argument("--preset", choices=list(PRESETS), default=d.preset)
     p.add_argument("--model", default=None,
                    help="a checkpoint (npbert or Hugging Face) to pretrain further instead of a new --preset model: "
