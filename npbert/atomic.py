@@ -1,9 +1,15 @@
 """Writes that a crash cannot half-do: the new file or directory is built under a hidden name
 beside the real one, flushed to disk, then renamed over it in one step. A reader sees the old
-contents or all of the new ones, never a mixture, and nothing a user saved is lost."""
+contents or all of the new ones, never a mixture, and nothing a user saved is lost.
+
+A process killed during a directory swap leaves hidden siblings behind (`.NAME.tmp-<pid>-<hex>`:
+a new copy, maybe half-written; `.NAME.old-<pid>-<hex>`: the previous one); recover_dir puts
+the directory back from them, and every successful swap removes those of dead processes.
+"""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 
@@ -37,6 +43,62 @@ def atomic_replace_dir(directory, fill) -> None:
     _fsync(parent)
     if old:
         shutil.rmtree(old)
+    remove_leftovers(directory)
+
+
+def recover_dir(directory) -> str | None:
+    """Undo what a process killed in the middle of atomic_replace_dir left: if `directory` is
+    missing but its previous version was renamed aside (`.NAME.old-*`), rename the newest such
+    back; then remove the leftovers of dead processes. Returns what was restored, or None.
+
+    Every state a kill can leave is covered: during fill (a partial .tmp, the directory intact),
+    between the two renames (.old + a complete .tmp, no directory: the .old is put back, the
+    save is lost but the one before is not), after them (the new directory + an .old being
+    deleted)."""
+    restored = None
+    if not os.path.lexists(directory):
+        olds = [path for kind, path, _ in leftovers(directory) if kind == "old"]
+        if olds:
+            restored = max(olds, key=os.path.getmtime)
+            os.rename(restored, directory)
+            _fsync(os.path.dirname(os.path.abspath(directory)))
+    remove_leftovers(directory)
+    return restored
+
+
+def remove_leftovers(directory) -> list:
+    """Delete the .tmp-/.old- siblings of `directory` left by processes that are no longer
+    running (a live one may be saving right now); returns their paths."""
+    removed = []
+    for _, path, pid in leftovers(directory):
+        if pid != os.getpid() and not pid_alive(pid):
+            shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.remove(path)
+            removed.append(path)
+    return removed
+
+
+def leftovers(directory) -> list:
+    """[(kind "tmp" or "old", path, pid)] of the hidden siblings atomic_replace_dir and
+    atomic_write make for `directory`."""
+    parent, name = os.path.split(os.path.abspath(directory))
+    pattern = re.compile(rf"\.{re.escape(name)}\.(tmp|old)-(\d+)-[0-9a-f]{{8}}")
+    found = []
+    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else ():
+        m = pattern.fullmatch(entry)
+        if m:
+            found.append((m.group(1), os.path.join(parent, entry), int(m.group(2))))
+    return found
+
+
+def pid_alive(pid: int) -> bool:
+    """A process with this id is running (ours, or another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:                            # someone else's process: alive
+        return True
+    return True
 
 
 def atomic_write(path, write) -> None:

@@ -20,18 +20,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npbert.backend import get_backend
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
-from npbert.optim import AdamW, clip_by_global_norm, linear_warmup_decay
+from npbert.optim import AdamW
 from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_config, init_head, label_names_of
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
 from npbert.tasks.registry import get_task, label_names, read_examples
 from npbert.tokenization import BertTokenizer
-from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
-                          format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
+from npbert.training.loop import Job, Schedule, train
+from npbert.training.metrics_log import MetricsLog
+from npbert.training.options import check_numbers, given_options, resumed_options
+from npbert.training.progress import say
+from npbert.training.run_dir import check_out, open_run
+from npbert.training.state import (Position, TrainingCheckpoint, load_training_checkpoint, note_backend_change,
+                                   recover_checkpoint, save_training_checkpoint)
 
 CHECKPOINT_DIR, BEST_DIR, METRICS_FILE = "checkpoint", "best", "metrics.jsonl"
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
@@ -65,109 +71,145 @@ class FinetuneOptions:
     max_answer_length: int = QAOptions.max_answer_length
     seed: int = 0
     log_every: int = 20
+    save_every: int = 200                # steps between resumable checkpoints (and at each epoch's end)
     stop_after: int | None = None        # stop (and save) after this many steps: for tests of resume
 
     def qa(self) -> QAOptions:
         return QAOptions(self.doc_stride, self.max_query_length, self.n_best_size, self.max_answer_length)
 
 
-def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say) -> dict:
-    """Run (or resume) fine-tuning; returns the best dev metrics and where the model is."""
-    prepare_output_dir(opts.out, resume, overwrite)
+# Options a resumed run may change: what is logged and saved, when it stops, the evaluation
+# batch size and the test file scored at the end; not what it trains (npbert/training/options.py).
+CHANGEABLE_ON_RESUME = ("out", "log_every", "save_every", "stop_after", "eval_batch_size", "test")
+
+
+def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, given=None) -> dict:
+    """Run (or resume) fine-tuning; returns the best dev metrics and where the model is.
+    given: the options the user set (the CLI's typed flags); default, those that differ from
+    FinetuneOptions' defaults. The task files, the model and every option are checked before
+    anything is written (npbert/training/run_dir.py)."""
+    check_out(opts.out, resume, overwrite)
     ckpt_dir, best_dir = os.path.join(opts.out, CHECKPOINT_DIR), os.path.join(opts.out, BEST_DIR)
     if resume:
-        if not os.path.isdir(ckpt_dir):
-            raise NpbertError(f"nothing to resume: {ckpt_dir} does not exist")
+        recover_checkpoint(ckpt_dir, log)
         saved = load_training_checkpoint(ckpt_dir, {})
-        opts = FinetuneOptions(**{**saved.options, "stop_after": opts.stop_after})
+        opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
+                               CHANGEABLE_ON_RESUME, opts.out)
         saved.optimizer.weight_decay = opts.weight_decay
         config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(ckpt_dir)
         log(f"resuming {opts.out} at step {saved.position.step}")
+    check_options(opts)
     task = get_task(opts.task)
-    if opts.epochs < 1 or opts.batch_size < 1:
-        raise NpbertError(f"epochs and batch size must be at least 1, got {opts.epochs} and {opts.batch_size}")
     max_len = opts.max_seq_length or task.max_seq_length
     train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
     dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
-    labels = label_names(task, train_examples)
-    if resume:
-        optimizer, position, rng, extra = saved.optimizer, saved.position, saved.rng, saved.extra
-    else:
-        config, params, tokenizer = start_model(opts, task, labels, log)
-        optimizer, position, rng, extra = AdamW(params, weight_decay=opts.weight_decay), Position(), \
-            np.random.default_rng([opts.seed, 1]), {}
-    config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels)
-    check_max_length(config, max_len)
-    train = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
-    dev = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
     for examples, split in ((train_examples, "training"), (dev_examples, "dev")):
         if not has_gold(task, examples):
             raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
-    n, bs = len(train.features), opts.batch_size
-    steps_per_epoch = math.ceil(n / bs)
-    total = opts.epochs * steps_per_epoch
-    warmup = int(opts.warmup_proportion * total)
-    forward, backward = MODELS[task.kind]
-    options = dataclasses.asdict(opts)
-    options.pop("stop_after")
-    metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), truncate_after_step=position.step if resume else None)
+    labels = label_names(task, train_examples)
+    if not resume:
+        config, params, tokenizer = start_model(opts, task, labels, log)
+    config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels)
+    check_max_length(config, max_len)
+    train_set = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
+    dev_set = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
+    with open_run(opts.out, "finetune", resume, overwrite, log) as run:
+        if resume:
+            ckpt = saved
+            note_backend_change(ckpt.backend, log)
+        else:
+            options = dataclasses.asdict(opts)
+            options.pop("stop_after")
+            ckpt = TrainingCheckpoint(config, params, AdamW(params, weight_decay=opts.weight_decay), Position(),
+                                      np.random.default_rng([opts.seed, 1]), options)   # rng: dropout only
+        ckpt.config, ckpt.backend = config, get_backend()
+        job = FinetuningJob(ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, log)
+        total = opts.epochs * job.batches_per_epoch
+        schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
+        job.metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
+                                 keep_until_step=ckpt.position.step if resume else None)
+        log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
+            f"{len(train_examples):,} examples ({len(train_set.features):,} sequences), dev {len(dev_examples):,}: "
+            f"{opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
+            f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+
+        def save(ckpt):
+            save_training_checkpoint(ckpt_dir, ckpt, tokenizer)
+            run.saved()
+
+        stopped = train(job, ckpt, schedule, save, job.metrics, log, opts.log_every, opts.save_every, opts.stop_after)
+    if stopped:
+        log(f"stopped at step {ckpt.position.step}; saved {ckpt_dir}; continue with "
+            f"`npbert finetune --out {opts.out} --resume`")
+        return dict(stopped=True, step=ckpt.position.step, checkpoint=ckpt_dir)
     main = task.metrics[0]
-    log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
-        f"{len(train_examples):,} examples ({n:,} sequences), dev {len(dev_examples):,}: {opts.epochs} epochs of "
-        f"{steps_per_epoch} steps of {bs}, peak lr {opts.learning_rate:g}, warmup {warmup}")
-
-    def save():
-        extra["window"] = list(losses)                 # losses not yet logged: a resumed log reads as one run
-        save_training_checkpoint(ckpt_dir, TrainingCheckpoint(config, params, optimizer, position, rng, options, extra),
-                                 tokenizer)
-
-    speed, losses = Throughput(), extra.pop("window", [])
-    with StopOnInterrupt() as stop:
-        while position.epoch < opts.epochs:
-            for rows in train_batches(n, bs, opts.seed, position.epoch, position.batch):
-                batch = make_batch([train.features[i] for i in rows], tokenizer.pad_token_id)
-                lr = linear_warmup_decay(position.step, opts.learning_rate, warmup, total)
-                out, cache = forward(params, config, **batch, rng=rng)
-                check_finite(out["loss"], position.step + 1)
-                grads = backward(cache)
-                grad_norm = clip_by_global_norm(grads, opts.max_grad_norm)
-                optimizer.step(params, grads, lr)
-                position.step, position.batch = position.step + 1, position.batch + 1
-                losses.append(float(out["loss"]))
-                speed.add(int(batch["attention_mask"].sum()))
-                if position.step % opts.log_every == 0 or position.step == total:
-                    tokens_per_s, eta = speed.report(total - position.step)
-                    loss = float(np.mean(losses))
-                    losses.clear()
-                    log(f"step {position.step:>5}/{total} | epoch {position.epoch + 1} | loss {loss:.4f} | "
-                        f"lr {lr:.2e} | {tokens_per_s:,.0f} tok/s | ETA {format_eta(eta)}")
-                    metrics.write(kind="train", step=position.step, epoch=position.epoch + 1, loss=loss, lr=lr,
-                                  grad_norm=grad_norm, tokens_per_s=tokens_per_s)
-                if stop.requested or (opts.stop_after is not None and position.step >= opts.stop_after):
-                    save()
-                    log(f"stopped at step {position.step}; saved {ckpt_dir}; continue with "
-                        f"`npbert finetune --out {opts.out} --resume`")
-                    return dict(stopped=True, step=position.step, checkpoint=ckpt_dir)
-            position.epoch, position.batch = position.epoch + 1, 0
-            scores, _ = evaluate_encoded(params, config, task, dev_examples, dev, labels, opts.eval_batch_size,
-                                         tokenizer.pad_token_id, opts.qa())
-            best = extra.get("best")
-            improved = best is None or scores[main] > best[main]
-            note = "  (best so far)" if improved else ""
-            log(f"  dev after epoch {position.epoch}: {format_scores(scores)}{note}")
-            metrics.write(kind="eval", step=position.step, epoch=position.epoch, **scores)
-            if improved:
-                extra["best"] = dict(scores, epoch=position.epoch, step=position.step)
-                save_pretrained(best_dir, config, params, tokenizer)
-            save()
-    result = dict(extra["best"], best=best_dir, checkpoint=ckpt_dir, stopped=False, task=task.name)
+    result = dict(ckpt.extra["best"], best=best_dir, checkpoint=ckpt_dir, stopped=False, task=task.name)
     log(f"best dev {main} {result[main]:.4f} (epoch {result['epoch']}); model saved to {best_dir}")
     if opts.test:
         result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, max_len,
                                              opts.qa(), opts.max_eval_examples)[0]
         log(f"test ({opts.test}) with the best model: {format_scores(result['test'])}")
-        metrics.write(kind="test", step=position.step, **result["test"])
+        job.metrics.write(kind="test", step=ckpt.position.step, **result["test"])
     return result
+
+
+class FinetuningJob(Job):
+    """A task head trained end to end: the epoch's permutation of the training features, the
+    dev set scored at each epoch's end, the best model so far kept in OUT/best."""
+    name = "finetune"
+    save_at_epoch_end = True
+
+    def __init__(self, ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, log):
+        self.ckpt, self.task, self.tokenizer, self.opts, self.best_dir, self.log = ckpt, task, tokenizer, opts, \
+            best_dir, log
+        self.train_set, self.dev_examples, self.dev_set, self.labels = train_set, dev_examples, dev_set, labels
+        self.batches_per_epoch = math.ceil(len(train_set.features) / opts.batch_size)
+        self.model_forward, self.model_backward = MODELS[task.kind]
+        self.metrics = None
+
+    def batches(self, epoch, start):
+        features, pad_id = self.train_set.features, self.tokenizer.pad_token_id
+        for rows in train_batches(len(features), self.opts.batch_size, self.opts.seed, epoch, start):
+            yield make_batch([features[i] for i in rows], pad_id)
+
+    def forward(self, params, batch, rng):
+        return self.model_forward(params, self.ckpt.config, **batch, rng=rng)
+
+    def backward(self, cache):
+        return self.model_backward(cache)
+
+    def step_metrics(self, out, batch):
+        return dict(loss=float(out["loss"]))
+
+    def describe(self, m, epoch):
+        return f"epoch {epoch + 1} | loss {m['loss']:.4f}"
+
+    def record(self, epoch):
+        return dict(epoch=epoch + 1)
+
+    def after_step(self, position, epoch_ended, done):
+        if not epoch_ended:
+            return
+        ckpt, main = self.ckpt, self.task.metrics[0]
+        scores, _ = evaluate_encoded(ckpt.params, ckpt.config, self.task, self.dev_examples, self.dev_set,
+                                     self.labels, self.opts.eval_batch_size, self.tokenizer.pad_token_id,
+                                     self.opts.qa())
+        best = ckpt.extra.get("best")
+        improved = best is None or scores[main] > best[main]
+        self.log(f"  dev after epoch {position.epoch}: {format_scores(scores)}{'  (best so far)' if improved else ''}")
+        self.metrics.write(kind="eval", step=position.step, epoch=position.epoch, **scores)
+        if improved:
+            ckpt.extra["best"] = dict(scores, epoch=position.epoch, step=position.step)
+            save_pretrained(self.best_dir, ckpt.config, ckpt.params, self.tokenizer)
+
+
+def check_options(opts: FinetuneOptions) -> None:
+    """The numbers a run needs, checked before anything is read or written."""
+    check_numbers(opts, positive=("epochs", "batch_size", "log_every", "eval_batch_size", "max_seq_length",
+                                  "max_train_examples", "max_eval_examples", "doc_stride", "max_query_length",
+                                  "n_best_size", "max_answer_length"),
+                  non_negative=("save_every", "learning_rate", "weight_decay", "max_grad_norm"),
+                  fractions=("warmup_proportion", "hidden_dropout_prob", "attention_probs_dropout_prob"))
 
 
 def _default_split(task, split):

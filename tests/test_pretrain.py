@@ -11,9 +11,9 @@ from npbert import safetensors
 from npbert.checkpoint import load_pretrained
 from npbert.cli import build_parser, main
 from npbert.data.prepare import PrepareOptions, prepare
-from npbert.errors import CheckpointError, NpbertError
+from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.pretrain import PretrainOptions, pretrain
-from npbert.train import TrainingDiverged
+from npbert.training.loop import TrainingDiverged
 
 SMALL = dict(num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=32,
              max_position_embeddings=64)
@@ -301,3 +301,219 @@ def test_model_prepares_a_corpus_with_its_own_vocabulary_and_casing(tmp_path, fi
         assert load_pretrained(str(out / "checkpoint")).tokenizer.do_lower_case is lower
     args = build_parser().parse_args(["pretrain", "--cased"])
     assert args.do_lower_case is False and build_parser().parse_args(["pretrain"]).do_lower_case is None
+
+
+# --- what the loop does each step ----------------------------------------------------------------
+
+def spy_on_updates(monkeypatch):
+    """Record (learning rate, global norm of the gradients) of every AdamW step."""
+    from npbert.optim import AdamW, global_norm
+    seen, real = [], AdamW.step
+
+    def step(self, params, grads, lr):
+        seen.append((lr, global_norm(grads)))
+        return real(self, params, grads, lr)
+    monkeypatch.setattr(AdamW, "step", step)
+    return seen
+
+
+def test_every_step_uses_the_schedule_and_clipped_gradients(tmp_path, data_dir, monkeypatch):
+    """The learning rate of step i is warmup then linear decay, written out here on its own (not
+    npbert's function), and the optimizer sees gradients clipped to --max-grad-norm: a loop that
+    skipped clipping or used a constant rate would pass the loss-goes-down tests."""
+    seen = spy_on_updates(monkeypatch)
+    steps, warmup, peak, max_norm = 12, 4, 2e-3, 0.05
+    pretrain(options(tmp_path, data_dir, steps=steps, warmup_steps=warmup, learning_rate=peak, max_grad_norm=max_norm),
+             log=quiet)
+    expected = [peak * i / warmup if i < warmup else peak * (steps - i) / (steps - warmup) for i in range(steps)]
+    assert [lr for lr, _ in seen] == pytest.approx(expected, rel=1e-12, abs=0)
+    norms = [norm for _, norm in seen]
+    assert all(abs(n - max_norm) < 1e-5 * max_norm for n in norms), norms   # every raw norm is > 0.05 here
+    logged = [r for r in map(json.loads, open(tmp_path / "run" / "metrics.jsonl")) if r["kind"] == "train"]
+    assert [r["lr"] for r in logged] == pytest.approx(expected, rel=1e-12, abs=0)
+    assert all(r["grad_norm"] > max_norm for r in logged)                  # logged: the norm before clipping
+
+
+def test_a_non_finite_gradient_stops_before_the_update(tmp_path, data_dir, monkeypatch):
+    import npbert.pretrain as pretrain_module
+    real = pretrain_module.pretraining_backward
+
+    def poisoned(cache):
+        grads = real(cache)
+        grads["bert.pooler.dense.bias"][0] = np.inf
+        return grads
+    monkeypatch.setattr(pretrain_module, "pretraining_backward", poisoned)
+    seen = spy_on_updates(monkeypatch)
+    with pytest.raises(TrainingDiverged, match="gradient norm is (inf|nan) at step 1"):
+        pretrain(options(tmp_path, data_dir), log=quiet)
+    assert seen == []
+
+
+def test_nsp_is_reported_against_the_majority_class_of_the_heldout_labels(tmp_path, data_dir):
+    from npbert.data.pretraining_data import PretrainingData
+    said = []
+    r = pretrain(options(tmp_path, data_dir, steps=2), log=said.append)
+    labels = PretrainingData(data_dir, "heldout").arrays["next_sentence_labels"]
+    notnext = labels.mean()
+    assert r["baseline_nsp_acc"] == pytest.approx(max(notnext, 1 - notnext))
+    line = next(s for s in said if s.startswith("held-out NSP accuracy"))
+    assert f"majority-class baseline {max(notnext, 1 - notnext):.3f}" in line and "chance" not in line
+
+
+def test_rising_heldout_loss_is_warned_about_once(tmp_path, data_dir, monkeypatch):
+    import npbert.pretrain as pretrain_module
+    real, losses = pretrain_module.evaluate, iter([4.1, 3.9, 4.3, 5.0, 6.2, 7.7, 9.1, 9.5, 9.9])
+
+    def rising(*args, **kwargs):
+        return dict(real(*args, **kwargs), mlm_loss=next(losses))
+    monkeypatch.setattr(pretrain_module, "evaluate", rising)
+    said = []
+    pretrain(options(tmp_path, data_dir, steps=16, eval_every=2), log=said.append)
+    warnings = [s for s in said if "warning" in s]
+    assert len(warnings) == 1 and "risen at 3 evaluations in a row (lowest 3.900 at step 4, now 6.200)" in warnings[0]
+    assert said.index(warnings[0]) > said.index(next(s for s in said if s.startswith("step    10/")))
+
+
+# --- the run directory: nothing a user made is lost -------------------------------------------------
+
+def saved_step(out):
+    with open(os.path.join(out, "checkpoint", "training_state.json")) as f:
+        return json.load(f)["position"]["step"]
+
+
+@pytest.fixture
+def trained(tmp_path, data_dir):
+    """A run that saved, at step 7."""
+    pretrain(options(tmp_path, data_dir, steps=7), log=quiet)
+    return str(tmp_path / "run")
+
+
+def test_overwrite_with_bad_input_keeps_the_earlier_run(tmp_path, data_dir, trained):
+    before = sorted(os.listdir(trained))
+    with pytest.raises(DataError, match="corpus file not found: typo.txt"):
+        pretrain(options(tmp_path, data_dir, data=None, corpus="typo.txt"), overwrite=True, log=quiet)
+    (tmp_path / "binary.txt").write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(DataError, match="not UTF-8"):
+        pretrain(options(tmp_path, data_dir, data=None, corpus=str(tmp_path / "binary.txt")), overwrite=True,
+                 log=quiet)
+    (tmp_path / "one.txt").write_text("one short document .\nwith two sentences .\n")
+    said = []
+    with pytest.raises(DataError, match="document"):
+        pretrain(options(tmp_path, data_dir, data=None, corpus=str(tmp_path / "one.txt")), overwrite=True,
+                 log=said.append)
+    assert f"the earlier run in {trained} is back as it was" in said
+    with pytest.raises(NpbertError, match="--steps must be a positive integer"):
+        pretrain(options(tmp_path, data_dir, steps=0), overwrite=True, log=quiet)
+    assert sorted(os.listdir(trained)) == before and saved_step(trained) == 7
+    assert [e for e in os.listdir(tmp_path) if e.startswith(".")] == []
+
+
+def test_overwrite_replaces_the_run_at_its_first_save(tmp_path, data_dir, trained, monkeypatch):
+    import npbert.training.run_dir as run_dir
+    seen = {}
+    real = run_dir.RunDir.saved
+
+    def saved(self):
+        seen.setdefault("aside before the first save", self.aside is not None and os.path.isdir(self.aside))
+        real(self)
+    monkeypatch.setattr(run_dir.RunDir, "saved", saved)
+    pretrain(options(tmp_path, data_dir, steps=3, save_every=1), overwrite=True, log=quiet)
+    assert seen["aside before the first save"] and saved_step(trained) == 3
+    assert [e for e in os.listdir(tmp_path) if e.startswith(".")] == []
+
+
+def test_overwrite_refuses_a_directory_that_is_not_a_run(tmp_path, data_dir):
+    thesis = tmp_path / "run" / "thesis.txt"
+    thesis.parent.mkdir()
+    thesis.write_text("four years of work")
+    for overwrite in (False, True):
+        with pytest.raises(NpbertError, match="is not an npbert run .* will not write into it or delete it"):
+            pretrain(options(tmp_path, data_dir), overwrite=overwrite, log=quiet)
+    assert thesis.read_text() == "four years of work" and os.listdir(thesis.parent) == ["thesis.txt"]
+
+
+def test_out_that_is_a_file_is_refused(tmp_path, data_dir, capsys):
+    (tmp_path / "run").write_text("not a directory")
+    for extra in ([], ["--overwrite"], ["--resume"]):
+        assert main(["pretrain", "--data", data_dir, "--out", str(tmp_path / "run")] + extra) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and ("is a file, not a directory" in err or "nothing to resume" in err)
+    assert (tmp_path / "run").read_text() == "not a directory"
+
+
+def test_a_kill_during_overwrite_is_undone_by_the_next_command(tmp_path, data_dir, trained):
+    """Killed after moving the old run aside and before the new one saved: the next command on
+    that --out puts the old run back (the process that made the aside is gone)."""
+    dead = 2 ** 22 + 12345                               # above pid_max's default: no such process
+    aside = tmp_path / f".run.replaced-{dead}-0123abcd"
+    os.rename(trained, aside)
+    os.makedirs(os.path.join(trained, "data"))           # what the killed run had made of the new one
+    with open(os.path.join(trained, "npbert_run.json"), "w") as f:
+        f.write("{}")
+    assert pretrain(options(tmp_path, data_dir, steps=7), resume=True, log=quiet)["step"] == 7
+    assert saved_step(trained) == 7 and not aside.exists() and not os.path.exists(os.path.join(trained, "data"))
+
+
+def test_a_failed_first_run_does_not_block_the_retry(tmp_path, data_dir):
+    one = tmp_path / "one.txt"
+    one.write_text("one short document .\nwith two sentences .\n")
+    with pytest.raises(DataError):
+        pretrain(options(tmp_path, data_dir, data=None, corpus=str(one), max_seq_length=32), log=quiet)
+    with pytest.raises(NpbertError, match="stopped before it saved a checkpoint; run the same command again"):
+        pretrain(options(tmp_path, data_dir), resume=True, log=quiet)
+    corpus = tmp_path / "fixed.txt"
+    corpus.write_text("".join(f"document {i} begins here .\nand it ends here .\n\n" for i in range(30)))
+    r = pretrain(options(tmp_path, data_dir, data=None, corpus=str(corpus), max_seq_length=32, steps=2), log=quiet)
+    assert r["step"] == 2
+
+
+# --- a kill in the middle of a checkpoint save ----------------------------------------------------
+
+KILLED = 2 ** 22 + 777            # a pid above Linux's default pid_max: the process that left these is gone
+
+
+def make_interrupted_save(ckpt, state):
+    """The state a kill during atomic_replace_dir leaves, made by hand; ckpt is the last save."""
+    import shutil
+    parent = os.path.dirname(ckpt)
+    old = os.path.join(parent, f".checkpoint.old-{KILLED}-0000000a")
+    new = os.path.join(parent, f".checkpoint.tmp-{KILLED}-0000000b")
+    if state == "filling the new copy":                 # half a new copy beside the intact checkpoint
+        shutil.copytree(ckpt, new, ignore=lambda d, names: ["model.safetensors"])
+    elif state == "between the two renames":            # a complete new copy; the last save renamed aside
+        shutil.copytree(ckpt, new)
+        os.rename(ckpt, old)
+    elif state == "only the renamed last save":
+        os.rename(ckpt, old)
+    elif state == "deleting the last save":             # the new checkpoint in place, the old half deleted
+        shutil.copytree(ckpt, old, ignore=lambda d, names: names[:1])
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory, data_dir):
+    opts = options(tmp_path_factory.mktemp("uninterrupted"), data_dir, steps=12)
+    pretrain(opts, log=quiet)
+    return train_losses(opts.out)
+
+
+@pytest.mark.parametrize("state", ["filling the new copy", "between the two renames", "only the renamed last save",
+                                   "deleting the last save"])
+def test_resume_recovers_from_every_state_a_kill_during_a_save_leaves(tmp_path, data_dir, uninterrupted, state):
+    pretrain(options(tmp_path, data_dir, steps=12, stop_after=7), log=quiet)
+    run = str(tmp_path / "run")
+    make_interrupted_save(os.path.join(run, "checkpoint"), state)
+    assert pretrain(options(tmp_path, data_dir, steps=12), resume=True, log=quiet)["step"] == 12
+    assert train_losses(run) == uninterrupted
+    assert [e for e in os.listdir(run) if e.startswith(".")] == []      # the leftovers are gone
+
+
+def test_resume_refuses_options_that_would_change_the_run(tmp_path, data_dir):
+    pretrain(options(tmp_path, data_dir, stop_after=5), log=quiet)
+    for change, flag in ((dict(steps=60), "--steps 60"), (dict(preset="mini"), "--preset mini"),
+                         (dict(learning_rate=1.0), "--learning-rate 1.0")):
+        with pytest.raises(NpbertError, match=f"{flag} cannot change when resuming: .* started with"):
+            pretrain(options(tmp_path, data_dir, **change), resume=True, log=quiet)
+    with pytest.raises(NpbertError, match="--resume and --overwrite contradict each other"):
+        pretrain(options(tmp_path, data_dir), resume=True, overwrite=True, log=quiet)
+    r = pretrain(options(tmp_path, data_dir, log_every=7, eval_every=9, save_every=11), resume=True, log=quiet)
+    assert r["step"] == 40                               # what is logged, evaluated, saved may change

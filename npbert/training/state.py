@@ -1,0 +1,95 @@
+"""The training checkpoint: everything needed to continue a run exactly where it stopped.
+
+It is a Hugging Face model directory (config.json, vocab.txt, model.safetensors) with two more
+files beside the weights:
+
+    training_state.npz    the AdamW moments m/<param name>, v/<param name>
+    training_state.json   step, data position, the dropout Generator's state, options, backend,
+                          and the loop's running state (metrics window, best dev score, ...)
+
+Both are written in the same atomic directory swap as the weights, so they always agree; a
+save killed half-way is undone by recover_checkpoint (npbert/atomic.py's recover_dir).
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npbert.atomic import recover_dir
+from npbert.backend import get_backend
+from npbert.checkpoint import load_pretrained, save_pretrained
+from npbert.errors import CheckpointError
+from npbert.optim import AdamW
+
+STATE_ARRAYS, STATE_JSON = "training_state.npz", "training_state.json"
+
+
+@dataclass
+class Position:
+    """Where training is: updates done, and the next batch to read (epoch, index in epoch)."""
+    step: int = 0
+    epoch: int = 0
+    batch: int = 0
+
+
+@dataclass
+class TrainingCheckpoint:
+    config: object
+    params: dict
+    optimizer: AdamW
+    position: Position
+    rng: np.random.Generator                        # dropout's: the only randomness of a step
+    options: dict                                   # the run's options, as it was started
+    backend: str = ""                               # the hot-op backend it ran on ("" in older checkpoints)
+    extra: dict = field(default_factory=dict)       # the loop's and the job's running state (JSON)
+
+
+def save_training_checkpoint(directory, ckpt: TrainingCheckpoint, vocab) -> None:
+    state = dict(position=vars(ckpt.position), optimizer_t=ckpt.optimizer.t, backend=ckpt.backend,
+                 rng_state=ckpt.rng.bit_generator.state, options=ckpt.options, extra=ckpt.extra)
+    buf = io.BytesIO()
+    np.savez(buf, **ckpt.optimizer.state_arrays())
+    save_pretrained(directory, ckpt.config, ckpt.params, vocab,
+                    extra_files={STATE_ARRAYS: buf.getvalue(), STATE_JSON: json.dumps(state, indent=1) + "\n"})
+
+
+def recover_checkpoint(directory, log) -> None:
+    """Put back the last complete checkpoint if a kill interrupted its replacement, and remove
+    the half-written copies such kills leave."""
+    restored = recover_dir(directory)
+    if restored:
+        log(f"the last save was interrupted: restored the checkpoint before it from {restored}")
+
+
+def load_training_checkpoint(directory, optimizer_kwargs) -> TrainingCheckpoint:
+    """Everything needed to continue exactly where the run stopped."""
+    for name in (STATE_ARRAYS, STATE_JSON):
+        if not os.path.exists(os.path.join(directory, name)):
+            raise CheckpointError(f"{directory} has no {name}: it is a model, not a resumable training checkpoint")
+    loaded = load_pretrained(directory, strict=False)      # fine-tuning heads are extra tensors
+    try:
+        with open(os.path.join(directory, STATE_JSON), encoding="utf-8") as f:
+            state = json.load(f)
+        with np.load(os.path.join(directory, STATE_ARRAYS)) as z:
+            moments = {k: z[k] for k in z.files}
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng_state"]
+        position = Position(**state["position"])
+        optimizer = AdamW(loaded.params, **optimizer_kwargs)
+        optimizer.load_state_arrays(moments, state["optimizer_t"])
+        options = dict(state["options"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"{directory}: the training state is corrupt ({e})") from None
+    return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
+                              state.get("backend", ""), state.get("extra", {}))
+
+
+def note_backend_change(saved_backend: str, log) -> None:
+    """A resumed run on another backend continues correctly, but not to the bit."""
+    if saved_backend and saved_backend != get_backend():
+        log(f"note: this run ran on the {saved_backend} backend and resumes on {get_backend()}: it continues "
+            "correctly, but not bit for bit as it would have (docs/determinism.md)")

@@ -1,0 +1,56 @@
+"""The pieces of npbert/training/ on their own: the loop's pieces are tested through pretraining
+and fine-tuning in test_pretrain.py and test_finetune.py."""
+import json
+
+import pytest
+
+from npbert.training.metrics_log import MetricsLog
+from npbert.training.options import check_numbers, resumed_options
+from npbert.training.overfitting import RisingLossWatch
+from npbert.errors import NpbertError
+from npbert.pretrain import PretrainOptions
+
+
+def test_rising_loss_is_warned_once_after_three_rises_in_a_row():
+    watch = RisingLossWatch()
+    said = [watch.add(step, loss) for step, loss in enumerate([5, 4, 4.5, 4.4, 4.6, 4.8, 5.0, 6, 7], 1)]
+    assert [i for i, s in enumerate(said) if s] == [6]                  # 4.4 < 4.6 < 4.8 < 5.0
+    assert "lowest 4.000 at step 2, now 5.000" in said[6]
+    again = RisingLossWatch(watch.history)                             # as a resumed run restores it
+    assert again.add(10, 8) is None
+
+
+def test_a_flat_or_noisy_loss_is_not_warned_about():
+    watch = RisingLossWatch()
+    assert not any(watch.add(s, v) for s, v in enumerate([3, 3, 3, 3.1, 3.0, 3.2, 3.1, 3.3, 3.3, 3.4]))
+
+
+def test_metrics_log_on_resume_drops_later_records_and_a_half_written_line(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text("".join(json.dumps(dict(kind="train", step=s)) + "\n" for s in range(1, 6)) + '{"kind": "tr')
+    log = MetricsLog(str(path), keep_until_step=3)
+    log.write(kind="train", step=4)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2, 3, 4]
+    MetricsLog(str(path))                                               # a new run starts a new log
+    assert not path.exists()
+
+
+def test_option_numbers_are_checked_with_the_flag_named():
+    for change, message in ((dict(steps=0), "--steps must be a positive integer, got 0"),
+                            (dict(learning_rate=-1.0), "--learning-rate must be a number >= 0"),
+                            (dict(hidden_dropout_prob=1.0), "--hidden-dropout-prob must be in \\[0, 1\\)"),
+                            (dict(max_grad_norm=float("nan")), "--max-grad-norm must be a number >= 0")):
+        opts = PretrainOptions(**change)
+        with pytest.raises(NpbertError, match=message):
+            check_numbers(opts, positive=("steps",), non_negative=("learning_rate", "max_grad_norm"),
+                          fractions=("hidden_dropout_prob",))
+
+
+def test_resumed_options_keep_the_saved_run_and_take_only_what_may_change():
+    saved = vars(PretrainOptions(steps=40, log_every=5))
+    opts = resumed_options(PretrainOptions(steps=40, log_every=9, seed=0), saved, {"steps", "log_every", "seed"},
+                           ("log_every",), "runs/x")
+    assert (opts.steps, opts.log_every) == (40, 9)
+    with pytest.raises(NpbertError, match="--seed 3 cannot change when resuming: the run in runs/x was started "
+                                          "with --seed 0"):
+        resumed_options(PretrainOptions(seed=3), saved, {"seed"}, ("log_every",), "runs/x")
