@@ -1,66 +1,49 @@
-"""One switch for the hot ops: the readable NumPy reference or the Numba kernels.
-
-Composite layers call hot ops through this module, e.g. `backend.linear_forward(x, w, b)`,
-and the call goes to the implementation of the backend in force. Both backends keep the
-same signatures and the same (out, cache) contract; a cache is only ever handed back to
-the backward of the backend that made it, so do not switch backends between a forward
-and its backward.
+"""One switch for the hot ops: the readable NumPy reference (npbert/ops) or the Numba kernels
+(npbert/kernels). The composite layers (npbert/layers) call the hot ops through the plain
+functions below, each of which names both implementations, so an editor's go-to-definition
+leads to either:
 
     npbert.set_backend("numpy")        # or "numba"; also NPBERT_BACKEND=numpy|numba
     with backend.use_backend("numba"):  # for a block, then back to the one before
         ...
 
-The default is "numpy" (the readable reference), or NPBERT_BACKEND when it is set; the
-training commands (`npbert pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND
-is set (npbert.commands.training_backend).
+Both backends keep the same signatures and return the same cache records, tagged with the
+backend that made them; a backward refuses a cache of the other backend (npbert/ops/cache_tag.py),
+so do not switch backends between a forward and its backward. The linear layer has no kernel:
+both backends run npbert/ops/linear.py (docs/performance.md, "the matmul choice").
+
+The default is "numpy", or NPBERT_BACKEND when it is set; the training commands (`npbert
+pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set
+(npbert.commands.training_backend).
 """
 from __future__ import annotations
 
 import contextlib
-import importlib
 import os
 
-# The ops a backend may replace. Each name is a function in npbert.ops (the reference).
-HOT_OPS = (
-    "linear_forward", "linear_backward",
-    "linear_gelu_forward", "linear_gelu_backward",
-    "embedding_forward", "embedding_backward",
-    "layernorm_forward", "layernorm_backward",
-    "gelu_forward", "gelu_backward",
-    "dropout_forward", "dropout_backward",
-    "attention_core_forward", "attention_core_backward",
-    "cross_entropy_forward", "cross_entropy_backward",
-    "adamw_update",
-)
+from npbert import kernels, ops
 
-# backend name -> module whose attributes override the reference (missing ones fall back)
-_BACKEND_MODULES = {"numpy": None, "numba": "npbert.kernels"}
-_table: dict = {}
-_name: str = ""
-
-
-def _reference_table() -> dict:
-    ops = importlib.import_module("npbert.ops")
-    return {name: getattr(ops, name) for name in HOT_OPS}
+BACKENDS = ("numpy", "numba")
+HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_gelu_backward",
+           "embedding_forward", "embedding_backward", "layernorm_forward", "layernorm_backward",
+           "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
+           "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
+           "adamw_update")
+_numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
 
 
 def set_backend(name: str) -> None:
     """Select the implementation of the hot ops: "numpy" (reference) or "numba"."""
-    global _table, _name
-    if name not in _BACKEND_MODULES:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(_BACKEND_MODULES)}")
-    table = _reference_table()
-    module_name = _BACKEND_MODULES[name]
-    if module_name is not None:
-        module = importlib.import_module(module_name)
-        table.update({op: getattr(module, op) for op in HOT_OPS if hasattr(module, op)})
-    _table, _name = table, name
+    global _numba
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    _numba = name == "numba"
 
 
 def get_backend() -> str:
-    if not _name:
+    if _numba is None:
         set_backend(_default_backend())
-    return _name
+    return "numba" if _numba else "numpy"
 
 
 @contextlib.contextmanager
@@ -76,15 +59,82 @@ def use_backend(name: str):
 
 def _default_backend() -> str:
     name = os.environ.get("NPBERT_BACKEND", "") or "numpy"
-    if name not in _BACKEND_MODULES:
-        raise ValueError(f"NPBERT_BACKEND={name!r} is not a backend; choose one of {', '.join(_BACKEND_MODULES)}")
+    if name not in BACKENDS:
+        raise ValueError(f"NPBERT_BACKEND={name!r} is not a backend; choose one of {', '.join(BACKENDS)}")
     return name
 
 
-def __getattr__(op: str):
-    # Called for names not defined above, i.e. the hot ops: dispatch to the backend in force.
-    if op in HOT_OPS:
-        if not _name:
-            set_backend(_default_backend())
-        return _table[op]
-    raise AttributeError(f"module 'npbert.backend' has no attribute {op!r}")
+def _kernels() -> bool:
+    return get_backend() == "numba"
+
+
+# --- the hot ops: reference or kernel --------------------------------------------------------------
+
+def linear_forward(x, w, b):
+    return ops.linear_forward(x, w, b)                # both backends: one BLAS call per matmul
+
+
+def linear_backward(dy, cache):
+    return ops.linear_backward(dy, cache)
+
+
+def linear_gelu_forward(x, w, b, hidden_act):
+    return (kernels.linear_gelu_forward if _kernels() else ops.linear_gelu_forward)(x, w, b, hidden_act)
+
+
+def linear_gelu_backward(dy, cache):
+    return (kernels.linear_gelu_backward if _kernels() else ops.linear_gelu_backward)(dy, cache)
+
+
+def embedding_forward(ids, table):
+    return (kernels.embedding_forward if _kernels() else ops.embedding_forward)(ids, table)
+
+
+def embedding_backward(dout, cache):
+    return (kernels.embedding_backward if _kernels() else ops.embedding_backward)(dout, cache)
+
+
+def layernorm_forward(x, gamma, beta, eps):
+    return (kernels.layernorm_forward if _kernels() else ops.layernorm_forward)(x, gamma, beta, eps)
+
+
+def layernorm_backward(dy, cache):
+    return (kernels.layernorm_backward if _kernels() else ops.layernorm_backward)(dy, cache)
+
+
+def gelu_forward(x, hidden_act="gelu"):
+    return (kernels.gelu_forward if _kernels() else ops.gelu_forward)(x, hidden_act)
+
+
+def gelu_backward(dy, cache):
+    return (kernels.gelu_backward if _kernels() else ops.gelu_backward)(dy, cache)
+
+
+def dropout_forward(x, p, rng):
+    return (kernels.dropout_forward if _kernels() else ops.dropout_forward)(x, p, rng)
+
+
+def dropout_backward(dy, cache):
+    return (kernels.dropout_backward if _kernels() else ops.dropout_backward)(dy, cache)
+
+
+def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
+    return (kernels.attention_core_forward if _kernels() else ops.attention_core_forward)(q, k, v, mask_bias,
+                                                                                          p_drop, rng)
+
+
+def attention_core_backward(dcontext, cache):
+    return (kernels.attention_core_backward if _kernels() else ops.attention_core_backward)(dcontext, cache)
+
+
+def cross_entropy_forward(logits, labels, ignore_index=ops.IGNORE_INDEX):
+    return (kernels.cross_entropy_forward if _kernels() else ops.cross_entropy_forward)(logits, labels, ignore_index)
+
+
+def cross_entropy_backward(dloss, cache):
+    return (kernels.cross_entropy_backward if _kernels() else ops.cross_entropy_backward)(dloss, cache)
+
+
+def adamw_update(p, g, m, v, lr, b1, b2, eps, c1, c2, weight_decay):
+    return (kernels.adamw_update if _kernels() else ops.adamw_update)(p, g, m, v, lr, b1, b2, eps, c1, c2,
+                                                                      weight_decay)

@@ -5,7 +5,8 @@ import numpy as np
 
 from npbert.errors import CheckpointError, InputError
 from npbert.model import bert_forward
-from npbert.ops import mlm_head_forward, softmax_forward
+from npbert.layers.mlm_head import mlm_head_forward
+from npbert.ops import softmax_forward
 
 MASK = "[MASK]"
 

@@ -276,7 +276,7 @@ def scratch_tokenizer(opts, task):
     if opts.vocab:
         return BertTokenizer(opts.vocab)
     if task.name.startswith("builtin-"):
-        from npbert.data.builtin_corpus import builtin_vocab
+        from npbert.data.builtin_vocab import builtin_vocab
         return BertTokenizer(builtin_vocab())
     raise DataError(f"--from-scratch on {task.name} needs --vocab VOCAB_TXT (use the pretrained model's "
                     "vocab.txt, so the comparison differs only in the weights)")

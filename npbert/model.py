@@ -9,14 +9,20 @@ layouts (linear weights are (out, in)), so a checkpoint maps one-to-one.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
+from npbert import backend
 from npbert.config import BertConfig
 from npbert.errors import InputError
-from npbert.ops import (IGNORE_INDEX, attention_mask_bias, bert_embeddings_backward, bert_embeddings_forward,
-                        encoder_backward, encoder_forward, mlm_head_backward, mlm_head_forward, nsp_head_backward,
-                        nsp_head_forward, pooler_backward, pooler_forward)
-from npbert import backend
+from npbert.layers.embeddings import EmbeddingsCache, bert_embeddings_backward, bert_embeddings_forward
+from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward
+from npbert.layers.mlm_head import MlmHeadCache, mlm_head_backward, mlm_head_forward
+from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
+from npbert.layers.pooler import PoolerCache, pooler_backward, pooler_forward
+from npbert.ops import IGNORE_INDEX, CrossEntropyCache, LinearCache, attention_mask_bias
+from npbert.trace import NO_TRACE, Trace
 
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 POOLER_WEIGHT = "bert.pooler.dense.weight"   # absent in HF models built without a pooler
@@ -139,62 +145,94 @@ def mlm_positions_from_labels(labels):
 
 # --- BertModel ------------------------------------------------------------------------------------
 
-def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None):
+class BertCache(NamedTuple):
+    embeddings: EmbeddingsCache
+    encoder: EncoderCache
+    pooler: PoolerCache | None       # None: a model without a pooler
+    trace: Trace | object            # where the backward records gradients (NO_TRACE: nowhere)
+
+
+def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None):
     """-> (sequence_output (B, T, H), pooled_output (B, H) or None without a pooler), cache.
-    rng=None: no dropout (evaluation)."""
+    rng=None: no dropout (evaluation). trace: a npbert.trace.Trace to record every named
+    intermediate into (and, in bert_backward, their gradients)."""
+    trace = NO_TRACE if trace is None else trace
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     dtype = params[WORD_EMBEDDINGS].dtype
     mask_bias = attention_mask_bias(attention_mask, dtype)                                  # (B, T)
-    x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, params, config, rng)  # (B, T, H)
-    h, enc_cache = encoder_forward(x, mask_bias, params, config, rng)                       # (B, T, H)
-    pooled, pool_cache = pooler_forward(h, params) if POOLER_WEIGHT in params else (None, None)  # (B, H)
-    return (h, pooled), (emb_cache, enc_cache, pool_cache)
+    trace.record("bert.mask_bias", mask_bias)
+    x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, params, config, rng,
+                                           trace.scope("bert.embeddings"))                  # (B, T, H)
+    h, enc_cache = encoder_forward(x, mask_bias, params, config, rng, trace.scope("bert.encoder"))  # (B, T, H)
+    pooled, pool_cache = pooler_forward(h, params, trace.scope("bert.pooler")) if POOLER_WEIGHT in params \
+        else (None, None)                                                                   # (B, H)
+    return (h, pooled), BertCache(emb_cache, enc_cache, pool_cache, trace)
 
 
-def bert_backward(dh, dpooled, cache):
+def bert_backward(dh, dpooled, cache: BertCache):
     """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
-    emb_cache, enc_cache, pool_cache = cache
-    grads = {}
-    if pool_cache is not None:        # a head that ignores the pooler still gets its (zero) gradient
-        dpooled = np.zeros_like(pool_cache[1]) if dpooled is None else dpooled
-        dh_pool, grads = pooler_backward(dpooled, pool_cache)                               # (B, T, H)
+    trace, grads = cache.trace, {}
+    if cache.pooler is not None:      # a head that ignores the pooler still gets its (zero) gradient
+        dpooled = np.zeros_like(cache.pooler.pooled) if dpooled is None else dpooled
+        dh_pool, grads = pooler_backward(dpooled, cache.pooler, trace.scope("bert.pooler"))  # (B, T, H)
         dh = dh_pool if dh is None else dh + dh_pool
-    dx, g_enc = encoder_backward(dh, enc_cache)                                             # (B, T, H)
+    dx, g_enc = encoder_backward(dh, cache.encoder, trace.scope("bert.encoder"))            # (B, T, H)
     grads.update(g_enc)
-    grads.update(bert_embeddings_backward(dx, emb_cache))
+    grads.update(bert_embeddings_backward(dx, cache.embeddings, trace.scope("bert.embeddings")))
     return grads
+
+
+def require_pooler(pooled, what: str):
+    """The pooled output a head needs, or a clear error for params without a pooler."""
+    if pooled is None:
+        raise InputError(f"{what} needs the pooler ({POOLER_WEIGHT} and its bias), which these parameters do not "
+                         "have (a BertModel saved without a pooler): add one, e.g. from init_params")
+    return pooled
 
 
 # --- BertForPreTraining ---------------------------------------------------------------------------
 
+class PretrainingCache(NamedTuple):
+    bert: BertCache
+    mlm_head: MlmHeadCache
+    nsp_head: LinearCache
+    mlm_loss: CrossEntropyCache
+    nsp_loss: CrossEntropyCache
+
+
 def pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                        mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None):
+                        mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, trace=None):
     """Masked LM + next-sentence prediction; loss = mean MLM cross-entropy + mean NSP cross-entropy
     (Hugging Face's BertForPreTraining loss).
 
     mlm_positions: (N,) flat indices into the B*T tokens; mlm_labels: (N,) their original ids
     (or IGNORE_INDEX); nsp_labels: (B,) 0 = IsNext, 1 = NotNext. Returns (outputs dict, cache).
+    trace: a npbert.trace.Trace to record every named intermediate into (see bert_forward).
     """
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    trace = bert_cache.trace
     B, T, _ = h.shape
     mlm_positions, mlm_labels, nsp_labels = check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels)
-    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config)        # (N, V)
-    nsp_logits, nsp_cache = nsp_head_forward(pooled, params)                          # (B, 2)
+    pooled = require_pooler(pooled, "next-sentence prediction")
+    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config, trace.scope("cls.predictions"))  # (N, V)
+    nsp_logits, nsp_cache = nsp_head_forward(pooled, params, trace.scope("cls.seq_relationship"))             # (B, 2)
     mlm_loss, mlm_ce = backend.cross_entropy_forward(mlm_logits, mlm_labels)
     nsp_loss, nsp_ce = backend.cross_entropy_forward(nsp_logits, nsp_labels)
+    for name, value in (("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss), ("loss", mlm_loss + nsp_loss)):
+        trace.record(name, value)
     out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
                mlm_logits=mlm_logits, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
-    return out, (bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce)
+    return out, PretrainingCache(bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce)
 
 
-def pretraining_backward(cache, dloss=1.0):
+def pretraining_backward(cache: PretrainingCache, dloss=1.0):
     """Gradients of the pretraining loss for every parameter (same keys as the params)."""
-    bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce = cache
-    dmlm_logits = backend.cross_entropy_backward(dloss, mlm_ce)                      # (N, V)
-    dnsp_logits = backend.cross_entropy_backward(dloss, nsp_ce)                      # (B, 2)
-    dh, g_mlm = mlm_head_backward(dmlm_logits, mlm_cache)                            # (B, T, H)
-    dpooled, g_nsp = nsp_head_backward(dnsp_logits, nsp_cache)                       # (B, H)
-    grads = bert_backward(dh, dpooled, bert_cache)
+    trace = cache.bert.trace
+    dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (N, V)
+    dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
+    dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (B, T, H)
+    dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head, trace.scope("cls.seq_relationship"))  # (B, H)
+    grads = bert_backward(dh, dpooled, cache.bert)
     grads[WORD_EMBEDDINGS] += g_mlm.pop(WORD_EMBEDDINGS)    # tied decoder: both uses add up
     grads.update(g_mlm)
     grads.update(g_nsp)

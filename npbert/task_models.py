@@ -18,15 +18,19 @@ f(cache, dloss=1.0) -> grads for every bert.* and head parameter.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
 from npbert import backend
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
-from npbert.model import IGNORE_INDEX, _check_range, bert_backward, bert_forward, truncated_normal
-from npbert.ops import (classifier_backward, classifier_forward, mse_backward, mse_forward, qa_head_backward,
-                        qa_head_forward, span_loss_backward, span_loss_forward)
+from npbert.layers.classifier import ClassifierCache, classifier_backward, classifier_forward
+from npbert.layers.question_answering import (SpanLossCache, qa_head_backward, qa_head_forward, span_loss_backward,
+                                              span_loss_forward)
+from npbert.model import (IGNORE_INDEX, BertCache, _check_range, bert_backward, bert_forward, require_pooler,
+                          truncated_normal)
+from npbert.ops import CrossEntropyCache, LinearCache, MseCache, mse_backward, mse_forward
 
 KINDS = ("sequence_classification", "token_classification", "question_answering", "multiple_choice")
 ARCHITECTURES = dict(sequence_classification="BertForSequenceClassification",
@@ -114,11 +118,20 @@ def label_names_of(config: BertConfig):
 
 # --- BertForSequenceClassification -------------------------------------------------------------------
 
+class SequenceClassificationCache(NamedTuple):
+    bert: BertCache
+    head: ClassifierCache
+    loss: CrossEntropyCache | MseCache | None    # MSE when num_labels == 1 (regression); None without labels
+    num_labels: int
+
+
 def sequence_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                                    labels=None, rng=None):
-    """-> ({"logits": (B, K), "loss"}, cache). K == 1 is regression: loss = MSE(logits[:, 0], labels)."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
-    logits, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng)  # (B, K)
+                                    labels=None, rng=None, trace=None):
+    """-> ({"logits": (B, K), "loss"}, cache). K == 1 is regression: loss = MSE(logits[:, 0], labels).
+    trace: a npbert.trace.Trace, as for bert_forward (the head adds "classifier" and "loss")."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    pooled = require_pooler(pooled, "sequence classification")
+    logits, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng, bert_cache.trace)  # (B, K)
     B, K = logits.shape
     loss = loss_cache = None
     if labels is not None:
@@ -128,78 +141,99 @@ def sequence_classification_forward(params, config, input_ids, token_type_ids=No
         else:
             labels = _int_labels("labels", labels, (B,), K, "num_labels")
             loss, loss_cache = backend.cross_entropy_forward(logits, labels)
-    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache, K)
+        bert_cache.trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), SequenceClassificationCache(bert_cache, head_cache,
+                                                                                       loss_cache, K)
 
 
-def sequence_classification_backward(cache, dloss=1.0):
-    bert_cache, head_cache, loss_cache, K = cache
-    if K == 1:
-        dlogits = mse_backward(dloss, loss_cache)[:, None]                         # (B, 1)
+def sequence_classification_backward(cache: SequenceClassificationCache, dloss=1.0):
+    if cache.num_labels == 1:
+        dlogits = mse_backward(dloss, cache.loss)[:, None]                         # (B, 1)
     else:
-        dlogits = backend.cross_entropy_backward(dloss, loss_cache)                # (B, K)
-    dpooled, g_head = classifier_backward(dlogits, head_cache)                     # (B, H)
-    grads = bert_backward(None, dpooled, bert_cache)
+        dlogits = backend.cross_entropy_backward(dloss, cache.loss)                # (B, K)
+    dpooled, g_head = classifier_backward(dlogits, cache.head, cache.bert.trace)   # (B, H)
+    grads = bert_backward(None, dpooled, cache.bert)
     grads.update(g_head)
     return grads
 
 
 # --- BertForTokenClassification ----------------------------------------------------------------------
 
+class TokenClassificationCache(NamedTuple):
+    bert: BertCache
+    head: ClassifierCache
+    loss: CrossEntropyCache | None
+    logits_shape: tuple          # (B, T, K)
+
+
 def token_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                                 labels=None, rng=None):
+                                 labels=None, rng=None, trace=None):
     """-> ({"logits": (B, T, K), "loss"}, cache); labels (B, T), IGNORE_INDEX where not scored
     (padding, special tokens, and every WordPiece of a word but the first)."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
-    logits, head_cache = classifier_forward(h, params, classifier_dropout(config), rng)      # (B, T, K)
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    logits, head_cache = classifier_forward(h, params, classifier_dropout(config), rng, bert_cache.trace)  # (B, T, K)
     B, T, K = logits.shape
     loss = loss_cache = None
     if labels is not None:
         labels = _int_labels("labels", labels, (B, T), K, "num_labels")
         loss, loss_cache = backend.cross_entropy_forward(logits.reshape(B * T, K), labels.reshape(-1))
-    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache, logits.shape)
+        bert_cache.trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), TokenClassificationCache(bert_cache, head_cache, loss_cache,
+                                                                                    logits.shape)
 
 
-def token_classification_backward(cache, dloss=1.0):
-    bert_cache, head_cache, loss_cache, shape = cache
-    dlogits = backend.cross_entropy_backward(dloss, loss_cache).reshape(shape)    # (B, T, K)
-    dh, g_head = classifier_backward(dlogits, head_cache)                          # (B, T, H)
-    grads = bert_backward(dh, None, bert_cache)
+def token_classification_backward(cache: TokenClassificationCache, dloss=1.0):
+    dlogits = backend.cross_entropy_backward(dloss, cache.loss).reshape(cache.logits_shape)   # (B, T, K)
+    dh, g_head = classifier_backward(dlogits, cache.head, cache.bert.trace)                   # (B, T, H)
+    grads = bert_backward(dh, None, cache.bert)
     grads.update(g_head)
     return grads
 
 
 # --- BertForQuestionAnswering -------------------------------------------------------------------------
 
+class QuestionAnsweringCache(NamedTuple):
+    bert: BertCache
+    head: LinearCache            # qa_outputs
+    loss: SpanLossCache | None
+
+
 def question_answering_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                               start_positions=None, end_positions=None, rng=None):
+                               start_positions=None, end_positions=None, rng=None, trace=None):
     """-> ({"start_logits": (B, T), "end_logits": (B, T), "loss"}, cache); positions (B,) token
-    indices (see ops/question_answering.py for positions outside the window)."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng)
-    logits, head_cache = qa_head_forward(h, params)                                          # (B, T, 2)
+    indices (see layers/question_answering.py for positions outside the window)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    logits, head_cache = qa_head_forward(h, params, bert_cache.trace)                        # (B, T, 2)
     B = logits.shape[0]
     loss = loss_cache = None
     if start_positions is not None or end_positions is not None:
         start_positions = _positions("start_positions", start_positions, B)
         end_positions = _positions("end_positions", end_positions, B)
         loss, loss_cache = span_loss_forward(logits, start_positions, end_positions)
+        bert_cache.trace.record("loss", loss)
     out = dict(start_logits=logits[..., 0], end_logits=logits[..., 1], loss=loss,
                start_positions=start_positions, end_positions=end_positions)
-    return out, (bert_cache, head_cache, loss_cache)
+    return out, QuestionAnsweringCache(bert_cache, head_cache, loss_cache)
 
 
-def question_answering_backward(cache, dloss=1.0):
-    bert_cache, head_cache, loss_cache = cache
-    dlogits = span_loss_backward(dloss, loss_cache)                                # (B, T, 2)
-    dh, g_head = qa_head_backward(dlogits, head_cache)                             # (B, T, H)
-    grads = bert_backward(dh, None, bert_cache)
+def question_answering_backward(cache: QuestionAnsweringCache, dloss=1.0):
+    dlogits = span_loss_backward(dloss, cache.loss)                                 # (B, T, 2)
+    dh, g_head = qa_head_backward(dlogits, cache.head, cache.bert.trace)            # (B, T, H)
+    grads = bert_backward(dh, None, cache.bert)
     grads.update(g_head)
     return grads
 
 
 # --- BertForMultipleChoice ----------------------------------------------------------------------------
 
+class MultipleChoiceCache(NamedTuple):
+    bert: BertCache              # over the B * C flattened choices
+    head: ClassifierCache
+    loss: CrossEntropyCache | None
+
+
 def multiple_choice_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                            labels=None, rng=None):
+                            labels=None, rng=None, trace=None):
     """input_ids (B, C, T): C choices per example, each a whole sequence -> ({"logits": (B, C), "loss"}, cache)."""
     input_ids = np.asarray(input_ids)
     if input_ids.ndim != 3:
@@ -210,21 +244,25 @@ def multiple_choice_forward(params, config, input_ids, token_type_ids=None, atte
     def flat(a):
         return None if a is None else _same_shape(a, input_ids.shape).reshape(B * C, T)       # (B*C, T)
     (h, pooled), bert_cache = bert_forward(params, config, flat(input_ids), flat(token_type_ids),
-                                           flat(attention_mask), rng)                        # pooled (B*C, H)
-    scores, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng)  # (B*C, 1)
+                                           flat(attention_mask), rng, trace)                 # pooled (B*C, H)
+    pooled = require_pooler(pooled, "multiple choice")
+    scores, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng,
+                                            bert_cache.trace)                                # (B*C, 1)
     logits = scores.reshape(B, C)                                                            # (B, C)
+    bert_cache.trace.record("logits", logits)
     loss = loss_cache = None
     if labels is not None:
         labels = _int_labels("labels", labels, (B,), C, "number of choices")
         loss, loss_cache = backend.cross_entropy_forward(logits, labels)
-    return dict(logits=logits, loss=loss, labels=labels), (bert_cache, head_cache, loss_cache)
+        bert_cache.trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), MultipleChoiceCache(bert_cache, head_cache, loss_cache)
 
 
-def multiple_choice_backward(cache, dloss=1.0):
-    bert_cache, head_cache, loss_cache = cache
-    dlogits = backend.cross_entropy_backward(dloss, loss_cache)                    # (B, C)
-    dpooled, g_head = classifier_backward(dlogits.reshape(-1, 1), head_cache)      # (B*C, H)
-    grads = bert_backward(None, dpooled, bert_cache)
+def multiple_choice_backward(cache: MultipleChoiceCache, dloss=1.0):
+    dlogits = backend.cross_entropy_backward(dloss, cache.loss)                   # (B, C)
+    cache.bert.trace.record_grad("logits", dlogits)
+    dpooled, g_head = classifier_backward(dlogits.reshape(-1, 1), cache.head, cache.bert.trace)  # (B*C, H)
+    grads = bert_backward(None, dpooled, cache.bert)
     grads.update(g_head)
     return grads
 

@@ -7,7 +7,8 @@ import pytest
 import regex
 
 from npbert.data import builtin_corpus as world
-from npbert.data.builtin_corpus import builtin_vocab, generate_documents
+from npbert.data.builtin_corpus import generate_documents
+from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.builtin_tasks import ENTITY_TAGS, FACT_LABELS, TASKS, label_names, make_task
 from npbert.errors import DataError
 from npbert.tokenization import BertTokenizer

@@ -7,7 +7,7 @@ import pytest
 
 from npbert.cli import main
 from npbert.config import BertConfig
-from npbert.data.builtin_corpus import builtin_vocab
+from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.data.pretraining_data import PretrainingData
 from npbert.data.shards import MANIFEST, VOCAB_FILE

@@ -10,7 +10,7 @@ import pytest
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
-from npbert.data.builtin_corpus import builtin_vocab
+from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.finetune import FinetuneOptions, finetune
 from npbert.model import init_params

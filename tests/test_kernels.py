@@ -22,9 +22,11 @@ from hypothesis import strategies as st
 import npbert
 from npbert import backend, kernels, ops
 from npbert.config import BertConfig
+from npbert.errors import InputError
 from npbert.gradcheck import Dims, run_gradchecks
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.threads import parallel_for
+from npbert.layers.attention import merge_heads, split_heads
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
@@ -199,7 +201,7 @@ def attention_problem(draw):
 def test_attention_core(dtype, problem):
     B, A, T, D, keep, p_drop, train, seed = problem
     # q, k, v as the model makes them: (B, A, T, D) views of (B, T, H) projections
-    q, k, v, dctx = (ops.split_heads(normal(seed + i, (B, T, A * D), dtype, 2.0), A) for i in range(4))
+    q, k, v, dctx = (split_heads(normal(seed + i, (B, T, A * D), dtype, 2.0), A) for i in range(4))
     mask_bias = ops.attention_mask_bias(keep, dtype)
     rng_ref, rng = (np.random.default_rng(seed) if train else None for _ in range(2))
     ctx_ref, c_ref = ops.attention_core_forward(*map(exact, (q, k, v, mask_bias)), p_drop, rng_ref)
@@ -234,7 +236,7 @@ def test_attention_core_on_contiguous_inputs_and_context_merges_without_copy():
     assert_close(ctx, ctx_ref, np.float64, "context")
     assert_all_close(kernels.attention_core_backward(dctx, c), ops.attention_core_backward(dctx, c_ref),
                      np.float64, "dq, dk, dv")
-    assert np.shares_memory(ops.merge_heads(ctx), ctx)  # (B, T, A, D) storage: merge_heads is a reshape
+    assert np.shares_memory(merge_heads(ctx), ctx)      # (B, T, A, D) storage: merge_heads is a reshape
 
 
 # --- the optimizer update --------------------------------------------------------------------------
@@ -402,18 +404,35 @@ def test_parallel_for_covers_the_range_once_for_any_thread_count(monkeypatch):
 
 def test_backend_switch_and_context_manager():
     before = npbert.get_backend()
+    x, gamma, beta = normal(0, (3, 4), np.float32), np.ones(4, np.float32), np.zeros(4, np.float32)
     with backend.use_backend("numba"):
-        assert npbert.get_backend() == "numba" and backend.layernorm_forward is kernels.layernorm_forward
-        assert backend.linear_forward is ops.linear_forward       # no kernel: the reference is used
+        assert npbert.get_backend() == "numba"
+        assert backend.layernorm_forward(x, gamma, beta, 1e-12)[1].backend == "numba"
+        assert backend.linear_forward(x, gamma[None, :], None)[1].backend == "numpy"   # no kernel: the reference
         with pytest.raises(ValueError, match="unknown backend"):
             npbert.set_backend("cuda")
         assert npbert.get_backend() == "numba"
     assert npbert.get_backend() == before
     with backend.use_backend("numpy"):
-        assert backend.attention_core_forward is ops.attention_core_forward
+        assert backend.layernorm_forward(x, gamma, beta, 1e-12)[1].backend == "numpy"
     own = set(backend.HOT_OPS) - set(kernels.SHARED_WITH_REFERENCE)
     assert own <= set(dir(kernels)), "the numba backend implements every hot op it does not share"
     assert not set(kernels.SHARED_WITH_REFERENCE) & set(dir(kernels)), "a shared op has no kernel of its own"
+    assert set(backend.HOT_OPS) <= set(dir(backend)) and set(backend.HOT_OPS) <= set(dir(ops))
+
+
+def test_a_backward_refuses_a_cache_from_the_other_backend():
+    """A NumPy dropout forward then a Numba backward (or the other way round) is a clear error,
+    not a Numba typing error deep inside the kernel or a wrongly broadcast gradient."""
+    x = normal(0, (4, 6), np.float32)
+    for made_by, used_by in (("numpy", "numba"), ("numba", "numpy")):
+        with backend.use_backend(made_by):
+            _, drop = backend.dropout_forward(x, 0.5, np.random.default_rng(0))
+            _, norm = backend.layernorm_forward(x, np.ones(6, np.float32), np.zeros(6, np.float32), 1e-12)
+        with backend.use_backend(used_by):
+            for call, cache in ((backend.dropout_backward, drop), (backend.layernorm_backward, norm)):
+                with pytest.raises(InputError, match=f"handed a cache made by the {made_by} backend's forward"):
+                    call(x, cache)
 
 
 @pytest.mark.parametrize("value, expect", [("numba", "numba"), ("", "numpy"), ("bogus", "error")])
@@ -491,13 +510,13 @@ def test_whole_model_gradient_through_the_numba_backend():
 
 def test_gradcheck_rows_check_the_backend_in_force(monkeypatch):
     # a kernel backward 1% wrong in gamma must fail the layernorm row
-    with backend.use_backend("numba"):
-        right = backend.layernorm_backward
+    right = kernels.layernorm_backward
 
-        def wrong(dy, cache):
-            dx, dgamma, dbeta = right(dy, cache)
-            return dx, dgamma * 1.01, dbeta
-        monkeypatch.setitem(backend._table, "layernorm_backward", wrong)
+    def wrong(dy, cache):
+        dx, dgamma, dbeta = right(dy, cache)
+        return dx, dgamma * 1.01, dbeta
+    monkeypatch.setattr(kernels, "layernorm_backward", wrong)
+    with backend.use_backend("numba"):
         r = run_gradchecks(Dims(), names=["layernorm"])[0]
     assert not r.passed and r.errors["gamma"] > 1e-3 and r.errors["x"] < r.tol
 

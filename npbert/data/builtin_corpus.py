@@ -14,7 +14,7 @@ Why a small BERT learns it in a few hundred steps:
 
 Every sentence is rendered from a template as (word, tag) pairs, tags being BIO labels for
 PER/LOC/ORG spans, and every document keeps its facts, so builtin_tasks.py can make labelled
-fine-tuning sets from the same world. builtin_vocab() lists every word the generator can emit.
+fine-tuning sets from the same world. builtin_vocab.py lists every word the generators can emit.
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from functools import lru_cache
 import numpy as np
 import regex
 
-from npbert.data.instances import SPECIAL_TOKENS
 
 DEFAULT_NUM_DOCUMENTS = 4000
 CORPUS_SEED = 0  # the corpus is fixed: `npbert prepare --seed` changes the masking, not the stories
@@ -313,17 +312,3 @@ def generate_documents(num_documents=DEFAULT_NUM_DOCUMENTS, seed=CORPUS_SEED) ->
     the first k documents do not depend on num_documents."""
     rng = np.random.default_rng(seed)
     return [generate_document(rng) for _ in range(num_documents)]
-
-
-def builtin_vocab() -> list:
-    """Special tokens ([PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4), then every lower-cased word and
-    punctuation mark the generators (corpus and tasks) can emit, sorted: no [UNK], no ## pieces."""
-    from npbert.data.builtin_tasks import TASK_TEXTS        # the tasks add question words
-    texts = [FEMALE_NAMES, MALE_NAMES, SURNAMES, [c for pair in CITIES for c in pair], PETS, PET_NAMES, HOBBIES,
-             ORG_FIRST, ORG_SECOND, DAYS, SEASONS, INTRODUCTIONS, BACKGROUND, HOBBY_SENTENCES, EVENT_OPENINGS,
-             ENDINGS, TASK_TEXTS, [AND, SO], [str(age) for age in range(21, 70)]]
-    for p in PROFESSIONS:
-        texts.append([p.job, p.place, p.org_kind, *p.activities, *(s for event in p.events for s in event)])
-    texts.append([w for pronouns in PRONOUNS.values() for w in pronouns.values()])
-    words = {w.lower() for group in texts for text in group for _, w in pieces(text) if w}
-    return list(SPECIAL_TOKENS) + sorted(words)

@@ -23,6 +23,7 @@ import numpy as np
 from npbert.atomic import atomic_write
 from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
+from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
 from npbert.data.instances import InstanceOptions, VocabIds, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
@@ -143,7 +144,7 @@ def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
     if options["vocab"]:
         return load_vocab(options["vocab"])
     if options["corpus"] == "builtin":
-        return builtin_corpus.builtin_vocab()
+        return builtin_vocab()
     saved = os.path.join(out_dir, VOCAB_FILE)
     if existing is not None and os.path.exists(saved) and file_sha256(saved) == existing.get("vocab_sha256"):
         log(f"reusing the vocabulary trained by the interrupted run ({saved})")

@@ -11,6 +11,10 @@ from numba import njit
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
+from npbert.ops.cache_tag import check_tag
+from npbert.ops.dropout import DropoutCache
+
+NUMBA = "numba"
 
 GRAIN = 65536                                          # elements: below this one thread is faster
 
@@ -42,7 +46,7 @@ def _backward(lo, hi, dy, keep, scale, dx):
 def dropout_forward(x, p, rng):
     # x: (...) -> y: (...)
     if rng is None or p == 0.0:
-        return x, None
+        return x, DropoutCache(None, x.dtype.type(1.0), NUMBA)
     x = np.ascontiguousarray(x)
     u = uniforms(x.shape, rng, x)                      # (...) float32
     scale = x.dtype.type(1.0 / (1.0 - p))
@@ -50,13 +54,14 @@ def dropout_forward(x, p, rng):
     keep = empty_apart(x.shape, np.bool_, x, u, y)
     parallel_for(_forward, x.size, x.reshape(-1), u.reshape(-1), np.float32(p), scale, y.reshape(-1),
                  keep.reshape(-1), grain=GRAIN)
-    return y, (keep, scale)
+    return y, DropoutCache(keep, scale, NUMBA)
 
 
-def dropout_backward(dy, mask):
-    if mask is None:
+def dropout_backward(dy, cache: DropoutCache):
+    check_tag(cache, NUMBA, "dropout_backward")
+    keep, scale = cache.keep, cache.scale
+    if keep is None:
         return dy
-    keep, scale = mask
     dx = empty_apart(keep.shape, dy.dtype, dy, keep)
     parallel_for(_backward, dx.size, np.ascontiguousarray(dy).reshape(-1), keep.reshape(-1), scale,
                  dx.reshape(-1), grain=GRAIN)

@@ -9,7 +9,10 @@ sequential on purpose: rows with the same id would race in a parallel loop, and 
 import numpy as np
 from numba import njit
 
-from npbert.ops.embedding import embedding_forward  # noqa: F401  (re-exported: same op)
+from npbert.ops.cache_tag import check_tag
+from npbert.ops.embedding import EmbeddingCache
+
+NUMBA = "numba"
 
 
 @njit(cache=True, error_model="numpy")
@@ -21,9 +24,15 @@ def _scatter_add(ids, dout, dtable):
             dtable[r, j] += dout[i, j]
 
 
-def embedding_backward(dout, cache):
+def embedding_forward(ids, table):
+    # ids: (...) integer, table: (V, H)
+    return table[ids], EmbeddingCache(ids, table.shape, table.dtype, NUMBA)   # (..., H): NumPy's gather
+
+
+def embedding_backward(dout, cache: EmbeddingCache):
     # dout: (..., H)
-    ids, shape, dtype = cache
+    check_tag(cache, NUMBA, "embedding_backward")
+    ids, shape, dtype = cache.ids, cache.table_shape, cache.dtype
     dtable = np.zeros(shape, dtype=dtype)              # (V, H)
     _scatter_add(ids.reshape(-1).astype(np.int64), np.ascontiguousarray(dout).reshape(-1, shape[1]), dtable)
     return dtable

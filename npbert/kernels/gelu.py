@@ -11,7 +11,10 @@ from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.special import fast_erf, fast_tanh
 from npbert.kernels.threads import parallel_for
-from npbert.ops.gelu import GELU_TANH_C, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF
+from npbert.ops.cache_tag import check_tag
+from npbert.ops.gelu import GELU_TANH_C, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF, GeluCache, check_hidden_act
+
+NUMBA = "numba"
 
 FORMS = {"gelu": 0, "gelu_new": 1}
 GRAIN = 16384                                          # elements: below this one thread is faster
@@ -74,8 +77,7 @@ def pass_args(hidden_act, dtype):
     """(form, constants...): the passes' arguments after the arrays. The constants are scalars
     of the input's dtype (not an array: loads from an array the output might alias kept the
     loop from vectorising, 4x slower). linear_gelu.py calls the passes with them too."""
-    if hidden_act not in FORMS:
-        raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
+    check_hidden_act(hidden_act)
     consts = (SQRT_HALF, INV_SQRT_2PI, SQRT_2_OVER_PI, GELU_TANH_C, 0.5, 1.0, 3.0)
     return (FORMS[hidden_act], *(dtype.type(c) for c in consts))
 
@@ -86,11 +88,12 @@ def gelu_forward(x, hidden_act="gelu"):
     y = empty_apart(x.shape, x.dtype, x)
     parallel_for(forward_pass, x.size, x.reshape(-1), y.reshape(-1), *pass_args(hidden_act, x.dtype),
                  grain=GRAIN)
-    return y, (x, hidden_act)
+    return y, GeluCache(x, hidden_act, NUMBA)
 
 
-def gelu_backward(dy, cache):
-    x, hidden_act = cache
+def gelu_backward(dy, cache: GeluCache):
+    check_tag(cache, NUMBA, "gelu_backward")
+    x, hidden_act = cache.x, cache.hidden_act
     dx = empty_apart(x.shape, x.dtype, x, dy)
     parallel_for(backward_pass, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),
                  *pass_args(hidden_act, x.dtype), grain=GRAIN)

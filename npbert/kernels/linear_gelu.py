@@ -20,7 +20,11 @@ from npbert.kernels.gelu import forward_pass as gelu_forward_pass
 from npbert.kernels.layernorm import ROWS_PER_CHUNK
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.threads import parallel_for
+from npbert.ops.cache_tag import check_tag
 from npbert.ops.linear import linear_backward, linear_forward
+from npbert.ops.linear_gelu import LinearGeluCache
+
+NUMBA = "numba"
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -49,18 +53,20 @@ def _backward(lo, hi, dy, pre, dpre, db_parts, form, sqrt_half, inv_sqrt_2pi, sq
 
 def linear_gelu_forward(x, w, b, hidden_act):
     # x: (..., in), w: (out, in), b: (out,)
-    pre, lin_cache = linear_forward(x, w, None)        # (..., out) = x W^T, in BLAS; lin_cache: (x2, w, no bias)
+    pre, lin_cache = linear_forward(x, w, None)        # (..., out) = x W^T, in BLAS; lin_cache: no bias
     pre2 = pre.reshape(-1, w.shape[0])                 # (N, out), a view: matmul's output is contiguous
     y = empty_apart(pre.shape, pre.dtype, pre)         # (..., out)
     rows = max(1, GRAIN // max(pre2.shape[1], 1))      # a thread's part: GRAIN elements at least
     parallel_for(_forward, len(pre2), pre2, b.astype(pre.dtype, copy=False), y.reshape(pre2.shape),
                  *pass_args(hidden_act, pre.dtype), grain=rows)
-    return y, (pre2, lin_cache, hidden_act)
+    return y, LinearGeluCache(lin_cache, pre, hidden_act, NUMBA)
 
 
-def linear_gelu_backward(dy, cache):
+def linear_gelu_backward(dy, cache: LinearGeluCache):
     # dy: (..., out)
-    pre2, lin_cache, hidden_act = cache
+    check_tag(cache, NUMBA, "linear_gelu_backward")
+    lin_cache, hidden_act = cache.linear, cache.hidden_act
+    pre2 = cache.pre.reshape(-1, cache.pre.shape[-1])  # (N, out)
     N, out = pre2.shape
     chunks = -(-N // ROWS_PER_CHUNK)
     dy2 = np.ascontiguousarray(dy).reshape(N, out)     # (N, out)

@@ -10,9 +10,23 @@ log1p of the sum without the max's own term (which is exactly 1): when p is clos
 sum is tiny, and log(1 + sum) would round it away.
 With no counted rows the loss is 0 and its gradient 0 (Hugging Face/PyTorch return NaN).
 """
+from typing import NamedTuple
+
 import numpy as np
 
+from npbert.ops.cache_tag import NUMPY, check_tag
+
 IGNORE_INDEX = -100
+
+
+class CrossEntropyCache(NamedTuple):
+    logits: np.ndarray       # (N, C) kept, not copied: do not modify them before backward
+    row_max: np.ndarray      # (N,) each row's largest logit
+    logsumexp: np.ndarray    # (N,) log sum exp(logits - row_max)
+    labels: np.ndarray       # (N,) the labels, ignored rows read as class 0
+    counted: np.ndarray      # (N,) bool, rows whose label is not ignore_index
+    n: int                   # number of counted rows (at least 1)
+    backend: str = NUMPY
 
 
 def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
@@ -20,19 +34,22 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     counted = labels != ignore_index                                 # (N,)
     n = max(int(counted.sum()), 1)
     safe = np.where(counted, labels, 0)                              # (N,) ignored rows read class 0
-    z = logits - logits.max(axis=-1, keepdims=True)                  # (N, C) the max entry is exactly 0
+    rows = np.arange(len(logits))
+    row_max = logits.max(axis=-1)                                    # (N,)
+    z = logits - row_max[:, None]                                    # (N, C) the max entry is exactly 0
     e = np.exp(z)                                                    # (N, C)
-    e[np.arange(len(z)), z.argmax(axis=-1)] = 0.0                    # drop the max's term, exactly 1 ...
+    e[rows, z.argmax(axis=-1)] = 0.0                                 # drop the max's term, exactly 1 ...
     logsumexp = np.log1p(e.sum(axis=-1))                             # (N,) ... so log1p keeps small sums' digits
-    logp_label = z[np.arange(len(labels)), safe] - logsumexp         # (N,)
+    logp_label = z[rows, safe] - logsumexp                           # (N,)
     loss = -(logp_label * counted).sum() / n
-    return logits.dtype.type(loss), (z, logsumexp, safe, counted, n)
+    return logits.dtype.type(loss), CrossEntropyCache(logits, row_max, logsumexp, safe, counted, n)
 
 
-def cross_entropy_backward(dloss, cache):
-    z, logsumexp, safe, counted, n = cache
-    rows = np.arange(len(safe))
-    dlogits = np.exp(z - logsumexp[:, None])                         # (N, C) softmax
-    dlogits[rows, safe] = np.expm1(z[rows, safe] - logsumexp)        # p - 1, exact even when p is near 1
-    dlogits *= (counted * (dloss / n))[:, None].astype(z.dtype)      # ignored rows -> 0
+def cross_entropy_backward(dloss, cache: CrossEntropyCache):
+    check_tag(cache, NUMPY, "cross_entropy_backward")
+    rows, safe = np.arange(len(cache.labels)), cache.labels
+    z = cache.logits - cache.row_max[:, None]                        # (N, C) as in forward
+    dlogits = np.exp(z - cache.logsumexp[:, None])                   # (N, C) softmax
+    dlogits[rows, safe] = np.expm1(z[rows, safe] - cache.logsumexp)  # p - 1, exact even when p is near 1
+    dlogits *= (cache.counted * (dloss / cache.n))[:, None].astype(z.dtype)   # ignored rows -> 0
     return dlogits

@@ -6,31 +6,45 @@
 Backward differentiates the same formula as forward (docs/layers/gelu.md).
 """
 import math
+from typing import NamedTuple
 
 import numpy as np
 
+from npbert.ops.cache_tag import NUMPY, check_tag
 from npbert.ops.erf import erf
 
 SQRT_HALF = math.sqrt(0.5)
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 GELU_TANH_C = 0.044715
+HIDDEN_ACTS = ("gelu", "gelu_new")
+
+
+class GeluCache(NamedTuple):
+    x: np.ndarray            # (...) the input (kept, not copied: do not modify it before backward)
+    hidden_act: str          # "gelu" or "gelu_new": backward differentiates the same form
+    backend: str = NUMPY
+
+
+def check_hidden_act(hidden_act):
+    if hidden_act not in HIDDEN_ACTS:
+        raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
 
 
 def gelu_forward(x, hidden_act="gelu"):
     # x: (...) -> y: (...)
+    check_hidden_act(hidden_act)
     if hidden_act == "gelu":
         y = 0.5 * x * (1.0 + erf(x * SQRT_HALF))
-    elif hidden_act == "gelu_new":
-        y = 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x)))
     else:
-        raise ValueError(f"unknown hidden_act {hidden_act!r}; npbert has 'gelu' and 'gelu_new'")
-    return y, (x, hidden_act)
+        y = 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x * x * x)))
+    return y, GeluCache(x, hidden_act)
 
 
-def gelu_backward(dy, cache):
-    x, hidden_act = cache
-    if hidden_act == "gelu":
+def gelu_backward(dy, cache: GeluCache):
+    check_tag(cache, NUMPY, "gelu_backward")
+    x = cache.x
+    if cache.hidden_act == "gelu":
         cdf = 0.5 * (1.0 + erf(x * SQRT_HALF))                 # Phi(x)
         pdf = INV_SQRT_2PI * np.exp(-0.5 * x * x)              # phi(x)
         return dy * (cdf + x * pdf)

@@ -3,7 +3,18 @@
 The cache holds the normalised input xhat and 1/std, which is all backward needs
 (docs/layers/layernorm.md has the derivation of dx).
 """
+from typing import NamedTuple
+
 import numpy as np
+
+from npbert.ops.cache_tag import NUMPY, check_tag
+
+
+class LayerNormCache(NamedTuple):
+    xhat: np.ndarray         # (..., H) (x - mean) * rstd
+    rstd: np.ndarray         # (..., 1) here; (N,) float64 in the numba backend
+    gamma: np.ndarray        # (H,)
+    backend: str = NUMPY
 
 
 def layernorm_forward(x, gamma, beta, eps):
@@ -14,12 +25,13 @@ def layernorm_forward(x, gamma, beta, eps):
     rstd = 1.0 / np.sqrt(var + eps)                    # (..., 1)
     xhat = xc * rstd                                   # (..., H)
     y = xhat * gamma + beta                            # (..., H)
-    return y, (xhat, rstd, gamma)
+    return y, LayerNormCache(xhat, rstd, gamma)
 
 
-def layernorm_backward(dy, cache):
+def layernorm_backward(dy, cache: LayerNormCache):
     # dy: (..., H)
-    xhat, rstd, gamma = cache
+    check_tag(cache, NUMPY, "layernorm_backward")
+    xhat, rstd, gamma = cache.xhat, cache.rstd, cache.gamma
     H = xhat.shape[-1]
     dgamma = (dy * xhat).reshape(-1, H).sum(axis=0)    # (H,)
     dbeta = dy.reshape(-1, H).sum(axis=0)              # (H,)

@@ -2,9 +2,21 @@
 
 Backward (docs/layers/linear.md): dx = dy W,  dW = dy^T x,  db = sum of dy over rows.
 Leading axes are flattened into rows first: NumPy's batched matmul path for a 3-D x is many
-times slower than one 2-D BLAS call, and the results are bit-identical.
+times slower than one 2-D BLAS call, and the results are bit-identical. Both backends use this
+file (a kernel would make the same BLAS calls: docs/performance.md, "the matmul choice").
 """
+from typing import NamedTuple
+
 import numpy as np
+
+from npbert.ops.cache_tag import NUMPY, check_tag
+
+
+class LinearCache(NamedTuple):
+    x2: np.ndarray           # (N, in) the input, rows flattened (a view of x: do not modify x before backward)
+    w: np.ndarray            # (out, in)
+    has_bias: bool           # backward returns db, or None
+    backend: str = NUMPY
 
 
 def linear_forward(x, w, b):
@@ -13,14 +25,14 @@ def linear_forward(x, w, b):
     y = x2 @ w.T                                       # (N, out)
     if b is not None:
         y += b
-    return y.reshape(*x.shape[:-1], w.shape[0]), (x2, w, b is not None)  # (..., out)
+    return y.reshape(*x.shape[:-1], w.shape[0]), LinearCache(x2, w, b is not None)  # (..., out)
 
 
-def linear_backward(dy, cache):
+def linear_backward(dy, cache: LinearCache):
     # dy: (..., out)
-    x2, w, has_bias = cache
+    check_tag(cache, NUMPY, "linear_backward")
     dy2 = dy.reshape(-1, dy.shape[-1])                 # (N, out)
-    dx = (dy2 @ w).reshape(*dy.shape[:-1], w.shape[1]) # (..., in)
-    dw = dy2.T @ x2                                    # (out, in)
-    db = dy2.sum(axis=0) if has_bias else None         # (out,)
+    dx = (dy2 @ cache.w).reshape(*dy.shape[:-1], cache.w.shape[1])  # (..., in)
+    dw = dy2.T @ cache.x2                              # (out, in)
+    db = dy2.sum(axis=0) if cache.has_bias else None   # (out,)
     return dx, dw, db

@@ -5,19 +5,31 @@ op of its own because the numba backend fuses the bias add into GELU's pass and 
 gradient into GELU backward's pass (npbert/kernels/linear_gelu.py), one pass over the
 (N, out) intermediate fewer each way.
 """
-from npbert.ops.gelu import gelu_backward, gelu_forward
-from npbert.ops.linear import linear_backward, linear_forward
+from typing import NamedTuple
+
+import numpy as np
+
+from npbert.ops.cache_tag import NUMPY, check_tag
+from npbert.ops.gelu import GeluCache, gelu_backward, gelu_forward
+from npbert.ops.linear import LinearCache, linear_backward, linear_forward
+
+
+class LinearGeluCache(NamedTuple):
+    linear: LinearCache      # the matmul's (in the numba backend, without the bias: it is added with GELU)
+    pre: np.ndarray          # (..., out) the pre-activation x W^T + b
+    hidden_act: str
+    backend: str = NUMPY
 
 
 def linear_gelu_forward(x, w, b, hidden_act):
     # x: (..., in), w: (out, in), b: (out,)
-    h, lin_cache = linear_forward(x, w, b)             # (..., out)
-    y, act_cache = gelu_forward(h, hidden_act)         # (..., out)
-    return y, (lin_cache, act_cache)
+    pre, lin_cache = linear_forward(x, w, b)           # (..., out)
+    y, _ = gelu_forward(pre, hidden_act)               # (..., out)
+    return y, LinearGeluCache(lin_cache, pre, hidden_act)
 
 
-def linear_gelu_backward(dy, cache):
+def linear_gelu_backward(dy, cache: LinearGeluCache):
     # dy: (..., out)
-    lin_cache, act_cache = cache
-    dh = gelu_backward(dy, act_cache)                  # (..., out)
-    return linear_backward(dh, lin_cache)              # dx: (..., in), dw: (out, in), db: (out,)
+    check_tag(cache, NUMPY, "linear_gelu_backward")
+    dpre = gelu_backward(dy, GeluCache(cache.pre, cache.hidden_act))   # (..., out)
+    return linear_backward(dpre, cache.linear)         # dx: (..., in), dw: (out, in), db: (out,)

@@ -3,14 +3,21 @@
 
 Backward: dpred_i = 2 (pred_i - target_i) / N.  (docs/layers/mse.md)
 """
+from typing import NamedTuple
+
 import numpy as np
+
+
+class MseCache(NamedTuple):
+    diff: np.ndarray         # (N,) pred - target
 
 
 def mse_forward(pred, target):
     # pred: (N,), target: (N,) -> scalar
     diff = pred - np.asarray(target, dtype=pred.dtype)                 # (N,)
-    return pred.dtype.type(np.mean(diff * diff)), diff
+    return pred.dtype.type(np.mean(diff * diff)), MseCache(diff)
 
 
-def mse_backward(dloss, diff):
+def mse_backward(dloss, cache: MseCache):
+    diff = cache.diff
     return diff * diff.dtype.type(2.0 * dloss / max(diff.size, 1))      # (N,)

@@ -2,7 +2,13 @@
 
 Backward: dx = y * (dy - sum(dy * y)) row by row (docs/layers/softmax.md).
 """
+from typing import NamedTuple
+
 import numpy as np
+
+
+class SoftmaxCache(NamedTuple):
+    y: np.ndarray            # (..., N) the probabilities: all that backward needs
 
 
 def softmax_forward(x):
@@ -10,8 +16,9 @@ def softmax_forward(x):
     z = x - x.max(axis=-1, keepdims=True)              # (..., N) largest entry is 0
     e = np.exp(z)
     y = e / e.sum(axis=-1, keepdims=True)
-    return y, y
+    return y, SoftmaxCache(y)
 
 
-def softmax_backward(dy, y):
+def softmax_backward(dy, cache: SoftmaxCache):
+    y = cache.y
     return y * (dy - (dy * y).sum(axis=-1, keepdims=True))

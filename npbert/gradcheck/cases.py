@@ -1,88 +1,30 @@
-"""Gradient checking: every hand-written backward against central finite differences, in float64.
-
-For an op y, cache = op_forward(inputs) we check the scalar f = sum(y * R) with a fixed random R,
-so the analytic gradient is op_backward(R, cache); the numerical one perturbs each input
-element by +-eps and takes (f(x+eps) - f(x-eps)) / 2 eps. Dropout draws from a Generator made
-afresh from the same seed on every call, so every evaluation drops the same elements.
-
-The error of one tensor is ||analytic - numerical|| / max(||analytic||, ||numerical||, 1): relative
-for gradients of norm above 1, absolute below, because some gradients are exactly zero in
-exact arithmetic (the key bias: softmax ignores a constant added to a row of scores) and
-their finite differences are pure rounding noise (~1e-10). An op passes when the largest
-error over its inputs is below `tol` (1e-6). Finite differences are only
-trustworthy in float64: float32 paths are compared against float64 instead (tests/).
+"""Every op, layer, head and whole model as a case for the finite-difference checker
+(checker.py): its float64 inputs at small, deliberately unequal sizes, how to run it, and how
+to get its gradients.
 
 The hot ops (npbert.backend.HOT_OPS) are called through npbert.backend, so every row, not only
 the composites, checks the backend in force: `npbert gradcheck --backend numba` checks the kernels.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from npbert import backend, ops
 from npbert.config import BertConfig
+from npbert.gradcheck.checker import check
+from npbert.layers.classifier import classifier_backward, classifier_forward
+from npbert.layers.attention import self_attention_backward, self_attention_forward
+from npbert.layers.embeddings import bert_embeddings_backward, bert_embeddings_forward
+from npbert.layers.encoder import encoder_backward, encoder_forward, layer_params
+from npbert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
+from npbert.layers.feedforward import feedforward_backward, feedforward_forward
+from npbert.layers.mlm_head import WORD, mlm_head_backward, mlm_head_forward
+from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
+from npbert.layers.pooler import pooler_backward, pooler_forward
+from npbert.layers.question_answering import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.model import init_params, pretraining_backward, pretraining_forward
-
-EPS = 1e-6
-TOL = 1e-6
-
-
-def numerical_gradient(f, x, eps=EPS):
-    """Central differences of the scalar f() with respect to every element of x (perturbed in place)."""
-    grad = np.zeros_like(x)
-    flat, gflat = x.reshape(-1), grad.reshape(-1)      # views: x must be contiguous
-    assert np.shares_memory(flat, x), "numerical_gradient needs a contiguous array"
-    for i in range(flat.size):
-        old = flat[i]
-        flat[i] = old + eps
-        f_plus = f()
-        flat[i] = old - eps
-        f_minus = f()
-        flat[i] = old
-        gflat[i] = (f_plus - f_minus) / (2.0 * eps)
-    return grad
-
-
-def relative_error(a, b) -> float:
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(a), np.linalg.norm(b), 1.0))
-
-
-@dataclass
-class GradcheckResult:
-    name: str
-    shapes: str
-    errors: dict = field(default_factory=dict)         # input name -> relative error
-    tol: float = TOL
-
-    @property
-    def max_error(self) -> float:
-        return max(self.errors.values(), default=0.0)
-
-    @property
-    def passed(self) -> bool:
-        return all(math.isfinite(e) for e in self.errors.values()) and self.max_error < self.tol
-
-
-def check(name, inputs, run, backward, shapes="", eps=EPS, tol=TOL, seed=0) -> GradcheckResult:
-    """inputs: name -> float64 array to differentiate; run(inputs) -> (out, cache);
-    backward(dout, cache) -> {name: gradient} for (at least) every key of inputs.
-    A scalar output (a loss) is checked as it is; an array output through sum(out * R)."""
-    out, cache = run(inputs)
-    R = None if np.ndim(out) == 0 else np.random.default_rng(seed).standard_normal(np.shape(out))
-    analytic = backward(1.0 if R is None else R, cache)
-
-    def f():
-        y, _ = run(inputs)
-        return float(y) if R is None else float(np.sum(y * R))
-
-    result = GradcheckResult(name, shapes, tol=tol)
-    for key, x in inputs.items():
-        result.errors[key] = relative_error(analytic[key], numerical_gradient(f, x, eps))
-    return result
-
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
 
@@ -139,7 +81,7 @@ def op_cases(d: Dims):
     for k in params:                                   # make biases/LN non-trivial so they are tested
         params[k] = params[k] + 0.1 * _normal(rng, *params[k].shape) if params[k].ndim == 1 else params[k] * 10
     mask_bias = ops.attention_mask_bias(d.attention_mask(), np.float64)
-    layer0 = ops.layer_params(params, 0)
+    layer0 = layer_params(params, 0)
     ids = rng.integers(0, V, (B, T))
     ids[0, :2] = ids[0, 0]                             # a repeated id: the scatter-add must accumulate
     types = rng.integers(0, 2, (B, T))
@@ -180,36 +122,36 @@ def op_cases(d: Dims):
         lambda dy, c: dict(zip("qkv", backend.attention_core_backward(dy, c))), f"({B},{A},{T},{d.head_size})")
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
-        lambda p: ops.self_attention_forward(p["x"], mask_bias, p, A, d.dropout, d.rng()),
-        lambda dy, c: _merge(ops.self_attention_backward(dy, c)), f"({B},{T},{H}) heads={A}")
+        lambda p: self_attention_forward(p["x"], mask_bias, p, A, d.dropout, d.rng()),
+        lambda dy, c: _merge(self_attention_backward(dy, c)), f"({B},{T},{H}) heads={A}")
     ffn_keys = [k for k in layer0 if k.startswith(("intermediate.", "output.dense"))]
     add("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
-        lambda p: ops.feedforward_forward(p["x"], p, d.hidden_act),
-        lambda dy, c: _merge(ops.feedforward_backward(dy, c)), f"({B},{T},{H})->({B},{T},{I})->({B},{T},{H})")
+        lambda p: feedforward_forward(p["x"], p, d.hidden_act),
+        lambda dy, c: _merge(feedforward_backward(dy, c)), f"({B},{T},{H})->({B},{T},{I})->({B},{T},{H})")
     add("encoder_layer", {"x": x, **layer0},
-        lambda p: ops.encoder_layer_forward(p["x"], mask_bias, p, config, d.rng()),
-        lambda dy, c: _merge(ops.encoder_layer_backward(dy, c)), f"({B},{T},{H})")
+        lambda p: encoder_layer_forward(p["x"], mask_bias, p, config, d.rng()),
+        lambda dy, c: _merge(encoder_layer_backward(dy, c)), f"({B},{T},{H})")
     enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder", {"x": x, **enc},
-        lambda p: ops.encoder_forward(p["x"], mask_bias, p, config, d.rng()),
-        lambda dy, c: _merge(ops.encoder_backward(dy, c)), f"{d.layers} layers ({B},{T},{H})")
+        lambda p: encoder_forward(p["x"], mask_bias, p, config, d.rng()),
+        lambda dy, c: _merge(encoder_backward(dy, c)), f"{d.layers} layers ({B},{T},{H})")
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     add("bert_embeddings", emb,
-        lambda p: ops.bert_embeddings_forward(ids, types, p, config, d.rng()),
-        lambda dy, c: ops.bert_embeddings_backward(dy, c), f"ids ({B},{T}) -> ({B},{T},{H})")
+        lambda p: bert_embeddings_forward(ids, types, p, config, d.rng()),
+        lambda dy, c: bert_embeddings_backward(dy, c), f"ids ({B},{T}) -> ({B},{T},{H})")
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
-        lambda p: ops.pooler_forward(p["h"], p),
-        lambda dy, c: _merge(ops.pooler_backward(dy, c), "h"), f"({B},{T},{H})->({B},{H})")
+        lambda p: pooler_forward(p["h"], p),
+        lambda dy, c: _merge(pooler_backward(dy, c), "h"), f"({B},{T},{H})->({B},{H})")
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
-    mlm[ops.mlm_head.WORD] = params[ops.mlm_head.WORD]
+    mlm[WORD] = params[WORD]
     add("mlm_head", {"h": x, **mlm},
-        lambda p: ops.mlm_head_forward(p["h"], positions, p, config),
-        lambda dy, c: _merge(ops.mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {len(positions)} positions -> ({len(positions)},{V})")
+        lambda p: mlm_head_forward(p["h"], positions, p, config),
+        lambda dy, c: _merge(mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {len(positions)} positions -> ({len(positions)},{V})")
     nsp = {k: v for k, v in params.items() if k.startswith("cls.seq_relationship.")}
     add("nsp_head", {"pooled": _normal(rng, B, H), **nsp},
-        lambda p: ops.nsp_head_forward(p["pooled"], p),
-        lambda dy, c: _merge(ops.nsp_head_backward(dy, c), "pooled"), f"({B},{H})->({B},2)")
+        lambda p: nsp_head_forward(p["pooled"], p),
+        lambda dy, c: _merge(nsp_head_backward(dy, c), "pooled"), f"({B},{H})->({B},2)")
     labels = rng.integers(0, V, B * T)
     labels[::3] = ops.IGNORE_INDEX
     add("cross_entropy", {"logits": _normal(rng, B * T, V)},
@@ -269,17 +211,17 @@ def head_cases(d: Dims, params, batch, rng):
 
     cls = head("sequence_classification", K)
     add("classifier", {"x": _normal(rng, B, T, H), **cls},
-        lambda p: ops.classifier_forward(p["x"], p, d.dropout, d.rng()),
-        lambda dy, c: _merge(ops.classifier_backward(dy, c)), f"dropout, ({B},{T},{H})->({B},{T},{K})")
+        lambda p: classifier_forward(p["x"], p, d.dropout, d.rng()),
+        lambda dy, c: _merge(classifier_backward(dy, c)), f"dropout, ({B},{T},{H})->({B},{T},{K})")
     qa = head("question_answering", 2)
     add("qa_head", {"h": _normal(rng, B, T, H), **qa},
-        lambda p: ops.qa_head_forward(p["h"], p),
-        lambda dy, c: _merge(ops.qa_head_backward(dy, c), "h"), f"({B},{T},{H})->({B},{T},2)")
+        lambda p: qa_head_forward(p["h"], p),
+        lambda dy, c: _merge(qa_head_backward(dy, c), "h"), f"({B},{T},{H})->({B},{T},2)")
     start, end = rng.integers(0, T, B), rng.integers(0, T, B)
     start[-1], end[0] = T + 2, -1                      # out of range: ignored, and clamped to [CLS]
     add("span_loss", {"logits": _normal(rng, B, T, 2)},
-        lambda p: ops.span_loss_forward(p["logits"], start, end),
-        lambda dl, c: {"logits": ops.span_loss_backward(dl, c)}, f"({B},{T},2) clamped positions")
+        lambda p: span_loss_forward(p["logits"], start, end),
+        lambda dl, c: {"logits": span_loss_backward(dl, c)}, f"({B},{T},2) clamped positions")
     target = _normal(rng, B * T)
     add("mse", {"pred": _normal(rng, B * T)},
         lambda p: ops.mse_forward(p["pred"], target),

@@ -2,14 +2,13 @@
 between them (scale, additive mask, softmax, dropout; in backward dropout and softmax
 backward) is one fused pass over each row of scores, rows split over threads.
 
-Same semantics as npbert.ops.attention.attention_core_forward/backward. Why this split, from
+Same semantics as npbert.ops.attention_core.attention_core_forward/backward, and the same cache record. Why this split, from
 measurement (docs/performance.md): a (T, D) x (D, T) head matmul in hand-written Numba loops
 ran at 11-40 GFLOP/s, OpenBLAS at ~65; the reference's cost is the ~12 NumPy passes over the
 (B, A, T, T) scores it makes between the matmuls, which the fused passes replace.
 What is kept differs from the reference, not what is computed:
-- the cache holds the probabilities (softmax backward needs them) and a 1-byte keep mask,
-  not a mask of the input's dtype; the dropped probabilities and the score gradients live in
-  one (B, A, T, T) scratch buffer reused by every call, never cached;
+- the dropped probabilities and the score gradients live in one (B, A, T, T) scratch buffer
+  reused by every call, never cached;
 - context, dq, dk, dv are (B, A, T, D) views of (B, T, A, D) arrays, so merge_heads after
   them is a free reshape instead of a transposing copy.
 Dropout uniforms are drawn by the same Generator call as the reference's dropout on the
@@ -26,6 +25,10 @@ from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
+from npbert.ops.attention_core import AttentionCoreCache
+from npbert.ops.cache_tag import check_tag
+
+NUMBA = "numba"
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -94,14 +97,17 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
                  drop_scale, keep, dropped, grain=64)
     context = _heads_view(B, A, T, D, q.dtype)        # (B, A, T, D)
     np.matmul(dropped.reshape(B, A, T, T), v, out=context)
-    return context, (q, k, v, probs, keep, drop_scale)
+    return context, AttentionCoreCache(q, k, v, probs, keep.reshape(B, A, T, T) if dropping else None, drop_scale,
+                                       1.0 / math.sqrt(D), NUMBA)
 
 
-def attention_core_backward(dcontext, cache):
+def attention_core_backward(dcontext, cache: AttentionCoreCache):
     # dcontext: (B, A, T, D)
-    q, k, v, probs, keep, drop_scale = cache
+    check_tag(cache, NUMBA, "attention_core_backward")
+    q, k, v, probs, drop_scale = cache.q, cache.k, cache.v, cache.probs, cache.drop_scale
     B, A, T, D = q.shape
     rows = probs.reshape(B * A * T, T)                 # (R, T)
+    keep = np.empty((0, T), np.bool_) if cache.keep is None else cache.keep.reshape(rows.shape)  # (R, T) or empty
     work = scratch(rows.shape, q.dtype, rows, keep)    # (R, T) dropped probs, then the score gradient
     if keep.shape[0]:
         parallel_for(_redrop, len(rows), rows, keep, drop_scale, work, grain=64)

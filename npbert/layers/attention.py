@@ -1,0 +1,75 @@
+"""Multi-head self-attention with an additive padding mask (docs/layers/attention.md).
+
+    q, k, v = x Wq^T + bq, x Wk^T + bk, x Wv^T + bv       (B, T, H) each
+    split heads                                            (B, A, T, D),  D = H / A
+    context = attention_core(q, k, v, mask_bias)           (B, A, T, D)  npbert/ops/attention_core.py
+    heads merged                                           (B, T, H)
+    out     = context Wo^T + bo                            (B, T, H)
+
+The core (scores, softmax, dropout, times v) is the hot op a backend may replace; the
+projections around it are ordinary linear layers. Parameter names are Hugging Face's,
+relative to one encoder layer: "attention.self.query.weight", ..., "attention.output.dense.bias".
+"""
+from typing import NamedTuple
+
+from npbert import backend
+from npbert.ops import AttentionCoreCache, LinearCache, attention_scores
+from npbert.trace import NO_TRACE
+
+Q, K, V, O = ("attention.self.query", "attention.self.key", "attention.self.value",
+              "attention.output.dense")
+
+
+class SelfAttentionCache(NamedTuple):
+    query: LinearCache
+    key: LinearCache
+    value: LinearCache
+    core: AttentionCoreCache
+    output: LinearCache      # attention.output.dense
+    num_heads: int
+
+
+def split_heads(x, num_heads):
+    B, T, H = x.shape
+    return x.reshape(B, T, num_heads, H // num_heads).transpose(0, 2, 1, 3)  # (B, A, T, D)
+
+
+def merge_heads(x):
+    B, A, T, D = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, A * D)                     # (B, T, H)
+
+
+def self_attention_forward(x, mask_bias, p, num_heads, p_drop, rng, trace=NO_TRACE):
+    # x: (B, T, H), mask_bias: (B, T), p: this layer's parameters by HF name
+    # trace: scope "bert.encoder.layer.{i}.attention"
+    q, q_cache = backend.linear_forward(x, p[Q + ".weight"], p[Q + ".bias"])    # (B, T, H)
+    k, k_cache = backend.linear_forward(x, p[K + ".weight"], p[K + ".bias"])    # (B, T, H)
+    v, v_cache = backend.linear_forward(x, p[V + ".weight"], p[V + ".bias"])    # (B, T, H)
+    qh, kh = split_heads(q, num_heads), split_heads(k, num_heads)             # (B, A, T, D)
+    context, core_cache = backend.attention_core_forward(qh, kh, split_heads(v, num_heads), mask_bias, p_drop,
+                                                         rng)                  # (B, A, T, D)
+    context = merge_heads(context)                                             # (B, T, H)
+    out, o_cache = backend.linear_forward(context, p[O + ".weight"], p[O + ".bias"])  # (B, T, H)
+    if trace.active:
+        for name, value in (("self.query", q), ("self.key", k), ("self.value", v),
+                            ("self.scores", attention_scores(qh, kh, mask_bias)[0]),   # made again: the kernel
+                            ("self.probs", core_cache.probs), ("self", context),      # keeps no scores
+                            ("output.dense", out)):
+            trace.record(name, value)
+    return out, SelfAttentionCache(q_cache, k_cache, v_cache, core_cache, o_cache, num_heads)
+
+
+def self_attention_backward(dout, cache: SelfAttentionCache, trace=NO_TRACE):
+    # dout: (B, T, H) -> dx: (B, T, H), grads by HF name
+    g = {}
+    trace.record_grad("output.dense", dout)
+    dcontext, g[O + ".weight"], g[O + ".bias"] = backend.linear_backward(dout, cache.output)   # (B, T, H)
+    trace.record_grad("self", dcontext)
+    dq, dk, dv = (merge_heads(d) for d in backend.attention_core_backward(split_heads(dcontext, cache.num_heads),
+                                                                          cache.core))         # (B, T, H) each
+    for name, d in (("self.value", dv), ("self.key", dk), ("self.query", dq)):
+        trace.record_grad(name, d)
+    dx_q, g[Q + ".weight"], g[Q + ".bias"] = backend.linear_backward(dq, cache.query)
+    dx_k, g[K + ".weight"], g[K + ".bias"] = backend.linear_backward(dk, cache.key)
+    dx_v, g[V + ".weight"], g[V + ".bias"] = backend.linear_backward(dv, cache.value)
+    return dx_q + dx_k + dx_v, g

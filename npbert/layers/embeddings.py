@@ -1,0 +1,54 @@
+"""The BERT embeddings block (docs/layers/embeddings.md):
+
+    x = dropout(LayerNorm(word[input_ids] + position[0..T-1] + token_type[token_type_ids]))
+
+Parameter names are Hugging Face's under "bert.embeddings.".
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from npbert import backend
+from npbert.ops import DropoutCache, EmbeddingCache, LayerNormCache
+from npbert.trace import NO_TRACE
+
+WORD, POS, TYPE, LN = ("bert.embeddings.word_embeddings.weight", "bert.embeddings.position_embeddings.weight",
+                       "bert.embeddings.token_type_embeddings.weight", "bert.embeddings.LayerNorm")
+
+
+class EmbeddingsCache(NamedTuple):
+    words: EmbeddingCache         # the word_embeddings lookup
+    token_types: EmbeddingCache   # the token_type_embeddings lookup
+    norm: LayerNormCache          # LayerNorm
+    dropout: DropoutCache
+    position_shape: tuple         # (P, H), the position table's: rows 0..T-1 get the gradient
+
+
+def bert_embeddings_forward(input_ids, token_type_ids, params, config, rng, trace=NO_TRACE):
+    # input_ids, token_type_ids: (B, T) integer; trace: scope "bert.embeddings"
+    T = input_ids.shape[1]
+    words, w_cache = backend.embedding_forward(input_ids, params[WORD])         # (B, T, H)
+    types, t_cache = backend.embedding_forward(token_type_ids, params[TYPE])    # (B, T, H)
+    positions = params[POS][:T]                                                # (T, H)
+    s = words + types + positions                                              # (B, T, H)
+    e, ln_cache = backend.layernorm_forward(s, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
+    x, drop = backend.dropout_forward(e, config.hidden_dropout_prob, rng)      # (B, T, H)
+    for name, value in (("word_embeddings", words), ("position_embeddings", positions),
+                        ("token_type_embeddings", types), ("sum", s), ("LayerNorm", e), ("", x)):
+        trace.record(name, value)
+    return x, EmbeddingsCache(w_cache, t_cache, ln_cache, drop, params[POS].shape)
+
+
+def bert_embeddings_backward(dx, cache: EmbeddingsCache, trace=NO_TRACE):
+    # dx: (B, T, H) -> grads by HF name
+    g = {}
+    trace.record_grad("", dx)
+    de = backend.dropout_backward(dx, cache.dropout)                            # (B, T, H)
+    trace.record_grad("LayerNorm", de)
+    ds, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(de, cache.norm)   # (B, T, H)
+    trace.record_grad("sum", ds)                        # also the gradient of each of the three lookups
+    g[WORD] = backend.embedding_backward(ds, cache.words)                       # (V, H)
+    g[TYPE] = backend.embedding_backward(ds, cache.token_types)                 # (types, H)
+    g[POS] = np.zeros(cache.position_shape, ds.dtype)                           # (P, H)
+    g[POS][:ds.shape[1]] = ds.sum(axis=0)                                       # rows 0..T-1, summed over batch
+    return g

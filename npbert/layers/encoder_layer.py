@@ -1,0 +1,62 @@
+"""One post-LN Transformer encoder layer, as in BERT (docs/layers/encoder_layer.md):
+
+    h = LayerNorm(x + dropout(self_attention(x)))
+    y = LayerNorm(h + dropout(feedforward(h)))
+
+`p` holds this layer's parameters by HF name relative to "bert.encoder.layer.{i}.".
+"""
+from typing import NamedTuple
+
+from npbert import backend
+from npbert.layers.attention import SelfAttentionCache, self_attention_backward, self_attention_forward
+from npbert.layers.feedforward import FeedForwardCache, feedforward_backward, feedforward_forward
+from npbert.ops import DropoutCache, LayerNormCache
+from npbert.trace import NO_TRACE
+
+LN1, LN2 = "attention.output.LayerNorm", "output.LayerNorm"
+
+
+class EncoderLayerCache(NamedTuple):
+    attention: SelfAttentionCache
+    attention_dropout: DropoutCache   # on the attention's output, before the residual
+    attention_norm: LayerNormCache    # attention.output.LayerNorm
+    feedforward: FeedForwardCache
+    output_dropout: DropoutCache      # on the feed-forward's output, before the residual
+    output_norm: LayerNormCache       # output.LayerNorm
+
+
+def encoder_layer_forward(x, mask_bias, p, config, rng, trace=NO_TRACE):
+    # x: (B, T, H), mask_bias: (B, T); trace: scope "bert.encoder.layer.{i}"
+    a, attn_cache = self_attention_forward(x, mask_bias, p, config.num_attention_heads,
+                                           config.attention_probs_dropout_prob, rng, trace.scope("attention"))
+    a, drop1 = backend.dropout_forward(a, config.hidden_dropout_prob, rng)              # (B, T, H)
+    s1 = x + a                                                                         # the residual
+    h, ln1 = backend.layernorm_forward(s1, p[LN1 + ".weight"], p[LN1 + ".bias"], config.layer_norm_eps)
+    trace.record("attention.output.sum", s1)
+    trace.record("attention", h)
+    f, ffn_cache = feedforward_forward(h, p, config.hidden_act, trace)                 # (B, T, H)
+    f, drop2 = backend.dropout_forward(f, config.hidden_dropout_prob, rng)
+    s2 = h + f
+    y, ln2 = backend.layernorm_forward(s2, p[LN2 + ".weight"], p[LN2 + ".bias"], config.layer_norm_eps)
+    trace.record("output.sum", s2)
+    trace.record("", y)
+    return y, EncoderLayerCache(attn_cache, drop1, ln1, ffn_cache, drop2, ln2)
+
+
+def encoder_layer_backward(dy, cache: EncoderLayerCache, trace=NO_TRACE):
+    # dy: (B, T, H) -> dx: (B, T, H), grads by HF name
+    g = {}
+    trace.record_grad("", dy)
+    dsum2, g[LN2 + ".weight"], g[LN2 + ".bias"] = backend.layernorm_backward(dy, cache.output_norm)
+    trace.record_grad("output.sum", dsum2)
+    dh_ffn, g_ffn = feedforward_backward(backend.dropout_backward(dsum2, cache.output_dropout), cache.feedforward,
+                                         trace)
+    dh = dsum2 + dh_ffn                                 # residual: h feeds both the sum and the FFN
+    trace.record_grad("attention", dh)
+    dsum1, g[LN1 + ".weight"], g[LN1 + ".bias"] = backend.layernorm_backward(dh, cache.attention_norm)
+    trace.record_grad("attention.output.sum", dsum1)
+    dx_attn, g_attn = self_attention_backward(backend.dropout_backward(dsum1, cache.attention_dropout),
+                                              cache.attention, trace.scope("attention"))
+    g.update(g_ffn)
+    g.update(g_attn)
+    return dsum1 + dx_attn, g

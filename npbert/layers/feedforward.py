@@ -1,0 +1,39 @@
+"""Position-wise feed-forward block: out = W2 gelu(W1 x + b1) + b2   (docs/layers/feedforward.md).
+
+gelu(W1 x + b1) is one hot op, linear_gelu, so the numba backend can fuse the bias into GELU.
+
+Parameter names are Hugging Face's, relative to one encoder layer:
+"intermediate.dense.*" (H -> I) and "output.dense.*" (I -> H).
+"""
+from typing import NamedTuple
+
+from npbert import backend
+from npbert.ops import LinearCache, LinearGeluCache
+from npbert.trace import NO_TRACE
+
+W1, W2 = "intermediate.dense", "output.dense"
+
+
+class FeedForwardCache(NamedTuple):
+    intermediate: LinearGeluCache   # intermediate.dense + GELU
+    output: LinearCache             # output.dense
+
+
+def feedforward_forward(x, p, hidden_act, trace=NO_TRACE):
+    # x: (B, T, H); trace: scope "bert.encoder.layer.{i}"
+    a, a_cache = backend.linear_gelu_forward(x, p[W1 + ".weight"], p[W1 + ".bias"], hidden_act)  # (B, T, I)
+    out, o_cache = backend.linear_forward(a, p[W2 + ".weight"], p[W2 + ".bias"])                # (B, T, H)
+    trace.record("intermediate.dense", a_cache.pre)    # (B, T, I) before GELU
+    trace.record("intermediate", a)
+    trace.record("output.dense", out)
+    return out, FeedForwardCache(a_cache, o_cache)
+
+
+def feedforward_backward(dout, cache: FeedForwardCache, trace=NO_TRACE):
+    # dout: (B, T, H)
+    g = {}
+    trace.record_grad("output.dense", dout)
+    da, g[W2 + ".weight"], g[W2 + ".bias"] = backend.linear_backward(dout, cache.output)        # (B, T, I)
+    trace.record_grad("intermediate", da)
+    dx, g[W1 + ".weight"], g[W1 + ".bias"] = backend.linear_gelu_backward(da, cache.intermediate)  # (B, T, H)
+    return dx, g

@@ -1,0 +1,72 @@
+"""The attention core: from the heads' queries, keys and values to their context vectors
+(docs/layers/attention.md, which also has the projections around it: npbert/layers/attention.py).
+
+    scores  = q k^T * scale + mask_bias        scale = 1 / sqrt(D)       (B, A, T, T)
+    probs   = softmax(scores) over the keys                              (B, A, T, T)
+    context = dropout(probs) v                                           (B, A, T, D)
+
+This is the hot op a backend may replace (npbert/kernels/attention.py fuses everything
+between the four matmuls).
+"""
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from npbert.ops.cache_tag import NUMPY, check_tag
+from npbert.ops.dropout import drop_mask, dropout_forward
+from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
+
+
+class AttentionCoreCache(NamedTuple):
+    q: np.ndarray            # (B, A, T, D)
+    k: np.ndarray            # (B, A, T, D)
+    v: np.ndarray            # (B, A, T, D)
+    probs: np.ndarray        # (B, A, T, T) softmax of the scores, before dropout
+    keep: np.ndarray | None  # (B, A, T, T) bool, the attention weights dropout kept; None without dropout
+    drop_scale: object       # 1 / (1 - p), of q's dtype
+    scale: float             # 1 / sqrt(D)
+    backend: str = NUMPY
+
+
+def attention_mask_bias(attention_mask, dtype):
+    """(B, T) 1 = real token, 0 = padding  ->  (B, T) additive bias: 0 or the dtype's minimum.
+
+    Hugging Face adds finfo(dtype).min; exp of it underflows to exactly 0, so a padded key
+    gets exactly zero probability (and zero gradient)."""
+    keep = np.asarray(attention_mask) != 0
+    return np.where(keep, 0.0, np.finfo(dtype).min).astype(dtype)
+
+
+def attention_scores(q, k, mask_bias):
+    # q, k: (B, A, T, D), mask_bias: (B, T) -> scores: (B, A, T, T), and the scale 1 / sqrt(D)
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = (q @ k.swapaxes(-1, -2)) * scale          # (B, A, T, T)
+    scores += mask_bias[:, None, None, :]              # padded keys -> very negative
+    return scores, scale
+
+
+def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
+    # q, k, v: (B, A, T, D), mask_bias: (B, T)
+    scores, scale = attention_scores(q, k, mask_bias)  # (B, A, T, T)
+    probs, _ = softmax_forward(scores)                 # (B, A, T, T)
+    probs_dropped, drop = dropout_forward(probs, p_drop, rng)
+    context = probs_dropped @ v                        # (B, A, T, D)
+    return context, AttentionCoreCache(q, k, v, probs, drop.keep, drop.scale, scale)
+
+
+def attention_core_backward(dcontext, cache: AttentionCoreCache):
+    # dcontext: (B, A, T, D)
+    check_tag(cache, NUMPY, "attention_core_backward")
+    q, k, v, probs, keep = cache.q, cache.k, cache.v, cache.probs, cache.keep
+    mask = None if keep is None else drop_mask(keep, cache.drop_scale)   # (B, A, T, T) or None
+    probs_dropped = probs if mask is None else probs * mask             # cheaper to redo than to keep
+    dv = probs_dropped.swapaxes(-1, -2) @ dcontext     # (B, A, T, D)
+    dprobs = dcontext @ v.swapaxes(-1, -2)             # (B, A, T, T) gradient of the dropped probs ...
+    if mask is not None:
+        dprobs = dprobs * mask                         # ... and of the probs
+    dscores = softmax_backward(dprobs, SoftmaxCache(probs))   # (B, A, T, T) of the masked, scaled scores
+    dqk = dscores * cache.scale                        # (B, A, T, T) of q k^T; the mask is a constant
+    dq = dqk @ k                                       # (B, A, T, D)
+    dk = dqk.swapaxes(-1, -2) @ q                      # (B, A, T, D)
+    return dq, dk, dv
