@@ -24,8 +24,10 @@ def register(sub):
 
 
 def run(args):
+    from npbert.errors import DataError
     from npbert.finetune import check_max_length, load_finetuned, run_model
     from npbert.ops import softmax_forward
+    from npbert.tasks.files import decode_lines, read_lines
     from npbert.tasks.lines import examples_from_lines
     from npbert.tasks.pipeline import decode, encode
     from npbert.tasks.registry import get_task, read_examples
@@ -34,10 +36,9 @@ def run(args):
     if args.task_file:
         examples = read_examples(task, args.input)
     elif args.input == "-":
-        examples = examples_from_lines(task.kind, sys.stdin.readlines())
+        examples = examples_from_lines(task.kind, decode_lines(sys.stdin.buffer.read(), "<stdin>"))
     else:
-        with open(args.input, encoding="utf-8") as f:
-            examples = examples_from_lines(task.kind, f.readlines(), args.input)
+        examples = examples_from_lines(task.kind, read_lines(args.input, "input file"), args.input)
     max_len = args.max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
     encoded = encode(task, examples, tokenizer, max_len, labels)
@@ -59,6 +60,9 @@ def run(args):
     if args.output == "-":
         sys.stdout.write(text)
     else:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise DataError(f"cannot write --output {args.output}: {e.strerror}") from None
     return 0
