@@ -106,6 +106,18 @@ def test_unusable_corpora_fail_with_one_line(tmp_path, capsys, text, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+def test_an_output_path_that_is_a_file_fails_before_anything_is_read(tmp_path, capsys):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("keep me\n")
+    # the corpus does not exist either: the --out check must come first (nothing read or written)
+    for out, message in ((existing, f"output directory {existing} is an existing file, not a directory"),
+                         (existing / "sub", f"output directory {existing / 'sub'} cannot be made: {existing} is a file")):
+        assert main(["prepare", "--corpus", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"npbert prepare: error: {message}\n"
+    assert existing.read_text() == "keep me\n" and sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
 def test_the_command_prints_the_statistics(tmp_path, capsys):
     out = str(tmp_path / "cli")
     assert main(["prepare", "--max-documents", "40", "--dupe-factor", "1", "--out", out, "--whole-word-mask"]) == 0
