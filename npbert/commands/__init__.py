@@ -12,3 +12,11 @@ def training_backend() -> str:
     per step at every preset (docs/performance.md), and the compiled kernels are cached on
     disk, so only the first run on a machine pays the ~10-20 s of compilation."""
     return os.environ.get("NPBERT_BACKEND") or "numba"
+
+
+def check_checkpoint_task(directory, task) -> None:
+    """Refuse a fine-tuned checkpoint whose head or labels do not fit task, from its config.json
+    alone (before the weights are read): a classifier's logits decoded as tags are nonsense."""
+    from npbert.checkpoint import load_config
+    from npbert.task_models import check_head_fits_task
+    check_head_fits_task(load_config(directory), task, directory)

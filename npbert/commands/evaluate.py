@@ -1,7 +1,7 @@
 """`npbert evaluate CHECKPOINT --task TASK --data FILE`: a fine-tuned checkpoint's metrics on a task file."""
 import json
 
-from npbert.commands import add_backend_argument
+from npbert.commands import add_backend_argument, check_checkpoint_task
 
 
 def register(sub):
@@ -23,6 +23,7 @@ def run(args):
     from npbert.finetune import evaluate_checkpoint, format_scores
     from npbert.tasks.registry import get_task
     task = get_task(args.task)
+    check_checkpoint_task(args.checkpoint, task)
     source = args.data or ("dev" if task.generated else None)
     if source is None:
         raise DataError(f"task {task.name} reads files: pass --data FILE")

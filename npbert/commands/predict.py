@@ -4,7 +4,7 @@ import sys
 
 import numpy as np
 
-from npbert.commands import add_backend_argument
+from npbert.commands import add_backend_argument, check_checkpoint_task
 
 
 def register(sub):
@@ -32,6 +32,7 @@ def run(args):
     from npbert.tasks.pipeline import decode, encode
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
+    check_checkpoint_task(args.checkpoint, task)
     config, params, tokenizer, labels = load_finetuned(args.checkpoint, task)
     if args.task_file:
         examples = read_examples(task, args.input)
