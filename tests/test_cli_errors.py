@@ -4,6 +4,7 @@ model with a random head, saved as `npbert finetune` saves): the errors do not n
 import importlib.util
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -130,3 +131,26 @@ def test_an_rt_polarity_model_scores_the_exported_jsonl_as_classification(tmp_pa
     as_classification = json.loads(capsys.readouterr().out)
     assert main(["evaluate", model, "--task", "rt-polarity", *args]) == 0
     assert json.loads(capsys.readouterr().out) == as_classification   # the same 20 dev sentences, the same model
+
+
+# --- npbert info on a checkpoint -------------------------------------------------------------------
+
+def test_info_lists_the_heads_of_a_healthy_checkpoint(sentence_model, capsys):
+    assert main(["info", sentence_model]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    # 25 = 5 embeddings + 16 of the one layer + 2 pooler + 2 head
+    assert last == ("weights: 25 tensors, shapes as config.json says; heads: BertForSequenceClassification "
+                    "(classifier; 12 labels: " + ", ".join(TASKS["builtin-sentence"].labels) + ")")
+
+
+def test_info_on_a_checkpoint_whose_config_does_not_fit_its_weights(sentence_model, tmp_path, capsys):
+    # before: exit 0, and the parameter counts of the wrong config
+    broken = tmp_path / "broken"
+    shutil.copytree(sentence_model, broken)
+    config = json.loads((broken / "config.json").read_text())
+    config["hidden_size"] = 32
+    (broken / "config.json").write_text(json.dumps(config))
+    assert main(["info", str(broken)]) == 2
+    err = one_error_line(capsys, "info")
+    assert f"{broken}: the weights in model.safetensors do not match config.json. config.json says hidden_size " \
+        "32 but the weights are 16 wide. Wrong shapes: " in err and len(err) < 500
