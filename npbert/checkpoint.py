@@ -63,7 +63,8 @@ def check_checkpoint(directory) -> tuple:
     header = safetensors.load_shapes(_require(directory, WEIGHTS_FILE))
     # stand-ins: each tensor's dtype and shape and no data (one zero, broadcast), so that the
     # renaming and the checks of a real load run on them unchanged
-    params = npbert_names({name: np.broadcast_to(np.zeros((), dtype), shape) for name, (dtype, shape) in header.items()})
+    params = npbert_names({name: np.broadcast_to(np.zeros((), dtype), shape)
+                           for name, (dtype, shape) in header.items()})
     check_params(config, params, strict=False, where=f"{directory}: the weights in {WEIGHTS_FILE}")
     _has_vocab(directory, config)
     return config, {name: a.shape for name, a in params.items()}

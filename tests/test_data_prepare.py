@@ -110,8 +110,9 @@ def test_an_output_path_that_is_a_file_fails_before_anything_is_read(tmp_path, c
     existing = tmp_path / "notes.txt"
     existing.write_text("keep me\n")
     # the corpus does not exist either: the --out check must come first (nothing read or written)
+    sub = existing / "sub"
     for out, message in ((existing, f"output directory {existing} is an existing file, not a directory"),
-                         (existing / "sub", f"output directory {existing / 'sub'} cannot be made: {existing} is a file")):
+                         (sub, f"output directory {sub} cannot be made: {existing} is a file")):
         assert main(["prepare", "--corpus", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert err == f"npbert prepare: error: {message}\n"

@@ -12,11 +12,11 @@ def register(sub):
     p.add_argument("--hidden-act", choices=("gelu", "gelu_new"), default="gelu",
                    help="activation of the layers and models checked (the gelu rows check both)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and dropout masks")
-    add_backend_argument(p, help="hot-op backend to check (default numpy, or NPBERT_BACKEND)")
+    add_backend_argument(p, help="hot-op backend to check (default: numpy, or NPBERT_BACKEND)")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="run only these checks: a row's name (layernorm, gelu[gelu_new]), a name without its "
                         "[variant] for all its variants (gelu), or a pattern with * (bert_for_*); a plain prefix "
-                        "is not enough (linear runs linear, not linear_gelu). Default: every check")
+                        "is not enough (linear runs linear, not linear_gelu) (default: every check)")
     p.set_defaults(func=run)
 
 

@@ -14,11 +14,11 @@ def register(sub):
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (it fixes the input format)")
     p.add_argument("--input", default="-", help="text file, one example per line: text[<TAB>pair] | words | "
-                                                 "question<TAB>context | context<TAB>ending<TAB>... (default stdin)")
+                                                 "question<TAB>context | context<TAB>ending<TAB>... (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
-    p.add_argument("--output", default="-", help="where to write one prediction per line (default stdout)")
-    p.add_argument("--max-seq-length", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout)")
+    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per sequence (default: the task's)")
+    p.add_argument("--batch-size", type=int, default=64, help="sequences per batch")
     add_backend_argument(p)
     p.set_defaults(func=run)
 
