@@ -3,9 +3,11 @@ wrong, exit 2; never a traceback, never silent nonsense. Checkpoints here are ra
 model with a random head, saved as `npbert finetune` saves): the errors do not need training."""
 import argparse
 import importlib.util
+import io
 import json
 import re
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -215,3 +217,36 @@ def test_defaults_are_shown_by_value(capsys):
 
 def test_gradcheck_has_a_description():
     assert "central finite differences" in subcommands()["gradcheck"].description
+
+
+# --- interactive predict ----------------------------------------------------------------------------------
+
+class Keyboard(io.TextIOWrapper):
+    """stdin as a terminal, with these bytes typed."""
+
+    def __init__(self, typed: bytes):
+        super().__init__(io.BytesIO(typed), encoding="utf-8")
+
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stdin, prompt", [(Keyboard, True), (lambda b: io.TextIOWrapper(io.BytesIO(b)), False)])
+def test_predict_prompts_only_a_terminal(sentence_model, tagger, monkeypatch, capsys, stdin, prompt):
+    # before: a terminal got no prompt, the command just waited
+    monkeypatch.setattr(sys, "stdin", stdin(b"Anna bakes bread every morning.\n"))
+    assert main(["predict", sentence_model, "--task", "builtin-sentence"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("npbert predict: type one example per line (text[<TAB>text_pair]), then Ctrl-D to end\n"
+                            if prompt else "")
+    assert captured.out.split("\t")[0] in TASKS["builtin-sentence"].labels
+    monkeypatch.setattr(sys, "stdin", stdin(b"Anna lives in Paris .\n"))
+    assert main(["predict", tagger, "--task", "builtin-tagging"]) == 0
+    assert ("type one example per line (words separated by spaces)" in capsys.readouterr().err) == prompt
+
+
+def test_predict_on_stdin_that_is_not_utf8(sentence_model, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", Keyboard(b"ok\ncaf\xe9\n"))
+    assert main(["predict", sentence_model, "--task", "builtin-sentence"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "npbert predict: error: <stdin>:2: not UTF-8 text (byte b'\\xe9')"

@@ -28,7 +28,7 @@ def run(args):
     from npbert.finetune import check_max_length, load_finetuned, run_model
     from npbert.ops import softmax_forward
     from npbert.tasks.files import decode_lines, read_lines
-    from npbert.tasks.lines import examples_from_lines
+    from npbert.tasks.lines import FIELDS, examples_from_lines
     from npbert.tasks.pipeline import decode, encode
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
@@ -37,6 +37,9 @@ def run(args):
     if args.task_file:
         examples = read_examples(task, args.input)
     elif args.input == "-":
+        if sys.stdin.isatty():                          # someone typing: say what to type, and how to finish
+            print(f"npbert predict: type one example per line ({FIELDS[task.kind]}), then Ctrl-D to end",
+                  file=sys.stderr, flush=True)
         examples = examples_from_lines(task.kind, decode_lines(sys.stdin.buffer.read(), "<stdin>"))
     else:
         examples = examples_from_lines(task.kind, read_lines(args.input, "input file"), args.input)
