@@ -32,15 +32,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command -> exit code: 2 and one line for bad input, 130 and one line on Ctrl-C
+    (training commands stop gracefully on their own; this is the fallback for every other moment)."""
+    name = "npbert"
     try:
+        args = build_parser().parse_args(argv)
+        name = f"npbert {args.command}"
         if getattr(args, "backend", None):           # every command that runs the model has --backend
             from npbert.backend import set_backend
             set_backend(args.backend)
         return int(args.func(args) or 0)
     except (NpbertError, FileNotFoundError) as e:
-        print(f"npbert {args.command}: error: {e}", file=sys.stderr)
+        print(f"{name}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -5,13 +5,17 @@ import argparse
 import importlib.util
 import io
 import json
+import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import npbert
 from npbert.checkpoint import save_pretrained
 from npbert.cli import build_parser, main
 from npbert.config import BertConfig
@@ -250,3 +254,31 @@ def test_predict_on_stdin_that_is_not_utf8(sentence_model, monkeypatch, capsys):
     assert main(["predict", sentence_model, "--task", "builtin-sentence"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == \
         "npbert predict: error: <stdin>:2: not UTF-8 text (byte b'\\xe9')"
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------------------
+
+def test_ctrl_c_while_prepare_trains_a_vocabulary(tmp_path, monkeypatch, capsys):
+    # before: a KeyboardInterrupt traceback from deep inside the WordPiece trainer
+    import npbert.wordpiece_trainer
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", interrupted)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Document {i} starts. It ends here.\n\n" for i in range(6)), encoding="utf-8")
+    assert main(["prepare", "--corpus", str(corpus), "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err == "npbert prepare: interrupted\n"
+    assert not (tmp_path / "out").exists()                      # nothing half-written to block the next run
+
+
+def test_a_real_sigint_ends_any_command_with_one_line_and_130():
+    # SIGINT's default handler is set explicitly: a child of a shell that ignores SIGINT inherits that
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from npbert.cli import main; sys.exit(main(sys.argv[1:]))")
+    child = subprocess.Popen([sys.executable, "-c", code, "gradcheck"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
+    assert child.stdout.readline().startswith("central differences")      # running: the first row takes a while
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert (child.returncode, err) == (130, "npbert gradcheck: interrupted\n")
