@@ -6,7 +6,8 @@ Face on PyTorch CPU when it is installed, in one run, with the machine's own mat
     npbert bench [--quick] ...            # the same
 
 Every measurement runs in its own subprocess (clean peak RSS, its own allocator via
-LD_PRELOAD) and prints one JSON line; a readable table and the ratios follow. The machine
+LD_PRELOAD) and hands back JSON lines; the run prints a readable table and the ratios (the
+JSON lines with --json; progress goes to stderr). The machine
 may be shared: each figure is the best of --steps timed steps after a warm-up (the median is
 in the JSON), and ratios are between measurements of the same run.
 """
@@ -29,6 +30,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import workload  # noqa: E402
+
+import npbert  # noqa: E402
+
+NPBERT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(npbert.__file__)))   # the workers import this one
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 ALLOCATORS = {  # name -> extra environment of the worker process
@@ -148,15 +153,20 @@ THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NP
 
 
 def run_worker(argv: list, env_extra: dict, threads: int, timeout: float = 1800) -> list:
+    """Run one worker (argv) in a subprocess -> its JSON records (an "error" record if it failed)."""
     env = dict(os.environ, **env_extra, **{v: str(threads) for v in THREAD_VARS})
+    # the worker measures the npbert this process imported (a checkout's, not another one installed)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [NPBERT_ROOT, os.environ.get("PYTHONPATH")]))
     r = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, text=True,
                        env=env, timeout=timeout)
     records = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     if r.returncode != 0:
         records.append(dict(kind="error", argv=argv, stderr=r.stderr[-2000:]))
-    for rec in records:
-        emit(rec)
     return records
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def start_times(threads) -> list:
@@ -168,8 +178,8 @@ def start_times(threads) -> list:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny preset, vocab 30522, 2 timed steps, 1 round")
-    p.add_argument("--presets", default="tiny,mini,small")
-    p.add_argument("--vocabs", default="30522,8192")
+    p.add_argument("--presets", default="tiny,mini,small", help="model presets to measure, comma-separated")
+    p.add_argument("--vocabs", default="30522,8192", help="vocabulary sizes to measure, comma-separated")
     p.add_argument("--impls", default=",".join(IMPLS), help="numpy, numba, hf-masked, hf (hf* need torch)")
     p.add_argument("--allocators", default="glibc,glibc-keep", help=", ".join(ALLOCATORS))
     p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
@@ -177,7 +187,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
                    help="threads for every impl: BLAS, npbert's kernels, torch (default: all CPUs)")
     p.add_argument("--no-parts", dest="parts", action="store_false", help="skip the time-per-part breakdown")
-    p.add_argument("--json", help="also write the JSON lines to this file")
+    p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
+                   help="also write every measurement as a JSON line to FILE; --json alone: print the JSON "
+                        "lines instead of the table (default: the table only)")
     # worker mode (internal)
     p.add_argument("--worker", choices=("run", "start", "matmul"), help=argparse.SUPPRESS)
     p.add_argument("--impl", help=argparse.SUPPRESS)
@@ -210,28 +222,37 @@ def main(argv=None) -> int:
 
 def orchestrate(args) -> int:
     import hf
-    impls = [i for i in args.impls.split(",") if not i.startswith("hf") or hf.available()]
+    wanted = args.impls.split(",")
+    impls = [i for i in wanted if not i.startswith("hf") or hf.available()]
     allocators = [a for a in args.allocators.split(",") if a in ALLOCATORS
                   and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
     args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
+    progress("measuring the machine's matmul speed and the numba start-up time")
     records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), threads=args.threads,
                     python=platform.python_version(), numpy=np.__version__, **_numba_version(), **hf.versions(),
                     **_matmul(args.threads))]
-    emit(records[0])
+    skipped = [i for i in wanted if i not in impls]
+    if skipped:
+        records.append(dict(kind="skipped", impls=skipped, missing=hf.missing()))
     records += start_times(args.threads)
     for round_ in range(args.rounds):
         for preset in args.presets.split(","):
             for vocab in (int(v) for v in args.vocabs.split(",")):
                 for allocator in allocators:
                     for impl in impls:
+                        progress(f"measuring {impl} {preset} vocab {vocab} {allocator}"
+                                 + (f" (round {round_ + 1}/{args.rounds})" if args.rounds > 1 else ""))
                         records += _measure(args, preset, vocab, allocator, impl, round_)
     records.append(dict(records[0], kind="machine_after", **_matmul(args.threads)))
 
-    emit(records[-1])
-    if args.json:
+    lines = [json.dumps(r) + "\n" for r in records]
+    if args.json not in (None, "-"):
         with open(args.json, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
-    print(table(records))
+            f.writelines(lines)
+    if args.json == "-":
+        sys.stdout.writelines(lines)
+    else:
+        print(table(records))
     return 1 if any(r["kind"] == "error" for r in records) else 0
 
 
@@ -263,6 +284,9 @@ def table(records: list) -> str:
              f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
              f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})"]
     for r in records:
+        if r["kind"] == "skipped":
+            lines.append(f"{', '.join(r['impls'])} skipped: Hugging Face needs {' and '.join(r['missing'])}, "
+                         f"not installed (pip install {' '.join(r['missing'])})")
         if r["kind"] == "start":
             lines.append(f"numba backend, import + first tiny step, {r['cache']} cache: {r['seconds']:.1f} s")
         if r["kind"] == "error":

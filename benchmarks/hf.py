@@ -70,6 +70,12 @@ def versions() -> dict:
     return {"torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def missing() -> list:
+    """The packages of torch and transformers that are not installed."""
+    import importlib.util
+    return [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
+
+
 def available() -> bool:
-    return bool(versions())
+    return not missing() and bool(versions())
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import io
 import os
+import re
 from collections import namedtuple
 from collections.abc import Mapping
 
@@ -41,22 +42,40 @@ def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrai
 
     params are keyed by npbert's (HF BertForPreTraining) names and cast to dtype; they hold the
     "cls.*" heads only if the checkpoint has them. tokenizer is None without vocab.txt.
-    strict=False keeps tensors npbert does not know (a fine-tuning head's "classifier.weight")
+    strict=False keeps tensors outside bert.* and cls.* (a fine-tuning head's "classifier.weight")
     instead of rejecting them."""
     dtype = np.dtype(dtype)
     if not np.issubdtype(dtype, np.floating):
         raise ValueError(f"dtype must be a floating-point type, got {dtype}")
-    _check_directory(directory)
-    config = _load_config(directory)
+    config = load_config(directory)
     params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
-    check_params(config, params, strict)
+    check_params(config, params, strict, where=f"{directory}: the weights in {WEIGHTS_FILE}")
     params = {name: a.astype(dtype) for name, a in params.items()}
-    vocab_path = os.path.join(directory, VOCAB_FILE)
-    tokenizer = None
-    if os.path.isfile(vocab_path):
-        check_vocab_size(count_vocab(vocab_path), config, vocab_path)
-        tokenizer = _load_tokenizer(directory)
+    tokenizer = _load_tokenizer(directory) if _has_vocab(directory, config) else None
     return Pretrained(config, params, tokenizer)
+
+
+def check_checkpoint(directory) -> tuple:
+    """-> (config, {npbert name: shape}): load_pretrained's checks of config.json against the
+    weights' names, shapes and dtypes, and of vocab.txt, reading only the safetensors header.
+    Tensors npbert does not know (a task head) are kept, as load_pretrained(strict=False)."""
+    config = load_config(directory)
+    header = safetensors.load_shapes(_require(directory, WEIGHTS_FILE))
+    # stand-ins: each tensor's dtype and shape and no data (one zero, broadcast), so that the
+    # renaming and the checks of a real load run on them unchanged
+    params = npbert_names({name: np.broadcast_to(np.zeros((), dtype), shape)
+                           for name, (dtype, shape) in header.items()})
+    check_params(config, params, strict=False, where=f"{directory}: the weights in {WEIGHTS_FILE}")
+    _has_vocab(directory, config)
+    return config, {name: a.shape for name, a in params.items()}
+
+
+def _has_vocab(directory, config) -> bool:
+    """Whether directory has a vocab.txt; if it has, it must have config.vocab_size tokens."""
+    path = os.path.join(directory, VOCAB_FILE)
+    if os.path.isfile(path):
+        check_vocab_size(count_vocab(path), config, path)
+    return os.path.isfile(path)
 
 
 def _check_directory(directory):
@@ -79,7 +98,9 @@ def _require(directory, file_name) -> str:
     return path
 
 
-def _load_config(directory) -> BertConfig:
+def load_config(directory) -> BertConfig:
+    """A checkpoint directory's config.json, without reading the weights."""
+    _check_directory(directory)
     path = _require(directory, CONFIG_FILE)
     try:
         return BertConfig.load(path)
@@ -116,36 +137,56 @@ def _untie(params, tied, owner):
 
 
 POOLER = ("bert.pooler.dense.weight", "bert.pooler.dense.bias")
+# config.json fields read off the weights: field -> (tensor, axis, what the weights have)
+FIELDS_IN_WEIGHTS = {
+    "hidden_size": (WORD_EMBEDDINGS, 1, "are {} wide"),
+    "vocab_size": (WORD_EMBEDDINGS, 0, "have {} word embeddings"),
+    "max_position_embeddings": ("bert.embeddings.position_embeddings.weight", 0, "have {} positions"),
+    "type_vocab_size": ("bert.embeddings.token_type_embeddings.weight", 0, "have {} token types"),
+    "intermediate_size": ("bert.encoder.layer.0.intermediate.dense.weight", 0, "have feed-forward layers {} wide"),
+}
+LAYER = re.compile(r"bert\.encoder\.layer\.(\d+)\.")
 
 
-def check_params(config: BertConfig, params: Mapping, strict: bool = True) -> None:
-    """CheckpointError naming every missing, wrong-shaped, non-float (and, if strict, unexpected)
-    tensor. The pretraining heads are expected if any "cls.*" tensor is present."""
+def check_params(config: BertConfig, params: Mapping, strict: bool = True, where="the weights") -> None:
+    """CheckpointError naming missing, wrong-shaped, non-float and unexpected tensors (strict=False:
+    except those outside bert.* and cls.*, a task head's);
+    first which config.json fields the weights contradict (usually the whole story), then the
+    first few tensors of each problem and how many more. The pretraining heads are expected if any
+    "cls.*" tensor is present."""
     expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
-    problems = []
+    shapes = {n: tuple(np.shape(a)) for n, a in params.items()}
     # HF's token-classification and QA models have no pooler (add_pooling_layer=False)
     optional = set(POOLER) if not any(n in params for n in POOLER) else set()
     missing = [n for n in expected if n not in params and n not in optional]
-    if missing:
-        problems.append(f"missing tensors: {_some(missing)}")
-    wrong = [f"{n}: expected {expected[n]}, found {tuple(np.shape(params[n]))}"
-             for n in expected if n in params and tuple(np.shape(params[n])) != expected[n]]
-    if wrong:
-        problems.append(f"wrong shapes (does config.json match the weights?): {_some(wrong)}")
+    wrong = [f"{n}: expected {expected[n]}, found {shapes[n]}"
+             for n in expected if n in params and shapes[n] != expected[n]]
     not_float = [f"{n} ({np.asarray(a).dtype})" for n, a in params.items()
                  if not np.issubdtype(np.asarray(a).dtype, np.floating)]
-    if not_float:
-        problems.append(f"tensors that are not floating point: {_some(not_float)}")
-    unexpected = [n for n in params if n not in expected]
-    if strict and unexpected:
-        problems.append(f"unexpected tensors: {_some(unexpected)}")
+    # strict=False lets a task head through ("classifier.weight"), not a tensor of BERT's own
+    unexpected = [n for n in params if n not in expected and (strict or n.startswith(("bert.", "cls.")))]
+    problems = [f"{label}: {_some(names)}" for label, names in (("Missing tensors", missing), ("Wrong shapes", wrong),
+                ("Tensors that are not floating point", not_float), ("Unexpected tensors", unexpected)) if names]
     if problems:
-        raise CheckpointError("weights do not match the config: " + "; ".join(problems))
+        raise CheckpointError(f"{where} do not match config.json. " + ". ".join(fields_that_differ(config, shapes)
+                                                                                 + problems))
 
 
-def _some(items, limit=6) -> str:
+def fields_that_differ(config: BertConfig, shapes: Mapping) -> list:
+    """'config.json says hidden_size 128 but the weights are 256 wide', for each size field the
+    weights (npbert names -> shapes) contradict."""
+    found = {field: (shapes[name][axis], what) for field, (name, axis, what) in FIELDS_IN_WEIGHTS.items()
+             if name in shapes and len(shapes[name]) > axis}
+    layers = {int(m.group(1)) for m in map(LAYER.match, shapes) if m}
+    if layers:
+        found["num_hidden_layers"] = (max(layers) + 1, "have {} layers")
+    return [f"config.json says {field} {getattr(config, field)} but the weights {what.format(value)}"
+            for field, (value, what) in found.items() if value != getattr(config, field)]
+
+
+def _some(items, limit=3) -> str:
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
-    return ", ".join(items[:limit]) + more
+    return "; ".join(items[:limit]) + more
 
 
 def count_vocab(path) -> int:
@@ -186,7 +227,8 @@ def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or
 
     tokenizer_or_vocab: a tokenizer with a .vocab {token: id} (its save_pretrained, if it has one,
     adds tokenizer_config.json), a {token: id} dict, a list of tokens, or the path of a vocab.txt."""
-    check_params(config, params, strict=False)   # extra tensors (a task head) are saved as they are
+    # extra tensors (a task head) are saved as they are
+    check_params(config, params, strict=False, where=f"cannot save {directory}: the parameters")
     files = {CONFIG_FILE: config.to_json_string().encode("utf-8")}
     if tokenizer_or_vocab is not None:
         files[VOCAB_FILE] = vocab_bytes(tokenizer_or_vocab)

@@ -13,7 +13,8 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from npbert.errors import NpbertError  # noqa: E402  (after the thread settings, on purpose)
+from npbert.commands import HelpFormatter  # noqa: E402  (after the thread settings, on purpose)
+from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
@@ -25,19 +26,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"npbert.commands.{name.replace('-', '_')}").register(sub)
+    for command in sub.choices.values():
+        command.formatter_class = HelpFormatter          # every option's default shown the same way
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one command -> exit code: 2 and one line for bad input, 130 and one line on Ctrl-C
+    (training commands stop gracefully on their own; this is the fallback for every other moment)."""
+    name = "npbert"
     try:
+        args = build_parser().parse_args(argv)
+        name = f"npbert {args.command}"
         if getattr(args, "backend", None):           # every command that runs the model has --backend
             from npbert.backend import set_backend
             set_backend(args.backend)
         return int(args.func(args) or 0)
     except (NpbertError, FileNotFoundError) as e:
-        print(f"npbert {args.command}: error: {e}", file=sys.stderr)
+        print(f"{name}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -294,7 +294,7 @@ def prepare_corpus(opts: PretrainOptions, log):
         if getattr(opts, name) is not None:
             kwargs[name] = getattr(opts, name)
     log(f"preparing {opts.corpus} into {directory} ...")
-    prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None)
+    prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None, notes=log)
     log(f"prepared {opts.corpus} in {time.perf_counter() - t0:.1f} s")
     return load_prepared(directory)
 

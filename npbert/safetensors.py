@@ -49,6 +49,17 @@ def load_metadata(path) -> dict:
     return header.get("__metadata__", {})
 
 
+def load_shapes(path) -> dict:
+    """path -> {name: (NumPy dtype as load_file returns it, shape)} in file order, from the header
+    alone (checked as load_file checks it): no tensor data is read."""
+    with open(path, "rb") as f:
+        file_size = os.fstat(f.fileno()).st_size
+        header_size = _read_header_size(f, file_size, path)
+        header = _parse_header(f.read(header_size), path)
+    return {name: (np.dtype(np.float32 if info["dtype"] == "BF16" else DTYPES[info["dtype"]]), tuple(info["shape"]))
+            for name, info in _check_entries(header, file_size - 8 - header_size, path)}
+
+
 def _read_header_size(f, file_size, path) -> int:
     if file_size < 8:
         raise CheckpointError(f"{path}: truncated safetensors file ({file_size} bytes, the header "

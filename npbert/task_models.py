@@ -75,6 +75,27 @@ def check_head(params, config: BertConfig, kind: str, where) -> int:
     return int(w.shape[0])
 
 
+def check_head_fits_task(config: BertConfig, task, where) -> None:
+    """A fine-tuned checkpoint's config.json fits task (a tasks.registry.Task): the same head
+    (architectures), regression or classification alike, and for a task that fixes its labels
+    the same label names (in any order: the checkpoint's order is the one used). A config that
+    names no head is left to check_head, which looks at the weights."""
+    saved, wanted = config.extra.get("architectures") or [], ARCHITECTURES[task.kind]
+    if saved and wanted not in saved:
+        hint = "" if set(saved) & set(ARCHITECTURES.values()) else \
+            f" (it has no task head: fine-tune it first, npbert finetune --model {where} --task {task.name})"
+        raise CheckpointError(f"{where} is a {'/'.join(saved)} checkpoint{hint}; task {task.name} needs a {wanted}")
+    names = label_names_of(config)
+    if task.kind == "sequence_classification" and names is not None:
+        problem = config.extra.get("problem_type") or ("regression" if len(names) == 1 else "classification")
+        if (problem == "regression") != task.regression:
+            raise CheckpointError(f"{where} is a {problem.replace('_', ' ')} model ({len(names)} output(s)); "
+                                  f"task {task.name} is {'regression' if task.regression else 'classification'}")
+    if task.labels is not None and names is not None and sorted(names) != sorted(task.labels):
+        raise CheckpointError(f"{where} was fine-tuned with the labels {', '.join(names)}; task {task.name} has "
+                              f"the labels {', '.join(task.labels)}")
+
+
 def check_kind(kind):
     if kind not in KINDS:
         raise InputError(f"unknown head {kind!r}; choose one of {', '.join(KINDS)}")

@@ -7,7 +7,7 @@ import pytest
 
 import npbert.safetensors
 from npbert.atomic import atomic_write
-from npbert.checkpoint import load_pretrained, save_pretrained
+from npbert.checkpoint import check_checkpoint, load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import init_params, pretraining_forward
@@ -121,7 +121,7 @@ def test_tied_decoder_that_differs_is_an_error(saved):
 def test_unexpected_tensor_is_an_error_unless_not_strict(saved):
     directory, params = saved
     write_weights(directory, {**params, "classifier.weight": np.zeros((2, 8), np.float32)})
-    with pytest.raises(CheckpointError, match="unexpected tensors: classifier.weight"):
+    with pytest.raises(CheckpointError, match="Unexpected tensors: classifier.weight"):
         load_pretrained(directory)
     assert load_pretrained(directory, strict=False).params["classifier.weight"].shape == (2, 8)
 
@@ -210,26 +210,58 @@ def test_missing_and_wrong_shaped_tensors(saved):
     write_weights(directory, broken)
     with pytest.raises(CheckpointError) as error:
         load_pretrained(directory)
-    assert "missing tensors: bert.encoder.layer.1.output.dense.bias" in str(error.value)
+    assert "Missing tensors: bert.encoder.layer.1.output.dense.bias" in str(error.value)
     assert "bert.pooler.dense.weight: expected (8, 8), found (8, 4)" in str(error.value)
 
 
 def test_partial_heads_name_the_missing_head_tensors(saved):
     directory, params = saved
     write_weights(directory, {n: a for n, a in params.items() if not n.startswith("cls.seq_relationship")})
-    with pytest.raises(CheckpointError, match="missing tensors: cls.seq_relationship.weight, "
+    with pytest.raises(CheckpointError, match="Missing tensors: cls.seq_relationship.weight; "
                                               "cls.seq_relationship.bias"):
         load_pretrained(directory)
 
 
 def test_config_that_does_not_match_the_weights(saved):
+    # before: one ~700-character line of shapes ending "and 36 more", without the directory
     directory, _ = saved
     d = json.loads((directory / "config.json").read_text())
     d.update(hidden_size=16, num_attention_heads=2)
     (directory / "config.json").write_text(json.dumps(d))
-    with pytest.raises(CheckpointError, match=r"bert.embeddings.word_embeddings.weight: expected \(30, 16\), "
-                                              r"found \(30, 8\)"):
+    with pytest.raises(CheckpointError) as error:
         load_pretrained(directory)
+    message = str(error.value)
+    assert message.startswith(f"{directory}: the weights in model.safetensors do not match config.json. "
+                              "config.json says hidden_size 16 but the weights are 8 wide. Wrong shapes: "
+                              "bert.embeddings.word_embeddings.weight: expected (30, 16), found (30, 8); ")
+    wrong = [n for n, a in make_params().items() if 8 in a.shape]
+    assert message.endswith(f" and {len(wrong) - 3} more") and message.count("expected (") == 3
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("intermediate_size", 24, "config.json says intermediate_size 24 but the weights have feed-forward layers 12 wide"),
+    ("vocab_size", 31, "config.json says vocab_size 31 but the weights have 30 word embeddings"),
+    ("num_hidden_layers", 1, "config.json says num_hidden_layers 1 but the weights have 2 layers"),
+    ("max_position_embeddings", 32, "config.json says max_position_embeddings 32 but the weights have 16 positions"),
+    ("type_vocab_size", 3, "config.json says type_vocab_size 3 but the weights have 2 token types"),
+])
+def test_the_error_names_the_config_field_the_weights_contradict(saved, field, value, says):
+    directory, _ = saved
+    d = json.loads((directory / "config.json").read_text())
+    d[field] = value
+    (directory / "config.json").write_text(json.dumps(d))
+    (directory / "vocab.txt").unlink()                  # else vocab_size 31 fails on vocab.txt first
+    with pytest.raises(CheckpointError, match=says):
+        load_pretrained(directory)
+    with pytest.raises(CheckpointError, match=says):    # npbert info's check: the same, from the header only
+        check_checkpoint(directory)
+
+
+def test_check_checkpoint_reads_only_the_header(saved, monkeypatch):
+    directory, params = saved
+    monkeypatch.setattr(npbert.safetensors, "load_file", None)   # any tensor read would fail
+    config, shapes = check_checkpoint(directory)
+    assert config.to_dict() == CONFIG.to_dict() and shapes == {n: a.shape for n, a in params.items()}
 
 
 def test_bad_config_json(saved):

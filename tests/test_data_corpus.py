@@ -3,7 +3,8 @@ import importlib.util
 
 import pytest
 
-from npbert.data.corpus import detect_format, load_corpus, read_imdb, read_text_corpus, split_sentences
+from npbert.data.corpus import (SENTENCES_PER_DOCUMENT, detect_format, load_corpus, read_imdb, read_text_corpus,
+                                split_sentences)
 from npbert.errors import DataError
 
 BERT_TEXT = """The cat sat on the mat.
@@ -67,6 +68,32 @@ def test_a_forced_format_wins(tmp_path):
     assert list(read_text_corpus(str(path), "raw"))[1] == ["Dogs bark at night.", "Nobody knows why.", "They just do."]
     with pytest.raises(DataError, match="unknown corpus format 'xml'"):
         list(read_text_corpus(str(path), "xml"))
+
+
+PARAGRAPHS = [f"Paragraph {i} starts here. It goes on for a while. Then it ends." for i in range(5)]
+WRAPPED = "The text of this file is wrapped at a fixed width, so\nits lines end in the middle of a sentence and\n" \
+          "only the last one ends. Another sentence follows\nhere. And a third one.\n"
+
+
+@pytest.mark.parametrize("text, corpus_format, expected, note", [
+    # raw lines that end like sentences: a document (a paragraph) per line
+    ("\n".join(PARAGRAPHS) + "\n", None, [split_sentences(p) for p in PARAGRAPHS], "each of its 5 lines is a document"),
+    # one sentence per line: documents of SENTENCES_PER_DOCUMENT lines
+    ("".join(f"Sentence {i}.\n" for i in range(25)), None,
+     [[f"Sentence {i}." for i in range(k, min(k + 10, 25))] for k in (0, 10, 20)],
+     "its 25 sentences are cut into 3 documents of 10"),
+    # raw text wrapped mid-sentence: its sentences, in documents of SENTENCES_PER_DOCUMENT
+    (WRAPPED, None, [split_sentences(WRAPPED)], "its 3 sentences are cut into 1 documents of 10"),
+    ("\n".join(PARAGRAPHS), "bert", [PARAGRAPHS], "its 5 sentences are cut into 1 documents of 10"),  # forced
+])
+def test_a_file_without_blank_lines_is_cut_into_documents(tmp_path, text, corpus_format, expected, note):
+    # before: the whole file was one document, and prepare failed ("1 document")
+    assert SENTENCES_PER_DOCUMENT == 10
+    path = tmp_path / "no_blank_lines.txt"
+    path.write_text(text, encoding="utf-8")
+    notes = []
+    assert load_corpus(str(path), corpus_format, log=notes.append) == expected
+    assert notes == [f"{path} has no blank lines between documents: {note} (docs/data.md)"]
 
 
 def test_directory_of_txt_files_in_name_order(tmp_path):

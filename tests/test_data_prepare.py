@@ -106,6 +106,43 @@ def test_unusable_corpora_fail_with_one_line(tmp_path, capsys, text, message):
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+def test_an_output_path_that_is_a_file_fails_before_anything_is_read(tmp_path, capsys):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("keep me\n")
+    # the corpus does not exist either: the --out check must come first (nothing read or written)
+    sub = existing / "sub"
+    for out, message in ((existing, f"output directory {existing} is an existing file, not a directory"),
+                         (sub, f"output directory {sub} cannot be made: {existing} is a file")):
+        assert main(["prepare", "--corpus", str(tmp_path / "missing.txt"), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err == f"npbert prepare: error: {message}\n"
+    assert existing.read_text() == "keep me\n" and sorted(os.listdir(tmp_path)) == ["notes.txt"]
+
+
+def test_prose_without_blank_lines_is_prepared_and_says_how_it_was_cut(tmp_path, capsys):
+    # before: "the corpus has 1 document(s)", advising --heldout-fraction 0, which failed too
+    corpus = tmp_path / "my_text.txt"
+    corpus.write_text("".join(" ".join(line for line in TEXT.splitlines() if line) + "\n" for _ in range(4)),
+                      encoding="utf-8")                        # 4 lines of 8 sentences, no blank line
+    assert main(["prepare", "--corpus", str(corpus), "--vocab", small_vocab(tmp_path / "v.txt"),
+                 "--out", str(tmp_path / "o"), "--heldout-fraction", "0"]) == 0
+    out = capsys.readouterr().out
+    assert f"{corpus} has no blank lines between documents: each of its 4 lines is a document" in out
+    assert "read 4 documents" in out
+
+
+def test_too_few_documents_fails_before_a_vocabulary_is_trained(tmp_path, capsys, monkeypatch):
+    import npbert.wordpiece_trainer
+    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", None)   # would fail if called
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("One sentence here. And a second one.\n", encoding="utf-8")
+    assert main(["prepare", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "the corpus has 1 document(s); next-sentence prediction needs at least 4 (2 to train, 2 held out)" in err
+    assert "--heldout-fraction 0" not in err and len(err.splitlines()) == 1     # it would not help here
+    assert not (tmp_path / "o").exists()
+
+
 def test_the_command_prints_the_statistics(tmp_path, capsys):
     out = str(tmp_path / "cli")
     assert main(["prepare", "--max-documents", "40", "--dupe-factor", "1", "--out", out, "--whole-word-mask"]) == 0

@@ -147,10 +147,16 @@ def test_other_options_in_the_same_directory_are_an_error(prepared):
 
 
 def test_too_few_documents(tmp_path):
-    with pytest.raises(DataError, match="needs at least 2"):
+    with pytest.raises(DataError, match="needs at least 2") as error:
         write(tmp_path / "one", documents(1), heldout_fraction=0.0)
+    assert "heldout-fraction" not in str(error.value)           # holding none out would not help
     with pytest.raises(DataError, match="heldout-fraction 0"):
         write(tmp_path / "three", documents(3))
+    needs_four = r"needs at least 4 \(2 to train, 2 held out\), because .*: give more text"
+    with pytest.raises(DataError, match=needs_four) as error:
+        write(tmp_path / "one-held", documents(1))
+    assert "heldout-fraction" not in str(error.value)
+    assert not any((tmp_path / d).exists() for d in ("one", "three", "one-held"))   # a refusal writes nothing
     manifest = write(tmp_path / "two", documents(2), heldout_fraction=0.0)
     assert list(manifest["splits"]) == ["train"]
 

@@ -6,7 +6,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from npbert import ops
-from npbert.gradcheck import TOL, Dims, check, numerical_gradient, op_cases, relative_error, run_gradchecks
+from npbert.cli import main
+from npbert.errors import NpbertError
+from npbert.gradcheck import (TOL, Dims, check, numerical_gradient, op_cases, relative_error, run_gradchecks,
+                               select_checks)
 
 OPS = list(op_cases(Dims()))
 
@@ -84,3 +87,27 @@ def test_dropout_zeroes_and_scales_and_is_identity_in_eval():
     assert abs((y == 0).mean() - 0.2) < 0.01
     y_eval, cache = ops.dropout_forward(x, 0.2, None)
     assert y_eval is x and cache.keep is None
+
+
+# --- choosing checks: `npbert gradcheck --only` ----------------------------------------------------------
+
+def test_select_checks_by_name_variant_or_pattern_never_a_plain_prefix():
+    assert select_checks(OPS, ["layernorm"]) == ["layernorm"]
+    assert select_checks(OPS, ["gelu"]) == ["gelu[gelu]", "gelu[gelu_new]"]           # every variant
+    assert select_checks(OPS, ["gelu[gelu_new]"]) == ["gelu[gelu_new]"]               # "[" is not a pattern
+    assert select_checks(OPS, ["linear"]) == ["linear"]                               # not linear_gelu
+    assert select_checks(OPS, ["bert_for_*", "linear"]) == ["linear"] + [n for n in OPS if n.startswith("bert_for_")]
+    with pytest.raises(NpbertError, match=r"no gradient check is named 'bert_for'; the checks are linear, "):
+        select_checks(OPS, ["bert_for"])
+
+
+def test_the_command_refuses_unknown_names_and_says_which_backend_ran(capsys):
+    # before: --only foo ran nothing and printed "all passed" (exit 0); --only gelu matched nothing
+    assert main(["gradcheck", "--only", "foo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("npbert gradcheck: error: no gradient check is named 'foo'; the checks are ") and \
+        all(name in err for name in OPS)
+    assert main(["gradcheck", "--backend", "numpy", "--only", "gelu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "; backend numpy;" in out[0]
+    assert [line.split()[0] for line in out[2:-1]] == ["gelu[gelu]", "gelu[gelu_new]"] and out[-1] == "all passed"

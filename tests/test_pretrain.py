@@ -454,17 +454,34 @@ def test_a_kill_during_overwrite_is_undone_by_the_next_command(tmp_path, data_di
     assert saved_step(trained) == 7 and not aside.exists() and not os.path.exists(os.path.join(trained, "data"))
 
 
-def test_a_failed_first_run_does_not_block_the_retry(tmp_path, data_dir):
+def test_a_failed_first_run_does_not_block_the_retry(tmp_path, data_dir, monkeypatch):
     one = tmp_path / "one.txt"
     one.write_text("one short document .\nwith two sentences .\n")
-    with pytest.raises(DataError):
+    with pytest.raises(DataError, match="document"):
         pretrain(options(tmp_path, data_dir, data=None, corpus=str(one), max_seq_length=32), log=quiet)
-    with pytest.raises(NpbertError, match="stopped before it saved a checkpoint; run the same command again"):
-        pretrain(options(tmp_path, data_dir), resume=True, log=quiet)
+    assert not (tmp_path / "run").exists()               # nothing of it was kept
     corpus = tmp_path / "fixed.txt"
     corpus.write_text("".join(f"document {i} begins here .\nand it ends here .\n\n" for i in range(30)))
-    r = pretrain(options(tmp_path, data_dir, data=None, corpus=str(corpus), max_seq_length=32, steps=2), log=quiet)
-    assert r["step"] == 2
+    first = options(tmp_path, data_dir, data=None, corpus=str(corpus), max_seq_length=32, steps=4, save_every=100)
+    import npbert.pretrain as pretrain_module
+    real = pretrain_module.pretraining_forward
+
+    def crash_at_step_3(*args, **kwargs):
+        if kwargs.get("rng") is not None and len(crash_at_step_3.calls) == 2:
+            raise MemoryError("out of memory (simulated)")
+        crash_at_step_3.calls.append(1)
+        return real(*args, **kwargs)
+    crash_at_step_3.calls = []
+    monkeypatch.setattr(pretrain_module, "pretraining_forward", crash_at_step_3)
+    with pytest.raises(MemoryError):                     # the data is prepared, no checkpoint was saved
+        pretrain(first, log=quiet)
+    monkeypatch.setattr(pretrain_module, "pretraining_forward", real)
+    assert (tmp_path / "run" / "data" / "manifest.json").exists()
+    with pytest.raises(NpbertError, match="stopped before it saved a checkpoint; run the same command again"):
+        pretrain(first, resume=True, log=quiet)
+    said = []
+    assert pretrain(first, log=said.append)["step"] == 4          # the same command again: no --overwrite needed
+    assert not any("already exists" in line for line in said)
 
 
 # --- a kill in the middle of a checkpoint save ----------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis.extra import numpy as hnp
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import param_shapes
-from npbert.safetensors import DTYPES, load_file, load_metadata, save_file
+from npbert.safetensors import DTYPES, load_file, load_metadata, load_shapes, save_file
 
 NUMPY_DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8,
                 np.uint64, np.uint32, np.uint16, np.uint8, np.bool_]
@@ -95,6 +95,17 @@ def test_bf16_is_read_as_float32(tmp_path):
               bits.tobytes())
     back = load_file(tmp_path / "b.safetensors")["w"]
     assert back.dtype == np.float32 and back.tobytes() == values.reshape(2, 3).tobytes()
+
+
+def test_load_shapes_tells_what_load_file_returns_from_the_header_alone(tmp_path):
+    header = {"w": {"dtype": "BF16", "shape": [2, 3], "data_offsets": [0, 12]},
+              "ids": {"dtype": "I64", "shape": [1], "data_offsets": [16, 24]}}
+    write_raw(tmp_path / "s.safetensors", header, bytes(24))
+    loaded = load_file(tmp_path / "s.safetensors")
+    assert load_shapes(tmp_path / "s.safetensors") == {n: (a.dtype, a.shape) for n, a in loaded.items()}
+    write_raw(tmp_path / "short.safetensors", header, bytes(20))          # checked as load_file checks it
+    with pytest.raises(CheckpointError, match="go past the end"):
+        load_shapes(tmp_path / "short.safetensors")
 
 
 def test_loaded_arrays_are_writable(tmp_path):

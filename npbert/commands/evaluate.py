@@ -1,18 +1,20 @@
 """`npbert evaluate CHECKPOINT --task TASK --data FILE`: a fine-tuned checkpoint's metrics on a task file."""
 import json
 
-from npbert.commands import add_backend_argument
+from npbert.commands import add_backend_argument, check_checkpoint_task
 
 
 def register(sub):
     from npbert.tasks.registry import TASKS
     p = sub.add_parser("evaluate", help="score a fine-tuned checkpoint on a task file (accuracy, F1, EM, ...)")
     p.add_argument("checkpoint", help="a fine-tuned checkpoint directory (e.g. runs/finetune/best)")
-    p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK")
-    p.add_argument("--data", default=None, help="labelled task file (generated tasks: split name, default dev)")
-    p.add_argument("--max-seq-length", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--max-examples", type=int, default=None)
+    p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
+                   help="the task the checkpoint was fine-tuned for (`npbert finetune --help` lists them)")
+    p.add_argument("--data", default=None,
+                   help="labelled task file; a split name for generated tasks (default: dev for those)")
+    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per sequence (default: the task's)")
+    p.add_argument("--batch-size", type=int, default=64, help="sequences per batch")
+    p.add_argument("--max-examples", type=int, default=None, help="score only the first N examples (default: all)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     add_backend_argument(p)
     p.set_defaults(func=run)
@@ -23,6 +25,7 @@ def run(args):
     from npbert.finetune import evaluate_checkpoint, format_scores
     from npbert.tasks.registry import get_task
     task = get_task(args.task)
+    check_checkpoint_task(args.checkpoint, task)
     source = args.data or ("dev" if task.generated else None)
     if source is None:
         raise DataError(f"task {task.name} reads files: pass --data FILE")

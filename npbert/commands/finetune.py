@@ -11,23 +11,36 @@ def register(sub):
                        description="Fine-tune BERT on a labelled task, evaluating on the dev set after each epoch "
                                    "and keeping the best model in OUT/best. Tasks: " +
                                    "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()))
-    p.add_argument("--task", default=d.task, choices=list(TASKS), metavar="TASK", help=f"default {d.task}")
-    p.add_argument("--model", default=None, help="checkpoint directory to start from (npbert or Hugging Face)")
-    p.add_argument("--from-scratch", default=None, choices=list(PRESETS), help="start from random weights instead")
-    p.add_argument("--vocab", default=None, help="vocab.txt for --from-scratch (built-in tasks: the built-in one)")
-    p.add_argument("--train", default=None, help="training file (generated tasks: split name, default train)")
-    p.add_argument("--dev", default=None, help="dev file, evaluated each epoch (generated tasks: default dev)")
-    p.add_argument("--test", default=None, help="a file (or split) scored once at the end with the best model")
-    p.add_argument("--out", default=d.out, help=f"run directory (default {d.out})")
-    p.add_argument("--max-seq-length", type=int, default=None, help="default: the task's (128, SQuAD 384)")
-    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--task", default=d.task, choices=list(TASKS), metavar="TASK", help="the task (listed above)")
+    p.add_argument("--model", default=None,
+                   help="checkpoint directory to start from (npbert or Hugging Face); this or --from-scratch "
+                        "(default: none)")
+    p.add_argument("--from-scratch", default=None, choices=list(PRESETS),
+                   help="start from random weights of this preset instead of --model (default: none)")
+    p.add_argument("--vocab", default=None,
+                   help="vocab.txt for --from-scratch (default: the built-in one for built-in tasks)")
+    p.add_argument("--train", default=None,
+                   help="training file; a split name for generated tasks (default: train for those)")
+    p.add_argument("--dev", default=None,
+                   help="dev file, evaluated each epoch; a split name for generated tasks (default: dev for those)")
+    p.add_argument("--test", default=None,
+                   help="a file (or split) scored once at the end with the best model (default: none)")
+    p.add_argument("--out", default=d.out, help="run directory")
+    p.add_argument("--max-seq-length", type=int, default=None,
+                   help="tokens per sequence (default: the task's; docs/finetuning.md lists them)")
+    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the training examples")
     add_optimizer_arguments(p, d)
-    p.add_argument("--warmup-proportion", type=float, default=d.warmup_proportion)
-    p.add_argument("--hidden-dropout-prob", type=float, default=None, help="default: the checkpoint's")
-    p.add_argument("--attention-probs-dropout-prob", type=float, default=None, help="default: the checkpoint's")
-    p.add_argument("--max-train-examples", type=int, default=None, help="use only the first N training examples")
-    p.add_argument("--max-eval-examples", type=int, default=None, help="evaluate only the first N dev examples")
-    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size)
+    p.add_argument("--warmup-proportion", type=float, default=d.warmup_proportion,
+                   help="share of the steps over which the learning rate rises from 0")
+    p.add_argument("--hidden-dropout-prob", type=float, default=None,
+                   help="dropout on the embeddings' and every sublayer's output (default: the checkpoint's)")
+    p.add_argument("--attention-probs-dropout-prob", type=float, default=None,
+                   help="dropout on the attention probabilities (default: the checkpoint's)")
+    p.add_argument("--max-train-examples", type=int, default=None,
+                   help="use only the first N training examples (default: all)")
+    p.add_argument("--max-eval-examples", type=int, default=None,
+                   help="evaluate only the first N dev examples (default: all)")
+    p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, help="sequences per evaluation batch")
     p.add_argument("--doc-stride", type=int, default=d.doc_stride, help="QA: tokens between window starts")
     p.add_argument("--max-query-length", type=int, default=d.max_query_length, help="QA: question tokens kept")
     p.add_argument("--n-best-size", type=int, default=d.n_best_size, help="QA: start/end candidates")

@@ -1,18 +1,25 @@
-"""`npbert info PRESET_OR_CHECKPOINT_DIR`: the configuration and the parameter counts."""
+"""`npbert info PRESET_OR_CHECKPOINT_DIR`: the configuration and the parameter counts; for a
+checkpoint also whether its weights fit its config.json (from the safetensors header alone:
+no tensor is read) and which heads it has."""
 import os
 
 
 def register(sub):
-    p = sub.add_parser("info", help="print a preset's or checkpoint's configuration and parameter counts")
+    p = sub.add_parser("info", help="print a preset's or checkpoint's configuration and parameter counts",
+                       description="Print a preset's or a checkpoint's configuration and parameter counts. For a "
+                                   "checkpoint, check that its weights' shapes fit its config.json (exit 2 if "
+                                   "not) and list its heads.")
     p.add_argument("model", help="a preset (tiny, mini, small, medium, base, large) or a checkpoint directory")
     p.set_defaults(func=run)
 
 
 def run(args):
+    from npbert.checkpoint import check_checkpoint
     from npbert.config import PRESETS, BertConfig
     from npbert.model import count_params
+    shapes = None
     if os.path.isdir(args.model):
-        config = BertConfig.load(args.model)
+        config, shapes = check_checkpoint(args.model)
     elif args.model in PRESETS:
         config = BertConfig.from_preset(args.model)
     else:
@@ -21,4 +28,19 @@ def run(args):
     print(f"parameters, BertModel (embeddings, encoder, pooler):  {count_params(config):>13,}")
     print(f"parameters, BertForPreTraining (+ MLM and NSP heads): {count_params(config, heads=True):>13,}"
           "  (decoder tied to the word embeddings)")
+    if shapes is not None:
+        print(f"weights: {len(shapes)} tensors, shapes as config.json says; heads: {heads(config, shapes)}")
     return 0
+
+
+def heads(config, shapes) -> str:
+    """The heads a checkpoint's tensors hold, by name, with a task head's class and labels."""
+    from npbert.task_models import label_names_of
+    found = [what for prefix, what in (("cls.predictions.", "masked LM"), ("cls.seq_relationship.", "next sentence"))
+             if any(n.startswith(prefix) for n in shapes)]
+    task = sorted({n.rsplit(".", 1)[0] for n in shapes if not n.startswith(("bert.", "cls."))})
+    if task:
+        labels = label_names_of(config)
+        found.append(f"{'/'.join(config.extra.get('architectures') or ['a task head'])} ({', '.join(task)}"
+                     + (f"; {len(labels)} labels: {', '.join(labels)})" if labels else ")"))
+    return ", ".join(found) or "none (encoder and pooler: a BertModel)"

