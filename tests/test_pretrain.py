@@ -534,3 +534,31 @@ def test_resume_refuses_options_that_would_change_the_run(tmp_path, data_dir):
         pretrain(options(tmp_path, data_dir), resume=True, overwrite=True, log=quiet)
     r = pretrain(options(tmp_path, data_dir, log_every=7, eval_every=9, save_every=11), resume=True, log=quiet)
     assert r["step"] == 40                               # what is logged, evaluated, saved may change
+
+
+def test_cli_resume_refuses_typed_options_that_would_change_the_run(tmp_path, data_dir, capsys):
+    out = str(tmp_path / "run")
+    base = ["pretrain", "--data", data_dir, "--out", out, "--batch-size", "4", "--eval-batches", "1"]
+    assert main(base + ["--steps", "6", "--stop-after", "2"]) == 0
+    for flags, said in ((["--steps", "60"], "--steps 60 cannot change when resuming"),
+                        (["--steps", "1200"], "--steps 1200 cannot change"),        # the default, but typed
+                        (["--preset", "mini"], "--preset mini cannot change"),
+                        (["--learning-rate", "1"], "--learning-rate 1.0 cannot change"),
+                        (["--overwrite"], "--resume and --overwrite contradict each other")):
+        assert main(base + ["--resume"] + flags) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1, err
+    assert main(base + ["--resume", "--log-every", "1"]) == 0                 # what is logged may change
+    assert "step     6/6" in capsys.readouterr().out
+
+
+def test_cli_without_out_does_not_collide_with_an_earlier_run(tmp_path, data_dir, monkeypatch, capsys):
+    """The README's first command can be run twice: the second run goes beside the first."""
+    monkeypatch.chdir(tmp_path)
+    cmd = ["pretrain", "--data", data_dir, "--steps", "2", "--batch-size", "4", "--eval-batches", "1"]
+    assert main(cmd) == 0 and main(cmd) == 0
+    out = capsys.readouterr().out
+    assert "runs/pretrain holds an earlier run (continue it with --resume, replace it with --overwrite); " \
+           "this run goes to runs/pretrain-2" in out
+    assert saved_step("runs/pretrain") == 2 and saved_step("runs/pretrain-2") == 2
+    assert main(cmd + ["--resume"]) == 0 and "runs/pretrain-3" not in capsys.readouterr().out

@@ -1,5 +1,5 @@
 """`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
-from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training, track_typed
 from npbert.config import PRESETS
 
 
@@ -11,6 +11,7 @@ def register(sub):
                        description="Fine-tune BERT on a labelled task, evaluating on the dev set after each epoch "
                                    "and keeping the best model in OUT/best. Tasks: " +
                                    "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()))
+    track_typed(p)
     p.add_argument("--task", default=d.task, choices=list(TASKS), metavar="TASK", help="the task (listed above)")
     p.add_argument("--model", default=None,
                    help="checkpoint directory to start from (npbert or Hugging Face); this or --from-scratch "
@@ -25,7 +26,8 @@ def register(sub):
                    help="dev file, evaluated each epoch; a split name for generated tasks (default: dev for those)")
     p.add_argument("--test", default=None,
                    help="a file (or split) scored once at the end with the best model (default: none)")
-    p.add_argument("--out", default=d.out, help="run directory")
+    p.add_argument("--out", default=d.out,
+                   help="run directory; when not given and it holds a run, the next free one (runs/finetune-2, ...)")
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="tokens per sequence (default: the task's; docs/finetuning.md lists them)")
     p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the training examples")
@@ -41,6 +43,8 @@ def register(sub):
     p.add_argument("--max-eval-examples", type=int, default=None,
                    help="evaluate only the first N dev examples (default: all)")
     p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, help="sequences per evaluation batch")
+    p.add_argument("--save-every", type=int, default=d.save_every,
+                   help="save a resumable checkpoint every N steps, and at each epoch's end (0: epoch ends only)")
     p.add_argument("--doc-stride", type=int, default=d.doc_stride, help="QA: tokens between window starts")
     p.add_argument("--max-query-length", type=int, default=d.max_query_length, help="QA: question tokens kept")
     p.add_argument("--n-best-size", type=int, default=d.n_best_size, help="QA: start/end candidates")

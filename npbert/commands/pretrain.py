@@ -1,5 +1,5 @@
 """`npbert pretrain`: masked LM + next-sentence prediction, from the built-in corpus by default."""
-from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training, track_typed
 from npbert.config import PRESETS
 
 
@@ -10,7 +10,9 @@ def register(sub):
                        description="Pretrain BERT with masked LM + next-sentence prediction. With no arguments it "
                                    "prepares npbert's built-in corpus and trains the tiny preset in about 5 minutes "
                                    "on a 2-core CPU.")
-    p.add_argument("--out", default=d.out, help="run directory")
+    track_typed(p)
+    p.add_argument("--out", default=d.out,
+                   help="run directory; when not given and it holds a run, the next free one (runs/pretrain-2, ...)")
     p.add_argument("--corpus", default=d.corpus, help="builtin | imdb | PATH to a text file or directory")
     p.add_argument("--data", default=None,
                    help="a directory made by `npbert prepare`, instead of --corpus (default: --corpus prepared "
@@ -21,6 +23,8 @@ def register(sub):
                    help="tokens per instance (default: 64 for builtin, else 128)")
     p.add_argument("--dupe-factor", type=int, default=None,
                    help="passes over the corpus, each masked differently (default: 5 for builtin, 2 otherwise)")
+    p.add_argument("--heldout-fraction", type=float, default=None,
+                   help="share of --corpus documents held out for evaluation, at least 2 documents (default: 0.02)")
     p.add_argument("--max-documents", type=int, default=None,
                    help="use the first N documents of --corpus; builtin: generate N (default: all; builtin 4000)")
     p.add_argument("--cased", dest="do_lower_case", action="store_false", default=None,

@@ -46,6 +46,16 @@ def has_saved(path) -> bool:
                                       for name in os.listdir(path))
 
 
+def free_run_dir(path) -> str:
+    """path if a new run may go there without --overwrite, else the first of path-2, path-3, ..."""
+    candidate, n = path, 1
+    while os.path.exists(candidate) and (not os.path.isdir(candidate) or (os.listdir(candidate) and (
+            not is_run(candidate) or has_saved(candidate)))):
+        n += 1
+        candidate = f"{path}-{n}"
+    return candidate
+
+
 def check_out(path, resume: bool, overwrite: bool) -> None:
     """Refuse what must not happen in `path`, before anything is read or written anywhere."""
     if resume and overwrite:
