@@ -13,8 +13,8 @@ import time
 from collections import defaultdict
 
 import npbert.model as model
-import npbert.ops.encoder as encoder
-import npbert.ops.encoder_layer as encoder_layer
+import npbert.layers.encoder as encoder
+import npbert.layers.encoder_layer as encoder_layer
 from npbert import backend, optim
 
 PARTS = {  # part -> (module, function names)
@@ -47,28 +47,24 @@ class Timer:
 
     @contextlib.contextmanager
     def patched(self, patches):
-        """patches: (object, attribute, name) triples; restores the originals on exit."""
+        """patches: (module or object, attribute, name) triples; restores the originals on exit."""
         saved = []
         for obj, attr, name in patches:
-            get, put = (obj.__getitem__, obj.__setitem__) if isinstance(obj, dict) else \
-                (lambda a, o=obj: getattr(o, a), lambda a, v, o=obj: setattr(o, a, v))
-            saved.append((put, attr, get(attr)))
-            put(attr, self.wrap(name, get(attr)))
+            saved.append((obj, attr, getattr(obj, attr)))
+            setattr(obj, attr, self.wrap(name, getattr(obj, attr)))
         try:
             yield self
         finally:
-            for put, attr, original in reversed(saved):
-                put(attr, original)
+            for obj, attr, original in reversed(saved):
+                setattr(obj, attr, original)
 
 
 def parts_view(timer: Timer, opt):
     patches = [(mod, fn, part) for part, (mod, fns) in PARTS.items() for fn in fns]
     patches += [(optim, "clip_by_global_norm", "optimizer"), (opt, "step", "optimizer")]
-    backend.get_backend()                              # make sure the dispatch table exists
-    patches += [(backend._table, op, "heads") for op in ("cross_entropy_forward", "cross_entropy_backward")]
+    patches += [(backend, op, "heads") for op in ("cross_entropy_forward", "cross_entropy_backward")]
     return timer.patched(patches)
 
 
 def ops_view(timer: Timer):
-    backend.get_backend()
-    return timer.patched([(backend._table, op, op) for op in backend.HOT_OPS])
+    return timer.patched([(backend, op, op) for op in backend.HOT_OPS])   # the layers call backend.<op>

@@ -19,7 +19,7 @@ EPS = 1e-12                                     # BERT's layer_norm_eps
 
 print("1. Forward with gamma = 1, beta = 0 (BERT's initialisation).")
 x = 5.0 + 3.0 * rng.standard_normal((B, T, H))  # rows far from mean 0 / variance 1
-y, (xhat, rstd, _) = ops.layernorm_forward(x, np.ones(H), np.zeros(H), EPS)
+y, _ = ops.layernorm_forward(x, np.ones(H), np.zeros(H), EPS)
 print(f"   x {x.shape}: row means {x.mean(-1)[0]}")
 print(f"   y {y.shape}: row means {y.mean(-1)[0]}, row variances {y.var(-1)[0]}")
 ok(np.allclose(y.mean(-1), 0.0, atol=1e-12), "every row of y has mean 0")
@@ -39,7 +39,7 @@ ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
 print("\n3. Backward, with non-trivial gamma and beta.")
 gamma, beta = 1.0 + 0.3 * rng.standard_normal(H), 0.1 * rng.standard_normal(H)
 y, cache = ops.layernorm_forward(x, gamma, beta, EPS)
-xhat, rstd, _ = cache
+xhat, rstd = cache.xhat, cache.rstd           # LayerNormCache: what backward needs
 dy = rng.standard_normal(y.shape)
 dx, dgamma, dbeta = ops.layernorm_backward(dy, cache)
 print(f"   cache: xhat {xhat.shape}, rstd {rstd.shape}, gamma {gamma.shape}")

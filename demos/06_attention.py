@@ -13,6 +13,7 @@ import numpy as np
 
 from npbert import ops
 from npbert.gradcheck import check
+from npbert.layers.attention import self_attention_backward, self_attention_forward
 
 
 rng = np.random.default_rng(0)
@@ -29,7 +30,7 @@ ok(mask_bias[0, 3] == np.finfo(np.float64).min, "padding gets finfo(float64).min
 print("\n2. The attention core: q, k, v of shape (B, A, T, D).")
 q, k, v = (rng.standard_normal((B, A, T, D)) for _ in range(3))
 context, cache = ops.attention_core_forward(q, k, v, mask_bias, 0.0, None)
-probs = cache[3]
+probs = cache.probs                          # AttentionCoreCache: q, k, v, probs, ...
 print(f"   scores/probs (B, A, T, T) = {probs.shape}, context {context.shape}, scale = 1/sqrt({D})")
 print(f"   probs[0, 0] (queries x keys):\n{probs[0, 0]}")
 ok(np.allclose(probs.sum(-1), 1.0), "each query's probabilities over the keys sum to 1")
@@ -68,7 +69,7 @@ for n in names:                                # HF names relative to one encode
     params[n + ".weight"] = 0.5 * rng.standard_normal((H, H))
     params[n + ".bias"] = 0.5 * rng.standard_normal(H)
 x = rng.standard_normal((B, T, H))
-out, sa_cache = ops.self_attention_forward(x, mask_bias, params, A, 0.0, None)
+out, sa_cache = self_attention_forward(x, mask_bias, params, A, 0.0, None)
 print(f"   x {x.shape} -> out {out.shape}, {A} heads of size {D}")
 
 expected = np.zeros_like(out)                  # per head: its D columns of q, k, v
@@ -85,17 +86,17 @@ for b in range(B):
 ok(np.allclose(out, expected), "equals a per-sequence, per-head loop")
 
 dout = rng.standard_normal(out.shape)
-dx, grads = ops.self_attention_backward(dout, sa_cache)
+dx, grads = self_attention_backward(dout, sa_cache)
 print("   |gradient| of each bias: " + ", ".join(f"{n.split('.')[-1]} {np.abs(grads[n + '.bias']).max():.1e}"
                                                     for n in names))
 ok(np.abs(grads["attention.self.key.bias"]).max() < 1e-12, "the key bias gradient is zero up to rounding")
 shifted = dict(params, **{"attention.self.key.bias": params["attention.self.key.bias"] + 5.0})
-ok(np.allclose(ops.self_attention_forward(x, mask_bias, shifted, A, 0.0, None)[0], out),
+ok(np.allclose(self_attention_forward(x, mask_bias, shifted, A, 0.0, None)[0], out),
    "...because changing the key bias does not change the output (softmax ignores a per-row constant)")
 
 r = check("self_attention", {"x": x, **params},
-          lambda p: ops.self_attention_forward(p["x"], mask_bias, p, A, 0.1, drop_rng()),
-          lambda d, c: (lambda dx_g: {"x": dx_g[0], **dx_g[1]})(ops.self_attention_backward(d, c)))
+          lambda p: self_attention_forward(p["x"], mask_bias, p, A, 0.1, drop_rng()),
+          lambda d, c: (lambda dx_g: {"x": dx_g[0], **dx_g[1]})(self_attention_backward(d, c)))
 ok(r.passed, f"gradient check of x and all 8 parameters, with dropout (max error {r.max_error:.1e})")
 
 print("\nall checks passed")

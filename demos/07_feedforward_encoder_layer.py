@@ -12,6 +12,9 @@ import numpy as np
 
 from npbert import BertConfig, init_params, ops
 from npbert.gradcheck import check
+from npbert.layers.encoder import encoder_backward, encoder_forward, layer_params
+from npbert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
+from npbert.layers.feedforward import feedforward_backward, feedforward_forward
 
 
 def with_dx(dx_and_grads):                   # (dx, {name: grad}) -> {"x": dx, name: grad, ...}
@@ -27,63 +30,63 @@ params = init_params(config, rng, np.float64)
 for name, value in params.items():           # BERT's init (std 0.02) makes everything nearly linear;
     if value.ndim == 2:                      # larger weights make the demo more interesting
         params[name] = 10.0 * value
-layer0 = ops.layer_params(params, 0)          # keys relative to "bert.encoder.layer.0."
+layer0 = layer_params(params, 0)          # keys relative to "bert.encoder.layer.0."
 print(f"config: L={config.num_hidden_layers} H={H} A={A} I={I}; layer 0 has {len(layer0)} parameter arrays:")
 print("   " + ", ".join(sorted(layer0)))
 
 print("\n1. Feed-forward block: (B, T, H) -> (B, T, I) -> (B, T, H), each token on its own.")
 x = rng.standard_normal((B, T, H))
-f, f_cache = ops.feedforward_forward(x, layer0, "gelu")
+f, f_cache = feedforward_forward(x, layer0, "gelu")
 W1, b1 = layer0["intermediate.dense.weight"], layer0["intermediate.dense.bias"]
 W2, b2 = layer0["output.dense.weight"], layer0["output.dense.bias"]
 print(f"   x {x.shape}  W1 {W1.shape}  W2 {W2.shape}  ->  out {f.shape}")
 hidden = x @ W1.T + b1
 ok(np.allclose(f, ops.gelu_forward(hidden)[0] @ W2.T + b2), "out = gelu(x W1^T + b1) W2^T + b2")
 perm = rng.permutation(T)
-ok(np.allclose(ops.feedforward_forward(x[:, perm], layer0, "gelu")[0], f[:, perm]),
+ok(np.allclose(feedforward_forward(x[:, perm], layer0, "gelu")[0], f[:, perm]),
    "position-wise: permuting the tokens permutes the output")
 ffn_keys = [k for k in layer0 if k.startswith(("intermediate.", "output.dense"))]
 r = check("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
-          lambda p: ops.feedforward_forward(p["x"], p, "gelu"),
-          lambda d, c: with_dx(ops.feedforward_backward(d, c)))
+          lambda p: feedforward_forward(p["x"], p, "gelu"),
+          lambda d, c: with_dx(feedforward_backward(d, c)))
 ok(r.passed, f"gradient check of x, W1, b1, W2, b2 (max error {r.max_error:.1e})")
 
 print("\n2. One encoder layer, evaluation mode (rng=None: no dropout).")
 attention_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
-y, _ = ops.encoder_layer_forward(x, mask_bias, layer0, config, None)
+y, _ = encoder_layer_forward(x, mask_bias, layer0, config, None)
 print(f"   x {x.shape} -> y {y.shape};  y[1, 0, :4] = {y[1, 0, :4]}")
 ok(np.allclose(y.mean(-1), 0.0, atol=1e-12) and np.allclose(y.var(-1), 1.0, atol=1e-9),
    "post-LN: every token's output has mean 0 and variance 1 (LayerNorm weight 1, bias 0)")
 x_pad = x.copy()
 x_pad[0, 3:] = 123.0                          # change what sits at the padded positions
-y_pad, _ = ops.encoder_layer_forward(x_pad, mask_bias, layer0, config, None)
+y_pad, _ = encoder_layer_forward(x_pad, mask_bias, layer0, config, None)
 ok(np.allclose(y_pad[0, :3], y[0, :3], rtol=0, atol=1e-13), "real tokens do not see the padded positions")
 
 print("\n3. Training mode: dropout from an explicit numpy Generator.")
-y_a, _ = ops.encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
-y_b, _ = ops.encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
-y_c, _ = ops.encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(6))
+y_a, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
+y_b, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
+y_c, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(6))
 ok(np.array_equal(y_a, y_b), "same seed -> bit-identical output")
 ok(not np.allclose(y_a, y_c), "another seed -> other dropout masks")
 same_seed = lambda: np.random.default_rng(5)  # fresh per call: every evaluation drops the same elements
 r = check("encoder_layer", {"x": x, **layer0},
-          lambda p: ops.encoder_layer_forward(p["x"], mask_bias, p, config, same_seed()),
-          lambda d, c: with_dx(ops.encoder_layer_backward(d, c)))
+          lambda p: encoder_layer_forward(p["x"], mask_bias, p, config, same_seed()),
+          lambda d, c: with_dx(encoder_layer_backward(d, c)))
 ok(r.passed and len(r.errors) == 1 + 16, f"gradient check of x and all {len(layer0)} parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
 print("\n4. The encoder: the layers in order; backward in reverse, names prefixed again.")
 enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
-out, caches = ops.encoder_forward(x, mask_bias, params, config, None)
+out, enc_cache = encoder_forward(x, mask_bias, params, config, None)
 manual = x
 for i in range(config.num_hidden_layers):
-    manual, _ = ops.encoder_layer_forward(manual, mask_bias, ops.layer_params(params, i), config, None)
+    manual, _ = encoder_layer_forward(manual, mask_bias, layer_params(params, i), config, None)
 ok(np.array_equal(out, manual), "encoder_forward == the layers applied one after another")
-dx, grads = ops.encoder_backward(rng.standard_normal(out.shape), caches)
+dx, grads = encoder_backward(rng.standard_normal(out.shape), enc_cache)
 ok(set(grads) == set(enc), f"backward returns all {len(enc)} encoder gradients under their full HF names")
 r = check("encoder", {"x": x, **enc},
-          lambda p: ops.encoder_forward(p["x"], mask_bias, p, config, same_seed()),
-          lambda d, c: with_dx(ops.encoder_backward(d, c)))
+          lambda p: encoder_forward(p["x"], mask_bias, p, config, same_seed()),
+          lambda d, c: with_dx(encoder_backward(d, c)))
 ok(r.passed, f"gradient check of the 2-layer stack with dropout (max error {r.max_error:.1e})")
 
 print("\nall checks passed")

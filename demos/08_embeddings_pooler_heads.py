@@ -14,6 +14,10 @@ import numpy as np
 
 from npbert import BertConfig, init_params, ops
 from npbert.gradcheck import check
+from npbert.layers.embeddings import bert_embeddings_backward, bert_embeddings_forward
+from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
+from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
+from npbert.layers.pooler import pooler_backward, pooler_forward
 
 
 def with_input(name, dx_and_grads):          # (dx, {param: grad}) -> {name: dx, param: grad, ...}
@@ -38,61 +42,61 @@ print("1. Embeddings: three tables summed, LayerNorm, dropout.")
 ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
 types = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
 emb = prefixed("bert.embeddings.")
-x, _ = ops.bert_embeddings_forward(ids, types, params, config, None)
+x, _ = bert_embeddings_forward(ids, types, params, config, None)
 s = params[WORD][ids] + params["bert.embeddings.position_embeddings.weight"][:T] \
     + params["bert.embeddings.token_type_embeddings.weight"][types]
 by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"],
                                    params["bert.embeddings.LayerNorm.bias"], 1e-12)
 print(f"   ids {ids.shape} -> x {x.shape};  tables: " + ", ".join(f"{k[len('bert.embeddings.'):]} {v.shape}" for k, v in emb.items()))
 ok(np.allclose(x, by_hand), "x = LayerNorm(word[ids] + position[:T] + token_type[types]) (eval: no dropout)")
-x_train, cache = ops.bert_embeddings_forward(ids, types, params, config, same_seed())
-g = ops.bert_embeddings_backward(rng.standard_normal(x.shape), cache)
+x_train, cache = bert_embeddings_forward(ids, types, params, config, same_seed())
+g = bert_embeddings_backward(rng.standard_normal(x.shape), cache)
 ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
 ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: zero gradient (from the lookup)")
-r = check("bert_embeddings", emb, lambda p: ops.bert_embeddings_forward(ids, types, p, config, same_seed()),
-          lambda d, c: ops.bert_embeddings_backward(d, c))
+r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, p, config, same_seed()),
+          lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
 print("\n2. Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
 h = rng.standard_normal((B, T, H))           # stands in for the encoder output
-pooled, pool_cache = ops.pooler_forward(h, params)
+pooled, pool_cache = pooler_forward(h, params)
 h2 = h.copy()
 h2[:, 1:] = rng.standard_normal((B, T - 1, H))
 print(f"   h {h.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]}")
-ok(np.array_equal(ops.pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
+ok(np.array_equal(pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
 ok(np.all(np.abs(pooled) < 1), "pooled is in (-1, 1) (tanh)")
-dh, _ = ops.pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
+dh, _ = pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
 ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
-r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: ops.pooler_forward(p["h"], p),
-          lambda d, c: with_input("h", ops.pooler_backward(d, c)))
+r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["h"], p),
+          lambda d, c: with_input("h", pooler_backward(d, c)))
 ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
 
 print("\n3. MLM head, only at the masked positions, given as flat indices b*T + t.")
 positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (listed twice), sequence 0 token 1
-logits, mlm_cache = ops.mlm_head_forward(h, positions, params, config)
+logits, mlm_cache = mlm_head_forward(h, positions, params, config)
 print(f"   positions {positions.tolist()} = (b, t) {[divmod(int(p), T) for p in positions]} -> logits {logits.shape}")
-one, _ = ops.mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
+one, _ = mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
 ok(np.allclose(logits[0], one[0]), "row 0 is the head applied to h[1, 3] alone")
 dlogits = rng.standard_normal(logits.shape)
-dh, g_mlm = ops.mlm_head_backward(dlogits, mlm_cache)
-dh_once, _ = ops.mlm_head_backward(dlogits[:2], ops.mlm_head_forward(h, positions[:2], params, config)[1])
-dh_dup, _ = ops.mlm_head_backward(dlogits[2:], ops.mlm_head_forward(h, positions[2:], params, config)[1])
+dh, g_mlm = mlm_head_backward(dlogits, mlm_cache)
+dh_once, _ = mlm_head_backward(dlogits[:2], mlm_head_forward(h, positions[:2], params, config)[1])
+dh_dup, _ = mlm_head_backward(dlogits[2:], mlm_head_forward(h, positions[2:], params, config)[1])
 ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
 ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
    f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")
-t = mlm_cache[2][0]                          # the decoder's linear cache holds its input t (N, H)
+t = mlm_cache.decoder.x2                     # the decoder's LinearCache holds its input t (N, H)
 ok(np.allclose(g_mlm[WORD], dlogits.T @ t), "decoder share = dlogits^T t, as for any linear layer")
 mlm = {**prefixed("cls.predictions."), WORD: params[WORD]}
-r = check("mlm_head", {"h": h, **mlm}, lambda p: ops.mlm_head_forward(p["h"], positions, p, config),
-          lambda d, c: with_input("h", ops.mlm_head_backward(d, c)))
+r = check("mlm_head", {"h": h, **mlm}, lambda p: mlm_head_forward(p["h"], positions, p, config),
+          lambda d, c: with_input("h", mlm_head_backward(d, c)))
 ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
 
 print("\n4. NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")
-nsp_logits, nsp_cache = ops.nsp_head_forward(pooled, params)
+nsp_logits, nsp_cache = nsp_head_forward(pooled, params)
 print(f"   pooled {pooled.shape} -> logits {nsp_logits.shape}:\n{nsp_logits}")
 r = check("nsp_head", {"pooled": pooled.copy(), **prefixed("cls.seq_relationship.")},
-          lambda p: ops.nsp_head_forward(p["pooled"], p),
-          lambda d, c: with_input("pooled", ops.nsp_head_backward(d, c)))
+          lambda p: nsp_head_forward(p["pooled"], p),
+          lambda d, c: with_input("pooled", nsp_head_backward(d, c)))
 ok(r.passed, f"gradient check (max error {r.max_error:.1e})")
 
 print("\nall checks passed")
