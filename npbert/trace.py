@@ -24,12 +24,12 @@ import numpy as np
 
 
 class Trace:
+    active = True                                       # NO_TRACE's is False: work only a trace needs is skipped
+
     def __init__(self):
         self.forward: dict[str, np.ndarray] = {}         # name -> value, in the order the forward made them
         self.backward: dict[str, np.ndarray] = {}        # name -> d loss / d value, in the order of the backward
         self._prefix = ""
-
-    active = True
 
     def scope(self, name: str) -> "Trace":
         """A view of this trace whose names start with `name.` (what a layer records as "probs"

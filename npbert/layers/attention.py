@@ -13,7 +13,7 @@ relative to one encoder layer: "attention.self.query.weight", ..., "attention.ou
 from typing import NamedTuple
 
 from npbert import backend
-from npbert.ops import AttentionCoreCache, LinearCache, attention_scores
+from npbert.ops import AttentionCoreCache, LinearCache, attention_scores, score_grads
 from npbert.trace import NO_TRACE
 
 Q, K, V, O = ("attention.self.query", "attention.self.key", "attention.self.value",
@@ -65,8 +65,12 @@ def self_attention_backward(dout, cache: SelfAttentionCache, trace=NO_TRACE):
     trace.record_grad("output.dense", dout)
     dcontext, g[O + ".weight"], g[O + ".bias"] = backend.linear_backward(dout, cache.output)   # (B, T, H)
     trace.record_grad("self", dcontext)
-    dq, dk, dv = (merge_heads(d) for d in backend.attention_core_backward(split_heads(dcontext, cache.num_heads),
-                                                                          cache.core))         # (B, T, H) each
+    dcontext = split_heads(dcontext, cache.num_heads)                                         # (B, A, T, D)
+    if trace.active:                                   # made again with the reference formula: the
+        dprobs, dscores = score_grads(dcontext, cache.core)   # kernel keeps them in scratch memory
+        trace.record_grad("self.probs", dprobs)
+        trace.record_grad("self.scores", dscores)
+    dq, dk, dv = (merge_heads(d) for d in backend.attention_core_backward(dcontext, cache.core))  # (B, T, H) each
     for name, d in (("self.value", dv), ("self.key", dk), ("self.query", dq)):
         trace.record_grad(name, d)
     dx_q, g[Q + ".weight"], g[Q + ".bias"] = backend.linear_backward(dq, cache.query)

@@ -46,7 +46,9 @@ def bert_embeddings_backward(dx, cache: EmbeddingsCache, trace=NO_TRACE):
     de = backend.dropout_backward(dx, cache.dropout)                            # (B, T, H)
     trace.record_grad("LayerNorm", de)
     ds, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(de, cache.norm)   # (B, T, H)
-    trace.record_grad("sum", ds)                        # also the gradient of each of the three lookups
+    for name, d in (("sum", ds), ("word_embeddings", ds), ("position_embeddings", ds.sum(axis=0)),
+                    ("token_type_embeddings", ds)):   # a sum passes its gradient to each term
+        trace.record_grad(name, d)
     g[WORD] = backend.embedding_backward(ds, cache.words)                       # (V, H)
     g[TYPE] = backend.embedding_backward(ds, cache.token_types)                 # (types, H)
     g[POS] = np.zeros(cache.position_shape, ds.dtype)                           # (P, H)

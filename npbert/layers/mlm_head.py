@@ -13,6 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from npbert import backend
+from npbert.layers.feedforward import record_pre_activation_grad
 from npbert.ops import LayerNormCache, LinearCache, LinearGeluCache
 from npbert.trace import NO_TRACE
 
@@ -50,6 +51,7 @@ def mlm_head_backward(dlogits, cache: MlmHeadCache, trace=NO_TRACE):
     trace.record_grad("transform", dt)
     da, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, cache.norm)
     trace.record_grad("transform.transform_act_fn", da)
+    record_pre_activation_grad(trace, "transform.dense", da, cache.transform)
     dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_gelu_backward(da, cache.transform)  # (N, H)
     B, T, H = cache.h_shape
     dh = np.zeros((B * T, H), dtype=dlogits.dtype)

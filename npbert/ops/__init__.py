@@ -8,7 +8,7 @@ same signatures and cache records, and npbert/backend.py chooses between the two
 """
 from npbert.ops.adamw import adamw_update
 from npbert.ops.attention_core import (AttentionCoreCache, attention_core_backward, attention_core_forward,
-                                       attention_mask_bias, attention_scores)
+                                       attention_mask_bias, attention_scores, score_grads)
 from npbert.ops.cross_entropy import IGNORE_INDEX, CrossEntropyCache, cross_entropy_backward, cross_entropy_forward
 from npbert.ops.dropout import DropoutCache, dropout_backward, dropout_forward
 from npbert.ops.embedding import EmbeddingCache, embedding_backward, embedding_forward
@@ -21,7 +21,7 @@ from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 __all__ = ["AttentionCoreCache", "CrossEntropyCache", "DropoutCache", "EmbeddingCache", "GeluCache", "IGNORE_INDEX",
            "LayerNormCache", "LinearCache", "LinearGeluCache", "MseCache", "SoftmaxCache", "adamw_update",
-           "attention_core_backward", "attention_core_forward", "attention_mask_bias", "attention_scores",
+           "attention_core_backward", "attention_core_forward", "attention_mask_bias", "attention_scores", "score_grads",
            "cross_entropy_backward", "cross_entropy_forward", "dropout_backward", "dropout_forward",
            "embedding_backward", "embedding_forward", "gelu_backward", "gelu_forward", "layernorm_backward",
            "layernorm_forward", "linear_backward", "linear_forward", "linear_gelu_backward", "linear_gelu_forward",

@@ -55,17 +55,23 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
     return context, AttentionCoreCache(q, k, v, probs, drop.keep, drop.scale, scale)
 
 
+def score_grads(dcontext, cache: AttentionCoreCache):
+    """(dprobs, dscores): the gradients of the probabilities (before dropout) and of the masked,
+    scaled scores, from the context's. Part of the backward below; a trace calls it on either
+    backend's cache to record them (the Numba kernel keeps them in a scratch buffer)."""
+    dprobs = dcontext @ cache.v.swapaxes(-1, -2)      # (B, A, T, T) gradient of the dropped probs ...
+    if cache.keep is not None:
+        dprobs = dprobs * drop_mask(cache.keep, cache.drop_scale)   # ... and of the probs
+    return dprobs, softmax_backward(dprobs, SoftmaxCache(cache.probs))   # (B, A, T, T) each
+
+
 def attention_core_backward(dcontext, cache: AttentionCoreCache):
     # dcontext: (B, A, T, D)
     check_tag(cache, NUMPY, "attention_core_backward")
-    q, k, v, probs, keep = cache.q, cache.k, cache.v, cache.probs, cache.keep
-    mask = None if keep is None else drop_mask(keep, cache.drop_scale)   # (B, A, T, T) or None
-    probs_dropped = probs if mask is None else probs * mask             # cheaper to redo than to keep
+    q, k, probs, keep = cache.q, cache.k, cache.probs, cache.keep
+    probs_dropped = probs if keep is None else probs * drop_mask(keep, cache.drop_scale)  # cheaper to redo than keep
     dv = probs_dropped.swapaxes(-1, -2) @ dcontext     # (B, A, T, D)
-    dprobs = dcontext @ v.swapaxes(-1, -2)             # (B, A, T, T) gradient of the dropped probs ...
-    if mask is not None:
-        dprobs = dprobs * mask                         # ... and of the probs
-    dscores = softmax_backward(dprobs, SoftmaxCache(probs))   # (B, A, T, T) of the masked, scaled scores
+    _, dscores = score_grads(dcontext, cache)          # (B, A, T, T)
     dqk = dscores * cache.scale                        # (B, A, T, T) of q k^T; the mask is a constant
     dq = dqk @ k                                       # (B, A, T, D)
     dk = dqk.swapaxes(-1, -2) @ q                      # (B, A, T, D)
