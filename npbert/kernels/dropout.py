@@ -3,7 +3,7 @@
 The uniforms are drawn by the same Generator call as npbert.ops.dropout (float32, shape of x),
 so both backends drop the same elements for the same seed; they go into a scratch buffer kept
 across calls (no fresh (N,) allocation per call) and one parallel pass turns them into the
-output and a 1-byte keep mask (the reference keeps a mask of x's dtype: 4 or 8 bytes).
+output and the 1-byte keep mask of the DropoutCache both backends return.
 """
 import numpy as np
 from numba import njit
