@@ -32,14 +32,19 @@ MAX_HEADER_BYTES = 100_000_000   # the limit Hugging Face's reader enforces
 # --- reading --------------------------------------------------------------------------------------
 
 def load_file(path) -> dict:
-    """path -> {name: np.ndarray} in file order. BF16 tensors come back as float32."""
+    """path -> {name: np.ndarray} in file order. BF16 tensors come back as float32.
+    The header is checked before any tensor data is read, and only the bytes the tensors cover
+    are read: memory never follows a size the file only claims."""
     with open(path, "rb") as f:
         file_size = os.fstat(f.fileno()).st_size
         header_size = _read_header_size(f, file_size, path)
         header = _parse_header(f.read(header_size), path)
-        buffer = np.empty(file_size - 8 - header_size, dtype=np.uint8)  # read once, writable views
-        f.readinto(memoryview(buffer))
-    return {name: _tensor(buffer, name, info) for name, info in _check_entries(header, len(buffer), path)}
+        entries = _check_entries(header, file_size - 8 - header_size, path)
+        used = max((info["data_offsets"][1] for _, info in entries), default=0)
+        buffer = np.empty(used, dtype=np.uint8)   # read once, writable views
+        if f.readinto(memoryview(buffer)) != used:
+            raise CheckpointError(f"{path}: the file got shorter while it was read")
+    return {name: _tensor(buffer, name, info) for name, info in entries}
 
 
 def load_metadata(path) -> dict:
