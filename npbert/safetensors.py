@@ -70,7 +70,7 @@ def _read_header_size(f, file_size, path) -> int:
 def _parse_header(raw: bytes, path) -> dict:
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (ValueError, RecursionError) as e:   # not UTF-8, not JSON, nested too deep, an int of 4300+ digits
         raise CheckpointError(f"{path}: header is not valid JSON ({e}): corrupt or not a safetensors file") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: header is JSON {type(header).__name__}, expected an object")
