@@ -88,7 +88,7 @@ def _check_entries(header: dict, buffer_size: int, path) -> list:
         if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
             raise CheckpointError(f"{path}: tensor {name!r} needs dtype, shape and data_offsets, got {info!r}")
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if dtype not in DTYPES:
+        if not isinstance(dtype, str) or dtype not in DTYPES:
             raise CheckpointError(f"{path}: tensor {name!r} has unknown dtype {dtype!r}; "
                                   f"npbert reads {', '.join(DTYPES)}")
         if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
