@@ -10,6 +10,7 @@ writes: header padded with spaces to a multiple of 8, offsets contiguous from 0 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 
@@ -27,6 +28,7 @@ DTYPES = {
 # (NumPy kind, itemsize) -> safetensors dtype, for writing; byte order does not matter here
 WRITABLE = {(np.dtype(v).kind, np.dtype(v).itemsize): k for k, v in DTYPES.items() if k != "BF16"}
 MAX_HEADER_BYTES = 100_000_000   # the limit Hugging Face's reader enforces
+MAX_DIMS = 64                    # NumPy 2's limit; it also bounds the work of checking a shape
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -44,7 +46,7 @@ def load_file(path) -> dict:
         buffer = np.empty(used, dtype=np.uint8)   # read once, writable views
         if f.readinto(memoryview(buffer)) != used:
             raise CheckpointError(f"{path}: the file got shorter while it was read")
-    return {name: _tensor(buffer, name, info) for name, info in entries}
+    return {name: _tensor(buffer, name, info, path) for name, info in entries}
 
 
 def load_metadata(path) -> dict:
@@ -93,6 +95,9 @@ def _check_entries(header: dict, buffer_size: int, path) -> list:
                                   f"npbert reads {', '.join(DTYPES)}")
         if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
             raise CheckpointError(f"{path}: tensor {name!r} has invalid shape {shape!r}")
+        if len(shape) > MAX_DIMS:
+            raise CheckpointError(f"{path}: tensor {name!r} has invalid shape ({len(shape)} dimensions, "
+                                  f"more than {MAX_DIMS})")
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets)
                 or offsets[0] > offsets[1]):
             raise CheckpointError(f"{path}: tensor {name!r} has invalid data_offsets {offsets!r}")
@@ -100,10 +105,10 @@ def _check_entries(header: dict, buffer_size: int, path) -> list:
         if end > buffer_size:
             raise CheckpointError(f"{path}: tensor {name!r} data_offsets [{begin}, {end}] go past the end "
                                   f"of the {buffer_size}-byte buffer: truncated file?")
-        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
+        expected = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize   # exact: an int64 product wraps
         if end - begin != expected:
             raise CheckpointError(f"{path}: tensor {name!r} holds {end - begin} bytes but shape {shape} "
-                                  f"of {dtype} needs {expected}")
+                                  f"of {dtype} needs {expected} bytes")
         spans.append((begin, end, name))
     spans.sort()
     for (_, prev_end, prev), (begin, _, name) in zip(spans, spans[1:]):
@@ -116,9 +121,13 @@ def _is_count(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def _tensor(buffer: np.ndarray, name: str, info: dict) -> np.ndarray:
+def _tensor(buffer: np.ndarray, name: str, info: dict, path) -> np.ndarray:
     begin, end = info["data_offsets"]
-    a = buffer[begin:end].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+    try:
+        a = buffer[begin:end].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+    except ValueError as e:   # an empty shape NumPy cannot hold, e.g. (2**63, 0), or NumPy 1's 32-dim limit
+        raise CheckpointError(f"{path}: tensor {name!r} has shape {info['shape']}, which NumPy cannot hold "
+                              f"({e})") from None
     if info["dtype"] == "BF16":
         a = (a.astype(np.uint32) << 16).view(np.float32)   # bf16 = the high 16 bits of a float32
     return a
