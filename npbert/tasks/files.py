@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 
 from npbert.errors import DataError
@@ -21,6 +22,14 @@ def read_lines(path) -> list[str]:
         raise DataError(f"{path}:{line}: not UTF-8 text (byte {raw[e.start:e.start + 1]!r})") from None
     lines = [line.removesuffix("\r") for line in text.split("\n")]   # only \n ends a line (not \f, \u2028, ...)
     return lines[:-1] if lines and not lines[-1] else lines
+
+
+JSON_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a float"}
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, as a message says it: an object, a list, ..., true, false, null."""
+    return "null" if value is None else json.dumps(value) if isinstance(value, bool) else JSON_KINDS[type(value)]
 
 
 def where(path, line) -> str:
