@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from npbert.errors import NpbertError
 
-EXAMPLES = int(os.environ.get("NPBERT_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("NPBERT_FUZZ_EXAMPLES", "100"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Bytes that mean something to some reader: JSON, CSV and TSV syntax, line ends, a UTF-8 BOM,
@@ -40,12 +40,33 @@ def mutated(draw, data: bytes, max_edits: int = 4) -> bytes:
     return bytes(out)
 
 
+# Any JSON value, small: what a field of a JSON file can hold instead of what it should.
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.integers(-2**70, 2**70) | st.floats()
+                    | st.text(max_size=6),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+                    max_leaves=6)
+
+
+@st.composite
+def json_mutated(draw, value):
+    """A parsed JSON value with random parts replaced by any JSON value, or left out."""
+    if draw(st.integers(0, 7)) == 0:
+        return draw(JSON)
+    if isinstance(value, dict):
+        return {k: draw(json_mutated(v)) for k, v in value.items() if draw(st.integers(0, 9))}
+    if isinstance(value, list):
+        return [draw(json_mutated(v)) for v in value if draw(st.integers(0, 9))]
+    return value
+
+
 def outcome(call, *args):
     """call(*args) -> its result, or the npbert error it raised; any other exception fails the test."""
     try:
         return call(*args)
     except NpbertError as e:
-        assert str(e) and "\n" not in str(e) and len(str(e)) < 1000, f"not a one-line message: {str(e)[:2000]!r}"
+        message = str(e)
+        assert message and "\n" not in message and "\r" not in message and len(message) < 1000, \
+            f"not a one-line message: {message[:2000]!r}"
         return e
 
 

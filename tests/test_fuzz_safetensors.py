@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fuzzing import fuzz, mutated, outcome, peak_bytes
+from fuzzing import JSON, fuzz, mutated, outcome, peak_bytes
 from npbert.errors import CheckpointError
 from npbert.safetensors import DTYPES, load_file, load_metadata, save_file
 
@@ -255,9 +255,6 @@ def test_random_header_bytes_with_a_right_length(work, header, buffer):
 
 COUNTS = (st.integers(0, 16) | st.integers(-2, -1) | st.integers(0, 2**70)
           | st.sampled_from([2**31, 2**32, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64]))
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=6),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-                    max_leaves=6)
 ENTRIES = (st.fixed_dictionaries({"dtype": st.sampled_from(list(DTYPES)) | st.text(max_size=5) | JSON,
                                   "shape": st.lists(COUNTS, max_size=4) | JSON,
                                   "data_offsets": st.lists(COUNTS, min_size=2, max_size=2)
