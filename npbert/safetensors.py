@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from npbert.errors import CheckpointError
+from npbert.errors import JSON_ERRORS, CheckpointError
 
 # safetensors dtype -> how its bytes read in NumPy. BF16 has no NumPy dtype: its 16 bits are
 # read as uint16 and widened to float32 (they are the top half of a float32).
@@ -36,13 +36,15 @@ class _Brief(reprlib.Repr):
     """repr() cut short, for header values in error messages: a header can hold megabytes, and
     an integer past 4300 digits cannot even be converted to text."""
 
+    def __init__(self):
+        super().__init__()
+        self.maxstring = self.maxother = 100
+
     def repr_int(self, x, level):
         return repr(x) if x.bit_length() <= 128 else f"<a {x.bit_length()}-bit integer>"
 
 
-_brief = _Brief()
-_brief.maxstring = _brief.maxother = 100
-_brief = _brief.repr
+_brief = _Brief().repr
 
 
 # --- reading --------------------------------------------------------------------------------------
@@ -86,7 +88,7 @@ def _read_header_size(f, file_size, path) -> int:
 def _parse_header(raw: bytes, path) -> dict:
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (ValueError, RecursionError) as e:   # not UTF-8, not JSON, nested too deep, an int of 4300+ digits
+    except JSON_ERRORS as e:
         raise CheckpointError(f"{path}: header is not valid JSON ({e}): corrupt or not a safetensors file") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: header is JSON {type(header).__name__}, expected an object")

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import regex
 
-from npbert.errors import DataError, InputError
+from npbert.errors import JSON_ERRORS, DataError, InputError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -481,7 +481,7 @@ def _read_json(path) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (ValueError, RecursionError) as e:   # not UTF-8, not JSON, nested too deep, an int of 4300+ digits
+    except JSON_ERRORS as e:
         raise DataError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path} must hold a JSON object")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from npbert.errors import DataError
+from npbert.errors import JSON_ERRORS, DataError
 from npbert.tasks.files import JSON_KINDS, json_kind, read_lines
 
 REQUIRED = object()   # member()'s default: the key must be there
@@ -16,7 +16,7 @@ def read_squad(path, require_answers=True) -> list:
     raw = "\n".join(read_lines(path))
     try:
         top = json.loads(raw)
-    except (ValueError, RecursionError) as e:   # not JSON, nested too deep, an int of 4300+ digits
+    except JSON_ERRORS as e:
         raise DataError(f"{path}: not SQuAD JSON (an object with a \"data\" list): {e}") from None
     records = []
     for i, article in enumerate(member(top, "data", list, str(path))):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from npbert.atomic import atomic_write
-from npbert.errors import DataError
+from npbert.errors import JSON_ERRORS, DataError
 from npbert.tasks.files import json_kind, read_csv_rows, read_lines, where
 
 
@@ -31,7 +31,7 @@ def read_jsonl(path) -> list:
             continue
         try:
             obj = json.loads(line)
-        except (ValueError, RecursionError) as e:   # not JSON, nested too deep, an int of 4300+ digits
+        except JSON_ERRORS as e:
             raise DataError(f"{where(path, n)}: not a JSON object: {e}") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             raise DataError(f"{where(path, n)}: each line must be a JSON object with a string \"text\"")
