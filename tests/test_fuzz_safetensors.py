@@ -46,11 +46,17 @@ def test_header_length_past_the_end_fails_before_reading_it(tmp_path, claimed):
         assert peak < SMALL
 
 
-def test_header_length_over_the_limit_fails_before_reading_it(tmp_path):
+def sparse_file(tmp_path, start: bytes, size: int):
+    """A file of `size` bytes that starts with `start`; the rest is a hole, it takes no disk."""
     path = tmp_path / "sparse.safetensors"
-    with open(path, "wb") as f:                      # a 2 GB file that takes no disk: a hole
-        f.write(struct.pack("<Q", 2**31))
-        f.truncate(2**31 + 8)
+    with open(path, "wb") as f:
+        f.write(start)
+        f.truncate(size)
+    return path
+
+
+def test_header_length_over_the_limit_fails_before_reading_it(tmp_path):
+    path = sparse_file(tmp_path, struct.pack("<Q", 2**31), 2**31 + 8)      # the length fits the 2 GB file
     error, peak = peak_bytes(load_file, path)
     assert isinstance(error, CheckpointError) and "exceeds the 100000000-byte limit" in str(error)
     assert peak < SMALL
@@ -58,20 +64,14 @@ def test_header_length_over_the_limit_fails_before_reading_it(tmp_path):
 
 def test_a_bad_entry_fails_before_the_data_is_read(tmp_path):
     # Fixed bug: the whole buffer was allocated and read before the header's entries were checked.
-    path = tmp_path / "sparse.safetensors"
-    with open(path, "wb") as f:
-        f.write(raw_file({"x": entry(dtype="F8_E4M3")}))
-        f.truncate(2**30)                            # 1 GB of data (a hole) after the header
+    path = sparse_file(tmp_path, raw_file({"x": entry(dtype="F8_E4M3")}), 2**30)   # then 1 GB of data
     error, peak = peak_bytes(load_file, path)
     assert isinstance(error, CheckpointError) and "unknown dtype 'F8_E4M3'" in str(error)
     assert peak < SMALL
 
 
 def test_only_the_bytes_the_tensors_cover_are_read(tmp_path):
-    path = tmp_path / "sparse.safetensors"
-    with open(path, "wb") as f:
-        f.write(raw_file({"x": entry("U8", (3,), (0, 3))}, b"abc"))
-        f.truncate(2**30)                            # trailing bytes no tensor covers
+    path = sparse_file(tmp_path, raw_file({"x": entry("U8", (3,), (0, 3))}, b"abc"), 2**30)   # + 1 GB no tensor covers
     tensors, peak = peak_bytes(load_file, path)
     assert bytes(tensors["x"]) == b"abc" and peak < SMALL
 
