@@ -16,3 +16,9 @@ class CheckpointError(NpbertError):
 
 class DataError(NpbertError):
     """A corpus, vocabulary or task file that cannot be used as it is."""
+
+
+# What json.load / json.loads raise on a bad file: ValueError (not UTF-8, not JSON, an integer of
+# more than 4300 digits) and RecursionError (nested too deep). Readers catch both to raise one of
+# the errors above.
+JSON_ERRORS = (ValueError, RecursionError)

@@ -10,12 +10,14 @@ writes: header padded with spaces to a multiple of 8, offsets contiguous from 0 
 from __future__ import annotations
 
 import json
+import math
 import os
+import reprlib
 from collections.abc import Mapping
 
 import numpy as np
 
-from npbert.errors import CheckpointError
+from npbert.errors import JSON_ERRORS, CheckpointError
 
 # safetensors dtype -> how its bytes read in NumPy. BF16 has no NumPy dtype: its 16 bits are
 # read as uint16 and widened to float32 (they are the top half of a float32).
@@ -27,19 +29,40 @@ DTYPES = {
 # (NumPy kind, itemsize) -> safetensors dtype, for writing; byte order does not matter here
 WRITABLE = {(np.dtype(v).kind, np.dtype(v).itemsize): k for k, v in DTYPES.items() if k != "BF16"}
 MAX_HEADER_BYTES = 100_000_000   # the limit Hugging Face's reader enforces
+MAX_DIMS = 64                    # NumPy 2's limit; it also bounds the work of checking a shape
+
+
+class _Brief(reprlib.Repr):
+    """repr() cut short, for header values in error messages: a header can hold megabytes, and
+    an integer past 4300 digits cannot even be converted to text."""
+
+    def __init__(self):
+        super().__init__()
+        self.maxstring = self.maxother = 100
+
+    def repr_int(self, x, level):
+        return repr(x) if x.bit_length() <= 128 else f"<a {x.bit_length()}-bit integer>"
+
+
+_brief = _Brief().repr
 
 
 # --- reading --------------------------------------------------------------------------------------
 
 def load_file(path) -> dict:
-    """path -> {name: np.ndarray} in file order. BF16 tensors come back as float32."""
+    """path -> {name: np.ndarray} in file order. BF16 tensors come back as float32.
+    The header is checked before any tensor data is read, and only the bytes the tensors cover
+    are read: memory never follows a size the file only claims."""
     with open(path, "rb") as f:
         file_size = os.fstat(f.fileno()).st_size
         header_size = _read_header_size(f, file_size, path)
         header = _parse_header(f.read(header_size), path)
-        buffer = np.empty(file_size - 8 - header_size, dtype=np.uint8)  # read once, writable views
-        f.readinto(memoryview(buffer))
-    return {name: _tensor(buffer, name, info) for name, info in _check_entries(header, len(buffer), path)}
+        entries = _check_entries(header, file_size - 8 - header_size, path)
+        used = max((info["data_offsets"][1] for _, info in entries), default=0)
+        buffer = np.empty(used, dtype=np.uint8)   # read once, writable views
+        if f.readinto(memoryview(buffer)) != used:
+            raise CheckpointError(f"{path}: the file got shorter while it was read")
+    return {name: _tensor(buffer, name, info, path) for name, info in entries}
 
 
 def load_metadata(path) -> dict:
@@ -76,13 +99,13 @@ def _read_header_size(f, file_size, path) -> int:
 def _parse_header(raw: bytes, path) -> dict:
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except JSON_ERRORS as e:
         raise CheckpointError(f"{path}: header is not valid JSON ({e}): corrupt or not a safetensors file") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: header is JSON {type(header).__name__}, expected an object")
     meta = header.get("__metadata__", {})
     if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
-        raise CheckpointError(f"{path}: __metadata__ must map strings to strings, got {meta!r}")
+        raise CheckpointError(f"{path}: __metadata__ must map strings to strings, got {_brief(meta)}")
     return header
 
 
@@ -92,29 +115,33 @@ def _check_entries(header: dict, buffer_size: int, path) -> list:
     spans = []
     for name, info in entries:
         if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
-            raise CheckpointError(f"{path}: tensor {name!r} needs dtype, shape and data_offsets, got {info!r}")
+            raise CheckpointError(f"{path}: tensor {_brief(name)} needs dtype, shape and data_offsets, "
+                                  f"got {_brief(info)}")
         dtype, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
-        if dtype not in DTYPES:
-            raise CheckpointError(f"{path}: tensor {name!r} has unknown dtype {dtype!r}; "
+        if not isinstance(dtype, str) or dtype not in DTYPES:
+            raise CheckpointError(f"{path}: tensor {_brief(name)} has unknown dtype {_brief(dtype)}; "
                                   f"npbert reads {', '.join(DTYPES)}")
         if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-            raise CheckpointError(f"{path}: tensor {name!r} has invalid shape {shape!r}")
+            raise CheckpointError(f"{path}: tensor {_brief(name)} has invalid shape {_brief(shape)}")
+        if len(shape) > MAX_DIMS:
+            raise CheckpointError(f"{path}: tensor {_brief(name)} has invalid shape ({len(shape)} dimensions, "
+                                  f"more than {MAX_DIMS})")
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(_is_count(o) for o in offsets)
                 or offsets[0] > offsets[1]):
-            raise CheckpointError(f"{path}: tensor {name!r} has invalid data_offsets {offsets!r}")
+            raise CheckpointError(f"{path}: tensor {_brief(name)} has invalid data_offsets {_brief(offsets)}")
         begin, end = offsets
         if end > buffer_size:
-            raise CheckpointError(f"{path}: tensor {name!r} data_offsets [{begin}, {end}] go past the end "
+            raise CheckpointError(f"{path}: tensor {_brief(name)} data_offsets {_brief(offsets)} go past the end "
                                   f"of the {buffer_size}-byte buffer: truncated file?")
-        expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(DTYPES[dtype]).itemsize
+        expected = math.prod(shape) * np.dtype(DTYPES[dtype]).itemsize   # exact: an int64 product wraps
         if end - begin != expected:
-            raise CheckpointError(f"{path}: tensor {name!r} holds {end - begin} bytes but shape {shape} "
-                                  f"of {dtype} needs {expected}")
+            raise CheckpointError(f"{path}: tensor {_brief(name)} holds {end - begin} bytes but shape "
+                                  f"{_brief(shape)} of {dtype} needs {_brief(expected)} bytes")
         spans.append((begin, end, name))
     spans.sort()
     for (_, prev_end, prev), (begin, _, name) in zip(spans, spans[1:]):
         if begin < prev_end:
-            raise CheckpointError(f"{path}: tensors {prev!r} and {name!r} overlap in the buffer")
+            raise CheckpointError(f"{path}: tensors {_brief(prev)} and {_brief(name)} overlap in the buffer")
     return entries
 
 
@@ -122,9 +149,13 @@ def _is_count(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool) and x >= 0
 
 
-def _tensor(buffer: np.ndarray, name: str, info: dict) -> np.ndarray:
+def _tensor(buffer: np.ndarray, name: str, info: dict, path) -> np.ndarray:
     begin, end = info["data_offsets"]
-    a = buffer[begin:end].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+    try:
+        a = buffer[begin:end].view(DTYPES[info["dtype"]]).reshape(info["shape"])
+    except ValueError as e:   # an empty shape NumPy cannot hold, e.g. (2**63, 0), or NumPy 1's 32-dim limit
+        raise CheckpointError(f"{path}: tensor {_brief(name)} has shape {_brief(info['shape'])}, which NumPy "
+                              f"cannot hold ({e})") from None
     if info["dtype"] == "BF16":
         a = (a.astype(np.uint32) << 16).view(np.float32)   # bf16 = the high 16 bits of a float32
     return a

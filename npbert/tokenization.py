@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import regex
 
-from npbert.errors import DataError, InputError
+from npbert.errors import JSON_ERRORS, DataError, InputError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -269,8 +269,8 @@ class BertTokenizer:
                     "max_input_chars_per_word", "model_max_length"):
             if key in config:
                 options[key] = config[key]
-        model = _read_json(os.path.join(directory, HF_TOKENIZER_FILE)).get("model") or {}
-        if "max_input_chars_per_word" in model:
+        model = _read_json(os.path.join(directory, HF_TOKENIZER_FILE)).get("model")
+        if isinstance(model, dict) and "max_input_chars_per_word" in model:
             options["max_input_chars_per_word"] = model["max_input_chars_per_word"]
         max_length = options.pop("model_max_length", None)
         if isinstance(max_length, int) and max_length <= 10**9:  # HF writes a huge number for "no limit"
@@ -481,7 +481,7 @@ def _read_json(path) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
+    except JSON_ERRORS as e:
         raise DataError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise DataError(f"{path} must hold a JSON object")

@@ -8,6 +8,8 @@ sentences cost short sequences.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from npbert.errors import DataError
@@ -23,9 +25,12 @@ def label_ids(example, index, regression):
         return None
     if regression:
         try:
-            return float(label)
+            value = float(label)
         except ValueError:
-            raise DataError(f"{example['where']}: label {label!r} is not a number (a regression task)") from None
+            value = math.nan
+        if not math.isfinite(value):   # "nan" and "inf" parse, and would make the loss NaN
+            raise DataError(f"{example['where']}: label {label!r} is not a finite number (a regression task)")
+        return value
     if str(label) not in index:
         raise DataError(f"{example['where']}: label {label!r} is not one of the task's labels "
                         f"({', '.join(index)})")

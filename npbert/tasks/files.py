@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 
 from npbert.errors import DataError
@@ -33,6 +34,14 @@ def decode_lines(raw: bytes, source) -> list[str]:
     return lines[:-1] if lines and not lines[-1] else lines
 
 
+JSON_KINDS = {dict: "an object", list: "a list", str: "a string", int: "an integer", float: "a float"}
+
+
+def json_kind(value) -> str:
+    """What a JSON value is, as a message says it: an object, a list, ..., true, false, null."""
+    return "null" if value is None else json.dumps(value) if isinstance(value, bool) else JSON_KINDS[type(value)]
+
+
 def where(path, line) -> str:
     return f"{path}:{line}"
 
@@ -43,8 +52,16 @@ def require_columns(path, header, needed, line=1) -> dict:
     missing = [name for name in needed if name not in index]
     if missing:
         raise DataError(f"{where(path, line)}: missing column(s) {', '.join(missing)}; the header has "
-                        f"{', '.join(header) if header else 'nothing'}")
+                        f"{column_names(header) if header else 'nothing'}")
     return index
+
+
+def column_names(header) -> str:
+    """A header's names for an error message, on one line: quoted if blank, padded with spaces
+    or holding a line break or other unprintable character (a column "text " is not "text"),
+    and cut short after 300 characters."""
+    names = ", ".join(n if n and n.isprintable() and n == n.strip() else repr(n) for n in header)
+    return names if len(names) <= 300 else f"{names[:300]}... ({len(header)} columns)"
 
 
 def read_csv_rows(path, needed):

@@ -104,5 +104,7 @@ def label_names(task: Task, train_examples) -> list | None:
     seen = {str(ex["label"]) for ex in train_examples if ex.get("label") is not None}
     if not seen:
         raise DataError(f"{train_examples[0]['where']}: the training examples have no labels")
-    numeric = all(s.lstrip("-").isdigit() for s in seen)
-    return sorted(seen, key=int) if numeric else sorted(seen)
+    try:
+        return sorted(seen, key=lambda s: (int(s), s))   # "2" before "10"; equal numbers ("1", "01") by text
+    except ValueError:                                   # not all integers
+        return sorted(seen)

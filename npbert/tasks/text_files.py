@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from npbert.atomic import atomic_write
-from npbert.errors import DataError
-from npbert.tasks.files import read_csv_rows, read_lines, where
+from npbert.errors import JSON_ERRORS, DataError
+from npbert.tasks.files import json_kind, read_csv_rows, read_lines, where
 
 
 def read_text_file(path) -> list:
@@ -31,7 +31,7 @@ def read_jsonl(path) -> list:
             continue
         try:
             obj = json.loads(line)
-        except json.JSONDecodeError as e:
+        except JSON_ERRORS as e:
             raise DataError(f"{where(path, n)}: not a JSON object: {e}") from None
         if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
             raise DataError(f"{where(path, n)}: each line must be a JSON object with a string \"text\"")
@@ -39,6 +39,8 @@ def read_jsonl(path) -> list:
         if pair is not None and not isinstance(pair, str):
             raise DataError(f"{where(path, n)}: \"text_pair\" must be a string")
         label = obj.get("label")
+        if isinstance(label, (bool, list, dict)):
+            raise DataError(f"{where(path, n)}: \"label\" must be a string or a number, found {json_kind(label)}")
         records.append(dict(text=obj["text"], text_pair=pair, label=None if label is None else str(label),
                             where=where(path, n)))
     return records
