@@ -10,6 +10,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from npbert.errors import JSON_ERRORS
+
 # name -> (num_hidden_layers, hidden_size, num_attention_heads); intermediate = 4 * hidden.
 # tiny/mini/small/medium are Google's small BERTs (Turc et al. 2019); base/large the paper's.
 PRESETS = {
@@ -118,8 +120,8 @@ class BertConfig:
                 d = json.load(f)
         except FileNotFoundError:
             raise FileNotFoundError(f"no config.json at {path}") from None
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
+        except JSON_ERRORS as e:                      # not UTF-8, not JSON, nested too deep
+            raise ValueError(f"{path} is not valid JSON: {str(e)[:200]}") from None
         try:
             return cls.from_dict(d)
         except (TypeError, ValueError) as e:

@@ -317,3 +317,26 @@ def test_tokenizer_settings_are_saved_with_it(saved):
     tokenizer = load_pretrained(directory).tokenizer
     assert tokenizer.do_lower_case is False and tokenizer.vocab == cased.vocab
     assert (directory / "vocab.txt").read_text().split("\n")[:-1] == VOCAB
+
+
+@pytest.mark.parametrize("content", [b"[" * 100000, b"\xff\xfe{}", b"1" * 5000])
+def test_a_config_json_that_json_cannot_read_is_a_checkpoint_error(tmp_path, content):
+    """Nested too deep (RecursionError), not UTF-8, a 5000-digit integer: one clear error."""
+    (tmp_path / "config.json").write_bytes(content)
+    with pytest.raises(CheckpointError, match="config.json is not valid JSON"):
+        load_pretrained(str(tmp_path))
+
+
+def test_a_corrupt_training_state_is_a_checkpoint_error(tmp_path):
+    from npbert.training.state import STATE_ARRAYS, STATE_JSON, load_training_checkpoint
+    config = BertConfig(vocab_size=8, hidden_size=4, num_hidden_layers=1, num_attention_heads=1,
+                        intermediate_size=8, max_position_embeddings=8)
+    save_pretrained(str(tmp_path), config, init_params(config, np.random.default_rng(0)))
+    good_json = json.dumps(dict(position=dict(step=1, epoch=0, batch=1), optimizer_t=1, options={},
+                                rng_state=np.random.default_rng(0).bit_generator.state)).encode()
+    for arrays, state in ((b"", good_json), (b"PK\x03\x04 not a zip", good_json), (b"garbage", good_json),
+                          (b"", b"[" * 100000), (b"", b"{}"), (b"", b"\xff")):
+        (tmp_path / STATE_ARRAYS).write_bytes(arrays)
+        (tmp_path / STATE_JSON).write_bytes(state)
+        with pytest.raises(CheckpointError, match="the training state is corrupt"):
+            load_training_checkpoint(str(tmp_path), {})

@@ -21,7 +21,7 @@ import zipfile
 import numpy as np
 
 from npbert.atomic import atomic_write
-from npbert.errors import DataError
+from npbert.errors import JSON_ERRORS, DataError
 
 FORMAT = "npbert-pretraining-data"
 FORMAT_VERSION = 1
@@ -93,8 +93,8 @@ def read_manifest(directory) -> dict:
     except FileNotFoundError:
         raise DataError(f"no {MANIFEST} in {directory}: not a prepared pretraining data directory "
                         f"(make one with `npbert prepare --out {directory}`)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataError(f"{path} is not valid JSON ({e})") from None
+    except JSON_ERRORS as e:
+        raise DataError(f"{path} is not valid JSON ({str(e)[:200]})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise DataError(f"{path} is not an npbert pretraining manifest (format != {FORMAT!r})")
     if manifest.get("format_version") != FORMAT_VERSION:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,7 +23,7 @@ import numpy as np
 from npbert.atomic import recover_dir
 from npbert.backend import get_backend
 from npbert.checkpoint import load_pretrained, save_pretrained
-from npbert.errors import CheckpointError
+from npbert.errors import JSON_ERRORS, CheckpointError
 from npbert.optim import AdamW
 
 STATE_ARRAYS, STATE_JSON = "training_state.npz", "training_state.json"
@@ -82,8 +83,8 @@ def load_training_checkpoint(directory, optimizer_kwargs) -> TrainingCheckpoint:
         optimizer = AdamW(loaded.params, **optimizer_kwargs)
         optimizer.load_state_arrays(moments, state["optimizer_t"])
         options = dict(state["options"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise CheckpointError(f"{directory}: the training state is corrupt ({e})") from None
+    except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, *JSON_ERRORS) as e:
+        raise CheckpointError(f"{directory}: the training state is corrupt ({str(e)[:200]})") from None
     return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
                               state.get("backend", ""), state.get("extra", {}))
 
