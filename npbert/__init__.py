@@ -14,8 +14,8 @@ _EXPORTS = {
     "npbert.errors": ("CheckpointError", "DataError", "InputError", "NpbertError"),
     "npbert.model": ("bert_backward", "bert_forward", "count_params", "init_params", "param_shapes",
                      "pretraining_backward", "pretraining_forward"),
-    "npbert.tokenization": ("BasicTokenizer", "BertTokenizer"),
-    "npbert.wordpiece_trainer": ("train_wordpiece_vocab",),
+    "npbert.tokenizer": ("BasicTokenizer", "BertTokenizer"),
+    "npbert.tokenizer.trainer": ("train_wordpiece_vocab",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

@@ -25,6 +25,7 @@ from npbert.atomic import atomic_replace_dir
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import WORD_EMBEDDINGS, param_shapes
+from npbert.tokenizer import BertTokenizer
 
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
 MLM_BIAS = "cls.predictions.bias"
@@ -51,7 +52,7 @@ def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrai
     params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
     check_params(config, params, strict, where=f"{directory}: the weights in {WEIGHTS_FILE}")
     params = {name: a.astype(dtype) for name, a in params.items()}
-    tokenizer = _load_tokenizer(directory) if _has_vocab(directory, config) else None
+    tokenizer = BertTokenizer.from_pretrained(directory) if _has_vocab(directory, config) else None
     return Pretrained(config, params, tokenizer)
 
 
@@ -205,16 +206,6 @@ def count_tokens(vocab_txt: bytes) -> int:
 def check_vocab_size(size: int, config: BertConfig, where) -> None:
     if size != config.vocab_size:
         raise CheckpointError(f"{where} has {size} tokens but config.json says vocab_size = {config.vocab_size}")
-
-
-def _load_tokenizer(directory):
-    try:  # imported here: the tokenizer is optional for loading weights
-        from npbert.tokenization import BertTokenizer
-    except ModuleNotFoundError as e:
-        if e.name != "npbert.tokenization":
-            raise
-        return None
-    return BertTokenizer.from_pretrained(directory)
 
 
 # --- saving ---------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_conf
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
 from npbert.tasks.registry import get_task, label_names, read_examples
-from npbert.tokenization import BertTokenizer
+from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Job, Schedule, train
 from npbert.training.metrics_log import MetricsLog
 from npbert.training.options import check_numbers, given_options, resumed_options

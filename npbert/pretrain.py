@@ -27,7 +27,7 @@ from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 from npbert.optim import AdamW
 from npbert.task_models import pretraining_config
-from npbert.tokenization import BertTokenizer, load_vocab
+from npbert.tokenizer import BertTokenizer, load_vocab
 from npbert.training.loop import Job, Schedule, train
 from npbert.training.metrics_log import MetricsLog
 from npbert.training.options import check_numbers, given_options, resumed_options

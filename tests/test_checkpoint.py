@@ -302,7 +302,7 @@ def test_tokenizer_is_loaded_when_available(saved):
     directory, _ = saved
     tokenizer = load_pretrained(directory).tokenizer
     try:
-        import npbert.tokenization  # noqa: F401  (written in parallel; may not exist yet)
+        import npbert.tokenizer  # noqa: F401  (written in parallel; may not exist yet)
     except ModuleNotFoundError:
         assert tokenizer is None
     else:
@@ -310,7 +310,7 @@ def test_tokenizer_is_loaded_when_available(saved):
 
 
 def test_tokenizer_settings_are_saved_with_it(saved):
-    tokenization = pytest.importorskip("npbert.tokenization")
+    tokenization = pytest.importorskip("npbert.tokenizer")
     directory, params = saved
     cased = tokenization.BertTokenizer(VOCAB, do_lower_case=False)
     save_pretrained(directory, CONFIG, params, cased)

@@ -23,7 +23,7 @@ from npbert.data.builtin_vocab import builtin_vocab
 from npbert.model import init_params
 from npbert.task_models import finetuned_config, init_head
 from npbert.tasks.registry import TASKS
-from npbert.tokenization import BertTokenizer
+from npbert.tokenizer import BertTokenizer
 
 
 def random_finetuned(directory, kind, labels):
@@ -261,11 +261,11 @@ def test_predict_on_stdin_that_is_not_utf8(sentence_model, monkeypatch, capsys):
 
 def test_ctrl_c_while_prepare_trains_a_vocabulary(tmp_path, monkeypatch, capsys):
     # before: a KeyboardInterrupt traceback from deep inside the WordPiece trainer
-    import npbert.wordpiece_trainer
+    import npbert.tokenizer.trainer
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", interrupted)
+    monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", interrupted)
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"Document {i} starts. It ends here.\n\n" for i in range(6)), encoding="utf-8")
     assert main(["prepare", "--corpus", str(corpus), "--out", str(tmp_path / "out")]) == 130

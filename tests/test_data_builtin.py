@@ -11,7 +11,7 @@ from npbert.data.builtin_corpus import generate_documents
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.builtin_tasks import ENTITY_TAGS, FACT_LABELS, TASKS, label_names, make_task
 from npbert.errors import DataError
-from npbert.tokenization import BertTokenizer
+from npbert.tokenizer import BertTokenizer
 
 WORD = regex.compile(r"\w+|[^\w\s]")
 

@@ -132,8 +132,8 @@ def test_prose_without_blank_lines_is_prepared_and_says_how_it_was_cut(tmp_path,
 
 
 def test_too_few_documents_fails_before_a_vocabulary_is_trained(tmp_path, capsys, monkeypatch):
-    import npbert.wordpiece_trainer
-    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", None)   # would fail if called
+    import npbert.tokenizer.trainer
+    monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", None)   # would fail if called
     corpus = tmp_path / "short.txt"
     corpus.write_text("One sentence here. And a second one.\n", encoding="utf-8")
     assert main(["prepare", "--corpus", str(corpus), "--out", str(tmp_path / "o")]) == 2
@@ -167,8 +167,8 @@ def test_a_text_corpus_without_vocabulary_trains_one_and_reuses_it_on_resume(tmp
     # an interrupted run (manifest incomplete) reuses the vocabulary it trained instead of training again
     before = open(out / MANIFEST, encoding="utf-8").read()
     (out / MANIFEST).write_text(before.replace('"complete": true', '"complete": false'), encoding="utf-8")
-    import npbert.wordpiece_trainer
-    monkeypatch.setattr(npbert.wordpiece_trainer, "train_wordpiece_vocab", None)
+    import npbert.tokenizer.trainer
+    monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", None)
     log = []
     prepare(opts, log=log.append)
     assert any("reusing the vocabulary" in line for line in log)

@@ -15,7 +15,7 @@ from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.finetune import FinetuneOptions, finetune
 from npbert.model import init_params
 from npbert.tasks.registry import TASKS, read_examples
-from npbert.tokenization import BertTokenizer
+from npbert.tokenizer import BertTokenizer
 
 
 @pytest.fixture(scope="module")

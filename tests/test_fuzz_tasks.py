@@ -16,7 +16,7 @@ from npbert.errors import DataError
 from npbert.tasks.encoding import encode_sequences
 from npbert.tasks.lines import FIELDS, examples_from_lines
 from npbert.tasks.registry import TASKS, label_names, read_examples
-from npbert.tokenization import SPECIAL_TOKENS, BertTokenizer
+from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
 
 SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [
     {"context": "The cat sat on the mat. A dog ran in Paris.",

@@ -284,7 +284,7 @@ def test_model_prepares_a_corpus_with_its_own_vocabulary_and_casing(tmp_path, fi
     would not fit; and its casing, so a cased checkpoint is not refused its own corpus."""
     from npbert.checkpoint import save_pretrained
     from npbert.data.pretraining_data import PretrainingData
-    from npbert.tokenization import load_vocab
+    from npbert.tokenizer import load_vocab
     ckpt, _ = first_run
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("".join(f"the doctor went to the city number {i} .\nshe read a book there .\n\n"

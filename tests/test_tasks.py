@@ -13,7 +13,7 @@ from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags,
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.pipeline import decode, encode, score
 from npbert.tasks.registry import TASKS, get_task, label_names, read_examples
-from npbert.tokenization import BertTokenizer
+from npbert.tokenizer import BertTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "in",
          "paris", "who", "where", "did", "what", ".", ",", "?", "un", "##want", "##ed", "run", "##ning", "is", "x"]

@@ -14,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npbert.errors import DataError, InputError
-from npbert.tokenization import SPECIAL_TOKENS, BertTokenizer, longest_first, normalize_char
+from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
+from npbert.tokenizer.bert_tokenizer import longest_first
+from npbert.tokenizer.normalize import normalize_char
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "tokenizer_minilm.json.gz")
 GOLDEN_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from npbert.errors import DataError, InputError
-from npbert.tokenization import SPECIAL_TOKENS, BasicTokenizer, BertTokenizer
-from npbert.wordpiece_trainer import train_wordpiece_vocab
+from npbert.tokenizer import SPECIAL_TOKENS, BasicTokenizer, BertTokenizer
+from npbert.tokenizer.trainer import train_wordpiece_vocab
 
 
 @pytest.fixture(scope="module")

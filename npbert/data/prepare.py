@@ -156,7 +156,7 @@ def read_documents(options, log=print) -> list:
 
 def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
     """The vocabulary: a given file, the builtin one, the one an interrupted run trained, or a new one."""
-    from npbert.tokenization import load_vocab
+    from npbert.tokenizer import load_vocab
     if options["vocab"]:
         return load_vocab(options["vocab"])
     if options["corpus"] == "builtin":
@@ -165,7 +165,7 @@ def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
     if existing is not None and os.path.exists(saved) and file_sha256(saved) == existing.get("vocab_sha256"):
         log(f"reusing the vocabulary trained by the interrupted run ({saved})")
         return load_vocab(saved)
-    from npbert.wordpiece_trainer import train_wordpiece_vocab
+    from npbert.tokenizer.trainer import train_wordpiece_vocab
     tick = time.perf_counter()
     tokens = train_wordpiece_vocab([s for d in documents for s in d], options["vocab_size"],
                                    do_lower_case=options["do_lower_case"])
@@ -174,7 +174,7 @@ def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
 
 
 def load_tokenizer(tokens, do_lower_case):
-    from npbert.tokenization import BertTokenizer
+    from npbert.tokenizer import BertTokenizer
     return BertTokenizer(list(tokens), do_lower_case=do_lower_case)
 
 

@@ -1,25 +1,9 @@
-"""BERT's WordPiece tokenizer: normalize -> split into words -> greedy longest-match WordPiece.
-
-The rules are those of the original BERT (google-research/bert tokenization.py), in the order
-Hugging Face's BertTokenizerFast applies them, so ids and character offsets match it:
-
-  1. special tokens ("[MASK]", ...) written literally in the text are kept whole;
-  2. each character is normalized on its own: NUL, U+FFFD and control characters are dropped,
-     whitespace becomes " ", CJK ideographs get spaces around them, accents are stripped
-     (NFD, drop Mn) and letters lower-cased, punctuation gets spaces around it;
-  3. the normalized text is split on spaces into words;
-  4. each word becomes WordPiece tokens: greedy longest match first, "##" marks a piece that
-     continues a word, and a word that is too long or has an unmatchable piece is one [UNK].
-
-Because step 2 works character by character, every normalized character knows which
-original character it came from, which is what the offsets are made of. docs/tokenizer.md
-walks through an example and lists where npbert and Hugging Face's tokenizers differ.
-"""
+"""BertTokenizer: BERT's four steps (the package's docstring) behind Hugging Face's method names,
+with offsets, word ids, truncation of pairs and padding, and the files it is saved as."""
 from __future__ import annotations
 
 import json
 import os
-import unicodedata
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -27,170 +11,14 @@ import numpy as np
 import regex
 
 from npbert.errors import JSON_ERRORS, DataError, InputError
+from npbert.tokenizer.normalize import BasicTokenizer
+from npbert.tokenizer.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, VOCAB_FILE, check_vocab, load_vocab
+from npbert.tokenizer.wordpiece import CONTINUATION, MAX_WORD_CHARS, piece_length, wordpiece
 
-PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
-SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
-CONTINUATION = "##"
-MAX_WORD_CHARS = 200  # the original BERT's max_input_chars_per_word (Hugging Face uses 100)
-
-VOCAB_FILE = "vocab.txt"
 CONFIG_FILE = "tokenizer_config.json"
 HF_TOKENIZER_FILE = "tokenizer.json"
-
-_CONTROL_CATEGORIES = ("Cc", "Cf", "Co", "Cs")  # not Cn: unassigned code points are kept, as HF fast does
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-               (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF),  # 0x2B920 (not 0x2B820) as HF's Rust code has it
-               (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 _WORD = regex.compile(r"[^ ]+")  # after normalization " " is the only whitespace left
 
-
-# ---------------------------------------------------------------- character classes
-
-def is_whitespace(char: str) -> bool:
-    return char in " \t\n\r" or unicodedata.category(char) in ("Zs", "Zl", "Zp")
-
-
-def is_control(char: str) -> bool:
-    return char not in "\t\n\r" and unicodedata.category(char) in _CONTROL_CATEGORIES
-
-
-def is_punctuation(char: str) -> bool:
-    # All non-alphanumeric printable ASCII counts ("$", "^", "`" are symbols, not P*, in Unicode).
-    cp = ord(char)
-    return 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126 or \
-        unicodedata.category(char).startswith("P")
-
-
-def is_cjk(char: str) -> bool:
-    cp = ord(char)
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
-
-
-def normalize_char(char: str, lower: bool, strip_accents: bool, split_cjk: bool) -> str:
-    """What one input character becomes: "" (dropped), " " (whitespace), or its normalized form,
-    with a space either side of each punctuation mark and (if split_cjk) each CJK ideograph."""
-    if char == "\x00" or char == "\ufffd" or is_control(char):
-        return ""
-    if is_whitespace(char):
-        return " "
-    out = char
-    if strip_accents:
-        out = "".join(c for c in unicodedata.normalize("NFD", out) if unicodedata.category(c) != "Mn")
-    if lower:
-        out = out.lower()  # one character at a time: "Σ" -> "σ" always, as HF fast does (no final ς)
-    out = "".join(f" {c} " if is_punctuation(c) else c for c in out)
-    return f" {out} " if split_cjk and is_cjk(char) else out
-
-
-class _CharMap(dict):
-    """normalize_char, memoized: a text is normalized with one dict lookup per character."""
-
-    def __init__(self, lower, strip_accents, split_cjk):
-        super().__init__()
-        self.options = (lower, strip_accents, split_cjk)
-
-    def __missing__(self, char):
-        self[char] = normalize_char(char, *self.options)
-        return self[char]
-
-
-# ---------------------------------------------------------------- basic tokenizer (words)
-
-class BasicTokenizer:
-    """Text -> words (whitespace- and punctuation-separated), before WordPiece.
-
-    strip_accents=None follows do_lower_case, as in BERT and Hugging Face."""
-
-    def __init__(self, do_lower_case=True, strip_accents=None, tokenize_chinese_chars=True):
-        self.do_lower_case = bool(do_lower_case)
-        self.strip_accents = strip_accents
-        self.tokenize_chinese_chars = bool(tokenize_chinese_chars)
-        strip = self.do_lower_case if strip_accents is None else bool(strip_accents)
-        self._chars = _CharMap(self.do_lower_case, strip, self.tokenize_chinese_chars)
-
-    def normalize(self, text: str) -> str:
-        return "".join(map(self._chars.__getitem__, text))
-
-    def split(self, text: str) -> list[str]:
-        return self.normalize(text).split()
-
-    def normalize_with_origin(self, text: str) -> tuple[str, list[int]]:
-        """The normalized text, and for each of its characters the index in `text` of the
-        character it came from (NFD can make several characters from one)."""
-        pieces = list(map(self._chars.__getitem__, text))
-        lengths = np.frombuffer(bytes(map(len, pieces)), np.uint8)  # a character normalizes to < 256
-        return "".join(pieces), np.repeat(np.arange(len(text)), lengths).tolist()
-
-
-# ---------------------------------------------------------------- WordPiece
-
-def wordpiece(word: str, vocab, max_word_chars: int, max_piece_chars: int) -> list[str] | None:
-    """Greedy longest-match-first split of one word into vocab pieces; None if impossible.
-    max_piece_chars (the longest vocab entry) only bounds the search, it never changes the result."""
-    if len(word) > max_word_chars:
-        return None
-    pieces, start = [], 0
-    while start < len(word):
-        for end in range(min(len(word), start + max_piece_chars), start, -1):
-            piece = word[start:end] if start == 0 else CONTINUATION + word[start:end]
-            if piece in vocab:
-                break
-        else:
-            return None
-        pieces.append(piece)
-        start = end
-    return pieces
-
-
-def piece_length(piece: str) -> int:
-    """How many characters of the word a (non-[UNK]) piece covers."""
-    return len(piece) - len(CONTINUATION) if piece.startswith(CONTINUATION) else len(piece)
-
-
-# ---------------------------------------------------------------- vocabulary files
-
-def load_vocab(path) -> list[str]:
-    """One token per line, id = line number (0-based), as BERT's vocab.txt. Lines end at \n,
-    \r\n or \r (Python's universal newlines, as Hugging Face reads it)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise DataError(f"vocabulary file not found: {path}") from None
-    except OSError as e:
-        raise DataError(f"cannot read vocabulary {path}: {e.strerror}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line, bad = raw[:e.start].count(b"\n") + 1, raw[e.start:e.start + 1]
-        raise DataError(f"vocabulary {path} is not UTF-8 (line {line}, byte {e.start}: {bad!r})") from None
-    text = text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
-    if not text:
-        raise DataError(f"vocabulary {path} is empty")
-    return text.split("\n")
-
-
-def check_vocab(tokens) -> dict[str, int]:
-    """token -> id, after checking the list is usable: non-empty strings, no duplicates, no
-    newlines, and every special token present."""
-    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__iter__"):
-        raise DataError(f"vocabulary must be a list of tokens or a vocab.txt path, got {type(tokens).__name__}")
-    vocab = {}
-    for i, token in enumerate(tokens):
-        if not isinstance(token, str) or not token or "\n" in token:
-            raise DataError(f"vocabulary entry {i} ({token!r}) must be a non-empty string without newlines")
-        if token in vocab:
-            raise DataError(f"vocabulary has duplicate token {token!r} (ids {vocab[token]} and {i})")
-        vocab[token] = i
-    if not vocab:
-        raise DataError("vocabulary is empty")
-    missing = [t for t in SPECIAL_TOKENS if t not in vocab]
-    if missing:
-        raise DataError(f"vocabulary is missing special token(s) {', '.join(missing)}")
-    return vocab
-
-
-# ---------------------------------------------------------------- encodings
 
 class Tokenized(NamedTuple):
     """One text, token by token: offsets are (start, end) into the original text; word_ids say
@@ -241,7 +69,7 @@ class BertTokenizer:
         # Special tokens written in the text stay whole (HF does this too).
         self._special_split = regex.compile("(" + "|".join(map(regex.escape, SPECIAL_TOKENS)) + ")")
         self._max_piece_chars = max(map(piece_length, self.vocab))
-        self._word_cache: dict[str, tuple[tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+        self._pieces_of_word: dict[str, tuple[tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
 
     pad_token, unk_token, cls_token, sep_token, mask_token = SPECIAL_TOKENS
     do_lower_case = property(lambda self: self.basic.do_lower_case)
@@ -303,7 +131,7 @@ class BertTokenizer:
 
     def _pieces(self, word: str) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...]]:
         """WordPiece tokens of a word and the (start, end) characters of the word each covers."""
-        cached = self._word_cache.get(word)
+        cached = self._pieces_of_word.get(word)
         if cached is None:
             pieces = wordpiece(word, self.vocab, self.max_input_chars_per_word, self._max_piece_chars)
             if pieces is None:
@@ -311,9 +139,9 @@ class BertTokenizer:
             else:
                 ends = list(accumulate(map(piece_length, pieces)))
                 cached = tuple(pieces), tuple(zip([0] + ends[:-1], ends))
-            if len(self._word_cache) >= 1 << 20:  # bound memory on huge corpora
-                self._word_cache.clear()
-            self._word_cache[word] = cached
+            if len(self._pieces_of_word) >= 1 << 20:  # bound memory on huge corpora
+                self._pieces_of_word.clear()
+            self._pieces_of_word[word] = cached
         return cached
 
     def _segments(self, text: str) -> list[str]:

@@ -27,7 +27,9 @@ import math
 from collections import Counter, defaultdict
 
 from npbert.errors import DataError, InputError
-from npbert.tokenization import CONTINUATION, MAX_WORD_CHARS, SPECIAL_TOKENS, BasicTokenizer
+from npbert.tokenizer.normalize import BasicTokenizer
+from npbert.tokenizer.vocab import SPECIAL_TOKENS
+from npbert.tokenizer.wordpiece import CONTINUATION, MAX_WORD_CHARS
 
 
 def count_words(texts, basic: BasicTokenizer) -> Counter:
