@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import npbert
 from npbert import backend, kernels, ops
 from npbert.config import BertConfig
-from npbert.gradcheck import Dims, float32_errors, run_gradchecks
+from npbert.gradcheck import Dims, float32_errors, run_gradchecks, scaled_error
 from npbert.kernels.fastexp import fast_exp
 from npbert.kernels.threads import parallel_for
 from npbert.model import init_params, pretraining_backward, pretraining_forward
@@ -36,8 +36,7 @@ def assert_close(got, want, dtype, what="", floor=0.0):
     """max |got - want| <= TOL * max(max |want|, floor): relative, or absolute below floor."""
     got, want = np.asarray(got), np.asarray(want)
     assert got.shape == want.shape and got.dtype == dtype, (what, got.shape, want.shape, got.dtype, dtype)
-    scale = max(float(np.max(np.abs(want), initial=0.0)), floor, np.finfo(dtype).tiny)
-    err = float(np.max(np.abs(got.astype(np.float64) - want), initial=0.0)) / scale
+    err = scaled_error(got, want, floor)
     assert err <= TOL[dtype], f"{what}: relative error {err:.3g} > {TOL[dtype]:g}"
 
 
