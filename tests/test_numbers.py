@@ -27,7 +27,7 @@ def test_config_defaults_are_berts():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_attention_mask_bias_is_the_dtypes_minimum(dtype):
-    # Hugging Face's value: not -10000, which a score of 1e4 (or a float16 port) would overcome
+    # Hugging Face's value: not the -10000 of older code, which a score of 1e4 would overcome
     bias = attention_mask_bias(np.array([[1, 1, 0], [1, 0, 0]]), dtype)
     assert bias.dtype == dtype and bias.shape == (2, 3)
     assert bias[0, 2] == bias[1, 1] == bias[1, 2] == np.finfo(dtype).min
@@ -39,7 +39,7 @@ def test_attention_mask_bias_is_the_dtypes_minimum(dtype):
 @pytest.mark.parametrize("pad_score", [None, 2e4])
 @pytest.mark.parametrize("p_drop", [0.0, 0.1])
 def test_a_padded_key_gets_exactly_zero_probability_and_gradient(backend_name, dtype, pad_score, p_drop):
-    """pad_score None: scores of a trained model's size (|q.k|/sqrt(D) up to ~20); 2e4: the
+    """pad_score None: scores of a trained model's size (|q.k|/sqrt(D) ~10); 2e4: the
     padded keys' scores are 2e4 above the rest, so a -10000 mask would leave them most of the
     probability, while finfo.min + 2e4 is still finfo.min and its exp is exactly 0."""
     B, A, T, D = 2, 2, 5, 4
