@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIABLES = ("NPBERT_BACKEND", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME", "NPY_DISABLE_CPU_FEATURES")
+VARIABLES = ("NPBERT_BACKEND", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME",
+             "NPY_DISABLE_CPU_FEATURES")
 
 
 def numpy_simd_features() -> str:

@@ -61,6 +61,7 @@ def test_every_builtin_task_beats_chance_and_predicts(micro, tmp_path, task, cap
     # the saved best model is what evaluate and predict read
     capsys.readouterr()
     assert main(["evaluate", result["best"], "--task", task, "--max-examples", "200", "--json"]) == 0
+    # evaluate runs on the backend in force, as finetune did, in the same batches: the same numbers
     assert json.loads(capsys.readouterr().out)[metric] == pytest.approx(result[metric])
     (tmp_path / "in.txt").write_text(line + "\n")
     assert main(["predict", result["best"], "--task", task, "--input", str(tmp_path / "in.txt")]) == 0
@@ -157,6 +158,7 @@ def test_bow_baseline_learns_a_task():
     train = read_examples(TASKS["builtin-sentence"], "train")[:1500]
     dev = read_examples(TASKS["builtin-sentence"], "dev")[:300]
     r = bow_baseline(train, dev, dev, l2_grid=(1e-4,), log=lambda *a: None)
+    # dev given as test: the same computation, the same number
     assert r["dev_accuracy"] == r["test_accuracy"] > majority_share(TASKS["builtin-sentence"], dev) + 0.3
 
 

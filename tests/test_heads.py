@@ -145,7 +145,7 @@ def test_qa_loss_is_the_mean_of_start_and_end_and_ignores_positions_past_the_win
     expected = (ce(s[0], 1) + (ce(e[0], 3) + ce(e[1], 4)) / 2) / 2     # start of row 1 is T: ignored
     assert abs(float(out["loss"]) - expected) < 1e-12
     clamped, _ = question_answering_forward(params, config, ids, start_positions=[1, 99], end_positions=[3, 4])
-    assert float(clamped["loss"]) == float(out["loss"])
+    assert float(clamped["loss"]) == float(out["loss"])   # exactly: 6 and 99 are both ignored, the same computation
 
 
 def test_token_classification_ignores_labelled_minus_100():

@@ -133,6 +133,7 @@ def test_linear_gelu_bias_gradient_does_not_depend_on_the_thread_count(monkeypat
         monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
         y, c = kernels.linear_gelu_forward(x, w, b, "gelu")
         results.append((y, *kernels.linear_gelu_backward(dy, c)))
+    # exactly: only npbert's kernel threads changed, BLAS's did not
     for name, got, first in zip(("y", "dx", "dw", "db"), results[1], results[0]):
         np.testing.assert_array_equal(got, first, err_msg=name)
     with pytest.raises(ValueError, match="hidden_act"):
@@ -178,6 +179,7 @@ def test_embedding_scatter_add_accumulates_repeated_ids(dtype, V, shape, H, seed
     table, dout = normal(seed, (V, H), dtype), normal(seed + 1, (*shape, H), dtype)
     out_ref, c_ref = ops.embedding_forward(ids, table)
     out, c = kernels.embedding_forward(ids, table)
+    # exactly: one gather, and the scatter-add adds the same rows in np.add.at's order
     np.testing.assert_array_equal(out, out_ref)
     np.testing.assert_array_equal(kernels.embedding_backward(dout, c), ops.embedding_backward(dout, c_ref))
 
@@ -279,7 +281,7 @@ def test_adamw_step_is_the_same_under_both_backends(dtype):
     for k in shapes:
         for got, want in ((params["numba"], params["numpy"]), (opts["numba"].m, opts["numpy"].m),
                           (opts["numba"].v, opts["numpy"].v)):
-            np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+            np.testing.assert_array_equal(got[k], want[k], err_msg=k)   # exactly: see the test above
 
 
 def test_adamw_update_refuses_arrays_it_cannot_update_in_place():
