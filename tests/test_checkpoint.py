@@ -11,6 +11,7 @@ from npbert.checkpoint import check_checkpoint, load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import init_params, pretraining_forward
+from npbert.tokenizer import BertTokenizer
 
 CONFIG = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,
                     intermediate_size=12, max_position_embeddings=16)
@@ -298,21 +299,18 @@ def test_vocabulary_forms(tmp_path):
         save_pretrained(tmp_path / "c", CONFIG, params, VOCAB[:-1] + ["two\nlines"])
 
 
-def test_tokenizer_is_loaded_when_available(saved):
-    directory, _ = saved
+def test_tokenizer_is_loaded_from_vocab_txt_and_absent_without_it(saved, tmp_path):
+    directory, params = saved
     tokenizer = load_pretrained(directory).tokenizer
-    try:
-        import npbert.tokenizer  # noqa: F401  (written in parallel; may not exist yet)
-    except ModuleNotFoundError:
-        assert tokenizer is None
-    else:
-        assert tokenizer is not None
+    assert tokenizer.vocab == {t: i for i, t in enumerate(VOCAB)} and tokenizer.do_lower_case is True
+    assert tokenizer("W3 w7 zz")["input_ids"] == [2, 8, 12, 1, 3]   # [CLS] w3 w7 [UNK] [SEP], lower-cased
+    save_pretrained(tmp_path / "weights-only", CONFIG, params)
+    assert load_pretrained(tmp_path / "weights-only").tokenizer is None
 
 
 def test_tokenizer_settings_are_saved_with_it(saved):
-    tokenization = pytest.importorskip("npbert.tokenizer")
     directory, params = saved
-    cased = tokenization.BertTokenizer(VOCAB, do_lower_case=False)
+    cased = BertTokenizer(VOCAB, do_lower_case=False)
     save_pretrained(directory, CONFIG, params, cased)
     tokenizer = load_pretrained(directory).tokenizer
     assert tokenizer.do_lower_case is False and tokenizer.vocab == cased.vocab

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
-from npbert.gradcheck import TOL, Dims, check, op_cases, run_gradchecks
+from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gradchecks
 from npbert.model import init_params
 from npbert.task_models import (MODELS, check_head, finetuned_config, head_shapes, init_head, label_names_of,
                                 multiple_choice_forward, question_answering_forward,
@@ -145,7 +145,7 @@ def test_qa_loss_is_the_mean_of_start_and_end_and_ignores_positions_past_the_win
     expected = (ce(s[0], 1) + (ce(e[0], 3) + ce(e[1], 4)) / 2) / 2     # start of row 1 is T: ignored
     assert abs(float(out["loss"]) - expected) < 1e-12
     clamped, _ = question_answering_forward(params, config, ids, start_positions=[1, 99], end_positions=[3, 4])
-    assert float(clamped["loss"]) == float(out["loss"])
+    assert float(clamped["loss"]) == float(out["loss"])   # exactly: 6 and 99 are both ignored, the same computation
 
 
 def test_token_classification_ignores_labelled_minus_100():
@@ -175,9 +175,18 @@ def test_float32_heads_agree_with_float64():
         forward, backward = MODELS[kind]
         o64, c64 = forward(p64, c, ids, **labels)
         o32, c32 = forward(p32, c, ids, **labels)
-        assert o32["loss"].dtype == np.float32 and abs(float(o32["loss"]) - float(o64["loss"])) < 1e-5
+        assert o32["loss"].dtype == np.float32
+        assert abs(float(o32["loss"]) - float(o64["loss"])) < 1e-5 * float(o64["loss"])
         g64, g32 = backward(c64), backward(c32)
-        assert all(g32[k].dtype == np.float32 and np.abs(g32[k] - g64[k]).max() < 1e-4 for k in g64)
+        assert all(g32[k].dtype == np.float32 for k in g64)
+        # each tensor against its own scale (float32_errors), so an all-zero float32 gradient fails
+        # however small its entries. Measured <= 1.2e-6, except multiple choice: the choices'
+        # gradients enter with opposite signs (softmax over choices), so a parameter that moves
+        # every choice's logit alike (a LayerNorm bias, the pooler bias) gets a difference of
+        # near-equal sums, 9.1e-5 here: ~1e3 times float32's rounding, hence its 1e-3
+        tol = 1e-3 if kind == "multiple_choice" else 1e-4
+        errors = float32_errors(g32, g64)
+        assert not {k: e for k, e in errors.items() if e >= tol}, kind
 
 
 def test_dropout_is_used_in_training_and_off_in_evaluation():

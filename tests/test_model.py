@@ -6,7 +6,7 @@ import pytest
 
 from npbert import BertConfig, InputError, count_params, init_params, param_shapes
 from npbert.cli import main
-from npbert.gradcheck import Dims, relative_error
+from npbert.gradcheck import Dims, float32_errors
 from npbert.model import (bert_forward, mlm_positions_from_labels, pretraining_backward, pretraining_forward)
 
 
@@ -76,9 +76,11 @@ def test_float32_matches_float64():
     assert out32["loss"].dtype == np.float32 and out64["loss"].dtype == np.float64
     assert abs(out32["loss"] - out64["loss"]) < 1e-5 * abs(out64["loss"])
     g64, g32 = pretraining_backward(cache64), pretraining_backward(cache32)
-    for k in g64:
-        assert g32[k].dtype == np.float32
-        assert relative_error(g32[k].astype(np.float64), g64[k]) < 1e-4, k
+    assert all(g32[k].dtype == np.float32 for k in g64)
+    # each tensor against its own scale (float32_errors): measured <= 7e-7, so 1e-4 is a wide margin
+    # that still fails an all-zero or 1%-wrong float32 gradient however small its entries
+    errors = float32_errors(g32, g64)
+    assert not {k: e for k, e in errors.items() if e >= 1e-4}
 
 
 def test_same_seed_same_bits_with_dropout():

@@ -164,22 +164,49 @@ def expected_codepoint_words(codepoints):
                 yield cp, ["xx"] if kind == "d" else ["x", "x"] if kind == "s" else codepoints["explicit"][str(cp)]
 
 
+# Code points assigned in Unicode 13.0 (Python 3.10, the oldest npbert supports) whose properties
+# differ in 14.0 (the fixture's): measured by comparing category, decomposition, lower() and NFD
+# of every code point under Python 3.10 and 3.11. U+1734 HANUNOO SIGN PAMUDPOD went Mn -> Mc.
+CHANGED_AFTER = {"13.0.0": {0x1734}}
+
+
+def same_in_fixture_unicode(made_with):
+    """cp -> whether its Unicode properties in this Python are those of Unicode `made_with` (the
+    fixture's). Newer here: every Python also carries Unicode 3.2 (unicodedata.ucd_3_2_0), and a
+    code point whose category and decomposition are the same in 3.2 and here (all normalize_char
+    reads, with case mappings and NFD, stable for characters already assigned) had them in every
+    version between. Older here: every code point assigned here but those in CHANGED_AFTER (a
+    newer version may assign an unassigned one, except in planes 4-13, empty up to Unicode 16)."""
+    here, fixture = (tuple(map(int, v.split("."))) for v in (unicodedata.unidata_version, made_with))
+    if here == fixture:
+        return lambda cp: True
+    if here > fixture:
+        old = unicodedata.ucd_3_2_0
+        return lambda cp: (unicodedata.category(chr(cp)) == old.category(chr(cp))
+                           and unicodedata.decomposition(chr(cp)) == old.decomposition(chr(cp)))
+    changed = CHANGED_AFTER[unicodedata.unidata_version]   # a KeyError: a Python older than 3.10
+    return lambda cp: cp not in changed and (unicodedata.category(chr(cp)) != "Cn" or 0x40000 <= cp < 0xE0000)
+
+
 def test_every_code_point_normalizes_like_hf(hf, minilm):
     """The code points, each between two letters: dropped, whitespace, punctuation,
     lower-cased, accent-stripped... exactly as the fast tokenizer, except the documented code
-    points where its (older) Unicode tables disagree with Python's unicodedata."""
+    points where its Unicode tables disagree with Python's unicodedata. On a Python with
+    another Unicode version than the fixture's, the code points whose properties may differ
+    between the two are left out (same_in_fixture_unicode): of the 338,525 code points below,
+    Python 3.10 checks 163,000, 3.12 and 3.13 284,000 (every one assigned before 2002 or never)."""
     assert (minilm.do_lower_case, minilm.strip_accents, minilm.tokenize_chinese_chars) == (True, None, True)
-    if unicodedata.unidata_version != hf["made_by"]["unicodedata"]:
-        pytest.skip(f"known differences were listed for Unicode {hf['made_by']['unicodedata']}, "
-                    f"this Python has {unicodedata.unidata_version}")
     differences = {int(cp): words for cp, words in hf["codepoints"]["unicodedata_differences"].items()}
     assert len(differences) < 600  # all in scripts added to Unicode after 2015, see docs/tokenizer.md
+    comparable = same_in_fixture_unicode(hf["made_by"]["unicodedata"])
     # Planes 0-3 and 14 (where characters are assigned) in full; the unassigned planes 4-13 and
     # the private-use planes 15-16 are uniform, 1 in 61 of them is enough.
     # normalize_char directly: going through minilm's memo would fill it with 1.1M entries.
-    wrong = [cp for cp, words in expected_codepoint_words(hf["codepoints"])
-             if (cp < 0x40000 or 0xE0000 <= cp < 0xF0000 or cp % 61 == 0)
-             and f"x{normalize_char(chr(cp), True, True, True)}x".split() != differences.get(cp, words)]
+    checked = [(cp, words) for cp, words in expected_codepoint_words(hf["codepoints"])
+               if (cp < 0x40000 or 0xE0000 <= cp < 0xF0000 or cp % 61 == 0) and comparable(cp)]
+    assert len(checked) > 150_000
+    wrong = [cp for cp, words in checked
+             if f"x{normalize_char(chr(cp), True, True, True)}x".split() != differences.get(cp, words)]
     assert not wrong, [hex(cp) for cp in wrong[:20]]
 
 

@@ -7,7 +7,8 @@
 hypothesis-drawn sizes and masks (docs/gradcheck.md).
 """
 from npbert.gradcheck.cases import Dims, head_cases, iter_gradchecks, op_cases, run_gradchecks, select_checks
-from npbert.gradcheck.checker import EPS, TOL, GradcheckResult, check, numerical_gradient, relative_error
+from npbert.gradcheck.checker import (EPS, TOL, GradcheckResult, check, float32_errors, numerical_gradient,
+                                     relative_error, scaled_error)
 
-__all__ = ["EPS", "TOL", "Dims", "GradcheckResult", "check", "head_cases", "iter_gradchecks", "numerical_gradient",
-           "op_cases", "relative_error", "run_gradchecks", "select_checks"]
+__all__ = ["EPS", "TOL", "Dims", "GradcheckResult", "check", "float32_errors", "head_cases", "iter_gradchecks",
+           "numerical_gradient", "op_cases", "relative_error", "run_gradchecks", "scaled_error", "select_checks"]

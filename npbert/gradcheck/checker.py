@@ -45,6 +45,29 @@ def relative_error(a, b) -> float:
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(a), np.linalg.norm(b), 1.0))
 
 
+def scaled_error(got, exact, floor=0.0) -> float:
+    """max |got - exact| / max(max |exact|, floor): a float32 result against the float64 answer,
+    relative to the tensor's own scale, so an all-zero or mis-scaled tensor fails however small
+    its entries (an elementwise relative error means nothing where entries cancel to ~0). floor:
+    for a result that is 0 in exact arithmetic, both sides are rounding noise, measured against
+    the size of the terms summed instead. 0 when both are exactly zero."""
+    exact = np.asarray(exact, dtype=np.float64)
+    scale = max(float(np.max(np.abs(exact), initial=0.0)), floor, np.finfo(np.float64).tiny)
+    return float(np.max(np.abs(np.asarray(got, dtype=np.float64) - exact), initial=0.0)) / scale
+
+
+def float32_errors(grads32: dict, grads64: dict) -> dict:
+    """name -> scaled_error of each float32 gradient against the float64 one of the same model.
+    A tensor whose float64 gradient is below 1e-10 of the model's largest is 0 in exact
+    arithmetic (the key biases: softmax ignores a constant added to a row of scores; a bias
+    under a softmax over positions or choices): its entries on both sides are rounding noise
+    of sums of gradient-sized terms, so it is measured against the model's largest gradient."""
+    largest = max(float(np.max(np.abs(g), initial=0.0)) for g in grads64.values())
+    return {name: scaled_error(grads32[name], g64,
+                               floor=largest if np.max(np.abs(g64), initial=0.0) <= 1e-10 * largest else 0.0)
+            for name, g64 in grads64.items()}
+
+
 @dataclass
 class GradcheckResult:
     name: str
