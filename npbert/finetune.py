@@ -25,7 +25,6 @@ from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
-from npbert.optim import AdamW
 from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_config, init_head, label_names_of
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
@@ -36,8 +35,8 @@ from npbert.training.metrics_log import MetricsLog
 from npbert.training.options import check_numbers, given_options, resumed_options
 from npbert.training.progress import say
 from npbert.training.run_dir import check_out, open_run
-from npbert.training.state import (Position, TrainingCheckpoint, load_training_checkpoint, note_backend_change,
-                                   recover_checkpoint, save_training_checkpoint)
+from npbert.training.state import (load_training_checkpoint, note_backend_change, recover_checkpoint,
+                                   save_training_checkpoint, start_training)
 
 CHECKPOINT_DIR, BEST_DIR, METRICS_FILE = "checkpoint", "best", "metrics.jsonl"
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
@@ -92,10 +91,9 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     ckpt_dir, best_dir = os.path.join(opts.out, CHECKPOINT_DIR), os.path.join(opts.out, BEST_DIR)
     if resume:
         recover_checkpoint(ckpt_dir, log)
-        saved = load_training_checkpoint(ckpt_dir, {})
+        saved = load_training_checkpoint(ckpt_dir)
         opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
                                CHANGEABLE_ON_RESUME, opts.out)
-        saved.optimizer.weight_decay = opts.weight_decay
         config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(ckpt_dir)
         log(f"resuming {opts.out} at step {saved.position.step}")
     check_options(opts)
@@ -115,13 +113,8 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     dev_set = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
     with open_run(opts.out, "finetune", resume, overwrite, log) as run:
         if resume:
-            ckpt = saved
-            note_backend_change(ckpt.backend, log)
-        else:
-            options = dataclasses.asdict(opts)
-            options.pop("stop_after")
-            ckpt = TrainingCheckpoint(config, params, AdamW(params, weight_decay=opts.weight_decay), Position(),
-                                      np.random.default_rng([opts.seed, 1]), options)   # rng: dropout only
+            note_backend_change(saved.backend, log)
+        ckpt = saved if resume else start_training(config, params, opts, opts.weight_decay)
         ckpt.config, ckpt.backend = config, get_backend()
         job = FinetuningJob(ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, log)
         total = opts.epochs * job.batches_per_epoch

