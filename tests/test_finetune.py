@@ -296,3 +296,12 @@ def test_resume_refuses_options_that_would_change_the_run(micro, tmp_path):
         finetune(FinetuneOptions(out=str(tmp_path / "run"), learning_rate=0.1), resume=True, log=lambda *a: None)
     assert not finetune(FinetuneOptions(out=str(tmp_path / "run"), log_every=1), resume=True,
                         log=lambda *a: None)["stopped"]
+
+
+def test_out_that_is_a_file_is_refused(micro, tmp_path, capsys):
+    (tmp_path / "run").write_text("my notes")
+    for extra in ([], ["--overwrite"]):
+        assert main(["finetune", "--task", "builtin-sentence", "--model", micro, "--out", str(tmp_path / "run")]
+                    + extra) == 2
+        assert "is a file, not a directory" in capsys.readouterr().err
+    assert (tmp_path / "run").read_text() == "my notes"

@@ -562,3 +562,23 @@ def test_cli_without_out_does_not_collide_with_an_earlier_run(tmp_path, data_dir
            "this run goes to runs/pretrain-2" in out
     assert saved_step("runs/pretrain") == 2 and saved_step("runs/pretrain-2") == 2
     assert main(cmd + ["--resume"]) == 0 and "runs/pretrain-3" not in capsys.readouterr().out
+
+
+def test_ctrl_c_while_pretrain_prepares_its_corpus_leaves_nothing_that_blocks_the_retry(tmp_path, monkeypatch,
+                                                                                        capsys):
+    """Ctrl-C during WordPiece training (before any step): one line, exit 130, and the same
+    command then runs (no "already exists", no half-prepared data in the way)."""
+    import npbert.tokenizer.trainer
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"document {i} begins here .\nand it ends there .\n\n" for i in range(30)))
+    cmd = ["pretrain", "--corpus", str(corpus), "--out", str(tmp_path / "run"), "--max-seq-length", "32",
+           "--vocab-size", "64", "--steps", "2", "--batch-size", "4", "--eval-batches", "1"]
+    real = npbert.tokenizer.trainer.train_wordpiece_vocab
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", interrupted)
+    assert main(cmd) == 130
+    assert capsys.readouterr().err == "npbert pretrain: interrupted\n"
+    monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", real)
+    assert main(cmd) == 0 and saved_step(str(tmp_path / "run")) == 2
