@@ -13,7 +13,9 @@ from npbert.training.run_dir import free_run_dir
 
 def track_typed(p) -> None:
     """Make parser p note in args.typed the destination of every option the command line gives
-    (call before adding the options)."""
+    (call before adding the options). argparse has no public way to tell a typed value from a
+    default: this registers subclasses of its store actions (private names, unchanged since
+    Python 3.2) that also record their destination."""
     for name, base in (("store", argparse._StoreAction), (None, argparse._StoreAction),
                        ("store_true", argparse._StoreTrueAction), ("store_false", argparse._StoreFalseAction)):
         p.register("action", name, type(f"Typed{base.__name__}", (base,), {"__call__": _note_typed(base)}))
