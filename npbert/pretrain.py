@@ -113,11 +113,13 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
         check_data_fits(ckpt.config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
         schedule = Schedule(opts.steps, opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10,
                             opts.learning_rate, opts.max_grad_norm)
-        metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE), keep_until_step=ckpt.position.step if resume else None)
+        metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
+                             keep_until_step=ckpt.position.step if resume else None)
         job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
-        log(f"pretraining {opts.model or opts.preset} ({ckpt.config.num_hidden_layers} layers, hidden "
-            f"{ckpt.config.hidden_size}, vocab {ckpt.config.vocab_size}) on {len(train_data):,} instances, {opts.steps} "
-            f"steps of {opts.batch_size}, peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+        c = ckpt.config
+        log(f"pretraining {opts.model or opts.preset} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, vocab "
+            f"{c.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, peak lr "
+            f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
         tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
 
@@ -208,7 +210,8 @@ def check_options(opts: PretrainOptions) -> None:
 
 
 def dropout_options(opts: PretrainOptions) -> dict:
-    return dict(hidden_dropout_prob=opts.hidden_dropout_prob, attention_probs_dropout_prob=opts.attention_probs_dropout_prob)
+    return dict(hidden_dropout_prob=opts.hidden_dropout_prob,
+                attention_probs_dropout_prob=opts.attention_probs_dropout_prob)
 
 
 # --- more pretraining of a checkpoint (--model) ----------------------------------------------------

@@ -2,11 +2,11 @@
 between them (scale, additive mask, softmax, dropout; in backward dropout and softmax
 backward) is one fused pass over each row of scores, rows split over threads.
 
-Same semantics as npbert.ops.attention_core.attention_core_forward/backward, and the same cache record. Why this split, from
-measurement (docs/performance.md): a (T, D) x (D, T) head matmul in hand-written Numba loops
-ran at 11-40 GFLOP/s, OpenBLAS at ~65; the reference's cost is the ~12 NumPy passes over the
-(B, A, T, T) scores it makes between the matmuls, which the fused passes replace.
-What is kept differs from the reference, not what is computed:
+Same semantics as npbert.ops.attention_core.attention_core_forward/backward, and the same
+cache record. Why this split, from measurement (docs/performance.md): a (T, D) x (D, T) head
+matmul in hand-written Numba loops ran at 11-40 GFLOP/s, OpenBLAS at ~65; the reference's cost
+is the ~12 NumPy passes over the (B, A, T, T) scores it makes between the matmuls, which the
+fused passes replace. Where the memory differs from the reference:
 - the dropped probabilities and the score gradients live in one (B, A, T, T) scratch buffer
   reused by every call, never cached;
 - context, dq, dk, dv are (B, A, T, D) views of (B, T, A, D) arrays, so merge_heads after

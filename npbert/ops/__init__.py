@@ -21,7 +21,8 @@ from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 __all__ = ["AttentionCoreCache", "CrossEntropyCache", "DropoutCache", "EmbeddingCache", "GeluCache", "IGNORE_INDEX",
            "LayerNormCache", "LinearCache", "LinearGeluCache", "MseCache", "SoftmaxCache", "adamw_update",
-           "attention_core_backward", "attention_core_forward", "attention_mask_bias", "attention_scores", "score_grads",
+           "attention_core_backward", "attention_core_forward", "attention_mask_bias", "attention_scores",
+           "score_grads",
            "cross_entropy_backward", "cross_entropy_forward", "dropout_backward", "dropout_forward",
            "embedding_backward", "embedding_forward", "gelu_backward", "gelu_forward", "layernorm_backward",
            "layernorm_forward", "linear_backward", "linear_forward", "linear_gelu_backward", "linear_gelu_forward",
