@@ -5,7 +5,7 @@
     probs   = softmax(scores) over the keys                              (B, A, T, T)
     context = dropout(probs) v                                           (B, A, T, D)
 
-This is the hot op a backend may replace (npbert/kernels/attention.py fuses everything
+This is the hot op a backend may replace (npbert/kernels/attention_core.py fuses everything
 between the four matmuls).
 """
 import math
