@@ -536,3 +536,19 @@ def test_empty_apart_offset_is_farthest_from_every_input(base, offsets):
         start = (base + off) % PAGE
         return min((min((start - a) % PAGE, (a - start) % PAGE) for a in addrs), default=0)
     assert _best_offset(base, inputs) == max(range(0, PAGE, STEP), key=distance)
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "numba"])
+def test_layernorm_backward_does_not_read_the_callers_x(backend_name):
+    """The cache keeps xhat, not a reference to x: a caller that reuses x's memory between the
+    forward and the backward (as an in-place residual add would) still gets the right gradients.
+    The Numba LayerNorm used to keep x and recompute xhat from it."""
+    x = normal(0, (6, 16), np.float32)
+    gamma, beta, dy = normal(1, (16,), np.float32), normal(2, (16,), np.float32), normal(3, (6, 16), np.float32)
+    with backend.use_backend(backend_name):
+        _, cache = backend.layernorm_forward(x.copy(), gamma, beta, 1e-12)
+        want = backend.layernorm_backward(dy, cache)
+        _, cache = backend.layernorm_forward(x, gamma, beta, 1e-12)
+        x[:] = 1e6                                       # the caller writes over its array
+        got = backend.layernorm_backward(dy, cache)
+    assert all(np.array_equal(g, w) for g, w in zip(got, want))
