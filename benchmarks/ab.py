@@ -41,7 +41,8 @@ def main(argv=None) -> int:
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
         os.environ[var] = str(args.threads)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [here, os.path.dirname(here)]       # workload.py, and this checkout's npbert, not an installed one
     import npbert
     import workload
     from npbert.allocator import keep_freed_memory
