@@ -13,14 +13,16 @@ import re
 import secrets
 import shutil
 
+from npbert.errors import NpbertError
+
 
 def atomic_replace_dir(directory, fill) -> None:
     """Build a new directory with fill(tmp) beside `directory`, flush it to disk, then swap it in:
     rename the old one away, rename the new one in, delete the old one. Until the swap, the
     previous directory is untouched; if the swap fails, the old one is put back."""
-    parent, name = os.path.split(os.path.abspath(directory))
+    parent = os.path.dirname(os.path.abspath(directory))
     os.makedirs(parent, exist_ok=True)
-    tmp = _sibling(parent, name, "tmp")
+    tmp = sibling(directory, "tmp")
     os.mkdir(tmp)
     try:
         fill(tmp)
@@ -30,7 +32,7 @@ def atomic_replace_dir(directory, fill) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = _sibling(parent, name, "old") if os.path.isdir(directory) else None
+    old = sibling(directory, "old") if os.path.isdir(directory) else None
     if old:
         os.rename(directory, old)
     try:
@@ -77,11 +79,11 @@ def remove_leftovers(directory) -> list:
     return removed
 
 
-def leftovers(directory) -> list:
-    """[(kind "tmp" or "old", path, pid)] of the hidden siblings atomic_replace_dir and
-    atomic_write make for `directory`."""
+def leftovers(directory, kinds=("tmp", "old")) -> list:
+    """[(kind, path, pid)] of the hidden siblings of `directory` made by sibling(): by default
+    those of atomic_replace_dir and atomic_write."""
     parent, name = os.path.split(os.path.abspath(directory))
-    pattern = re.compile(rf"\.{re.escape(name)}\.(tmp|old)-(\d+)-[0-9a-f]{{8}}")
+    pattern = re.compile(rf"\.{re.escape(name)}\.({'|'.join(map(re.escape, kinds))})-(\d+)-[0-9a-f]{{8}}")
     found = []
     for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else ():
         m = pattern.fullmatch(entry)
@@ -101,10 +103,24 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+def check_dir_path(directory) -> None:
+    """NpbertError unless `directory` is a directory or can be made one: no file in the way, at
+    it or above it (checked before anything is read or written, not as a NotADirectoryError
+    half-way through)."""
+    path = os.path.abspath(directory)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    if os.path.isdir(path):
+        return
+    if path == os.path.abspath(directory):
+        raise NpbertError(f"output directory {directory} is an existing file, not a directory")
+    raise NpbertError(f"output directory {directory} cannot be made: {path} is a file")
+
+
 def atomic_write(path, write) -> None:
     """write(f) fills a binary file that then replaces `path`."""
-    parent, name = os.path.split(os.path.abspath(path))
-    tmp = _sibling(parent, name, "tmp")
+    parent = os.path.dirname(os.path.abspath(path))
+    tmp = sibling(path, "tmp")
     try:
         with open(tmp, "xb") as f:
             write(f)
@@ -118,9 +134,11 @@ def atomic_write(path, write) -> None:
     _fsync(parent)
 
 
-def _sibling(parent, name, kind) -> str:
-    # hidden, unique per save, and in the same directory so that rename stays on one file system
-    # (checkpoint.load_pretrained looks for an ".old-" one left by a crash mid-swap)
+def sibling(path, kind) -> str:
+    """A hidden name beside `path`, `.NAME.KIND-<pid>-<hex>`: unique per call, in the same
+    directory so that a rename stays on one file system, and carrying the process that made it
+    (leftovers() finds them; checkpoint.load_pretrained looks for an ".old-" one)."""
+    parent, name = os.path.split(os.path.abspath(path))
     return os.path.join(parent, f".{name}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
 
 

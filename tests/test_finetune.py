@@ -303,5 +303,5 @@ def test_out_that_is_a_file_is_refused(micro, tmp_path, capsys):
     for extra in ([], ["--overwrite"]):
         assert main(["finetune", "--task", "builtin-sentence", "--model", micro, "--out", str(tmp_path / "run")]
                     + extra) == 2
-        assert "is a file, not a directory" in capsys.readouterr().err
+        assert "is an existing file, not a directory" in capsys.readouterr().err
     assert (tmp_path / "run").read_text() == "my notes"

@@ -434,10 +434,11 @@ def test_overwrite_refuses_a_directory_that_is_not_a_run(tmp_path, data_dir):
 
 def test_out_that_is_a_file_is_refused(tmp_path, data_dir, capsys):
     (tmp_path / "run").write_text("not a directory")
-    for extra in ([], ["--overwrite"], ["--resume"]):
-        assert main(["pretrain", "--data", data_dir, "--out", str(tmp_path / "run")] + extra) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and ("is a file, not a directory" in err or "nothing to resume" in err)
+    for out, said in ((tmp_path / "run", "is an existing file, not a directory"),
+                      (tmp_path / "run" / "sub", f"cannot be made: {tmp_path / 'run'} is a file")):
+        for extra in ([], ["--overwrite"], ["--resume"]):
+            assert main(["pretrain", "--data", data_dir, "--out", str(out)] + extra) == 2
+            assert capsys.readouterr().err == f"npbert pretrain: error: output directory {out} {said}\n"
     assert (tmp_path / "run").read_text() == "not a directory"
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npbert.atomic import atomic_write
+from npbert.atomic import atomic_write, check_dir_path
 from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
@@ -61,7 +61,7 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     """Prepare (or finish preparing) opts.out; returns its manifest. notes: where to say how the
     corpus was read when that is not what its user may expect (default: log), for a caller
     that silences the progress lines."""
-    check_out_dir(opts.out)
+    check_dir_path(opts.out)
     options = resolved_options(opts)
     existing = existing_manifest(opts.out, options)
     if existing is not None and existing["complete"] and shards_present(opts.out, existing):
@@ -76,18 +76,6 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     ids = tokenize_documents(load_tokenizer(tokens, opts.do_lower_case), documents)
     log(f"tokenized into {sum(len(s) for d in ids for s in d):,} tokens in {time.perf_counter() - tick:.1f} s")
     return write_pretraining_data(opts.out, ids, tokens, options, log)
-
-
-def check_out_dir(out_dir) -> None:
-    """out_dir is a directory, or can be made one: no file in the way, at it or above it."""
-    path = os.path.abspath(out_dir)
-    while not os.path.exists(path):
-        path = os.path.dirname(path)
-    if os.path.isdir(path):
-        return
-    if path == os.path.abspath(out_dir):
-        raise DataError(f"output directory {out_dir} is an existing file, not a directory")
-    raise DataError(f"output directory {out_dir} cannot be made: {path} is a file")
 
 
 def resolved_options(opts: PrepareOptions) -> dict:

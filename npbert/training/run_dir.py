@@ -20,15 +20,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
-import secrets
 import shutil
 import time
 
-from npbert.atomic import pid_alive, recover_dir
+from npbert.atomic import check_dir_path, leftovers, pid_alive, recover_dir, sibling
 from npbert.errors import NpbertError
 
 MARKER = "npbert_run.json"
+REPLACED = "replaced"                     # the kind of sibling() an overwritten run is moved to
 CHECKPOINT_DIR, METRICS_FILE = "checkpoint", "metrics.jsonl"
 TRAINING_STATE = os.path.join(CHECKPOINT_DIR, "training_state.json")
 
@@ -61,9 +60,8 @@ def check_out(path, resume: bool, overwrite: bool) -> None:
     if resume and overwrite:
         raise NpbertError("--resume and --overwrite contradict each other: --resume continues the run in "
                           f"{path}, --overwrite replaces it with a new one; pass one of them")
+    check_dir_path(path)
     recover_replaced(path)
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise NpbertError(f"--out {path} is a file, not a directory; choose another --out")
     exists = os.path.isdir(path) and bool(os.listdir(path))
     if resume:
         if not exists or not is_run(path):
@@ -89,7 +87,7 @@ def open_run(path, kind: str, resume: bool, overwrite: bool, log):
     back if the block fails before the first save."""
     aside = None
     if not resume and overwrite and os.path.isdir(path) and has_saved(path):
-        aside = _replaced_name(path)
+        aside = sibling(path, REPLACED)
         os.rename(path, aside)
         log(f"--overwrite: moved the earlier run in {path} aside; it is deleted at this run's first save")
     made = not os.path.isdir(path)
@@ -131,13 +129,9 @@ class RunDir:
 def recover_replaced(path) -> None:
     """After a kill: an earlier run moved aside by --overwrite comes back if the new run never
     saved, and goes if it did. Checkpoint swaps cut short in OUT are undone too."""
-    parent, name = os.path.split(os.path.abspath(path))
-    pattern = re.compile(rf"\.{re.escape(name)}\.replaced-(\d+)-[0-9a-f]{{8}}")
-    for entry in sorted(os.listdir(parent)) if os.path.isdir(parent) else ():
-        m = pattern.fullmatch(entry)
-        if not m or pid_alive(int(m.group(1))):
+    for _, aside, pid in leftovers(path, (REPLACED,)):
+        if pid_alive(pid):
             continue
-        aside = os.path.join(parent, entry)
         if os.path.isdir(path) and is_run(path) and has_saved(path):
             shutil.rmtree(aside)                        # the new run saved: the old one was to go
         elif not os.path.exists(path) or is_run(path):
@@ -149,8 +143,3 @@ def recover_replaced(path) -> None:
                               f"and {path} now holds something else; move one of them")
     if os.path.isdir(path):
         recover_dir(os.path.join(path, CHECKPOINT_DIR))
-
-
-def _replaced_name(path) -> str:
-    parent, name = os.path.split(os.path.abspath(path))
-    return os.path.join(parent, f".{name}.replaced-{os.getpid()}-{secrets.token_hex(4)}")
