@@ -42,6 +42,31 @@ def test_whole_pretraining_model_gradient(d):
     assert r.passed, f"{d}: { {k: v for k, v in r.errors.items() if v >= TOL} }"
 
 
+COMPOSITES = ["self_attention", "feedforward", "encoder_layer", "encoder", "bert_embeddings", "pooler", "mlm_head",
+              "nsp_head", "classifier", "qa_head", "span_loss"]
+
+
+def test_every_layer_has_a_gradient_check():
+    """Each *_forward of npbert/ops and npbert/layers is a row of the checker (its name, or its
+    name with [variants]), so test_op_gradient above checks it for random shapes and masks: a
+    layer added without a case, or a case dropped, fails here. The composite layers by name."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import npbert.layers
+    import npbert.ops
+    forwards = []
+    for package in (npbert.ops, npbert.layers):
+        for info in pkgutil.iter_modules(package.__path__):
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            forwards += [name[:-len("_forward")] for name, f in inspect.getmembers(module, inspect.isfunction)
+                         if name.endswith("_forward") and f.__module__ == module.__name__]
+    unchecked = [f for f in forwards if not any(op == f or op.startswith(f + "[") for op in OPS)]
+    assert not unchecked, f"layers without a gradient check: {unchecked}"
+    assert set(COMPOSITES) <= set(forwards) and set(COMPOSITES) <= set(OPS)
+
+
 def test_every_op_passes_at_default_sizes_with_dropout_and_padding():
     results = run_gradchecks(Dims(dropout=0.1, lengths=(3, 5)))
     assert [r.name for r in results] == OPS
