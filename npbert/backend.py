@@ -41,9 +41,7 @@ def set_backend(name: str) -> None:
 
 
 def get_backend() -> str:
-    if _numba is None:
-        set_backend(_default_backend())
-    return "numba" if _numba else "numpy"
+    return "numba" if _kernels() else "numpy"
 
 
 @contextlib.contextmanager
@@ -65,7 +63,10 @@ def _default_backend() -> str:
 
 
 def _kernels() -> bool:
-    return get_backend() == "numba"
+    """The numba backend is in force (chosen on first use from NPBERT_BACKEND if not set)."""
+    if _numba is None:
+        set_backend(_default_backend())
+    return _numba
 
 
 # --- the hot ops: reference or kernel --------------------------------------------------------------

@@ -114,13 +114,14 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     with open_run(opts.out, "finetune", resume, overwrite, log) as run:
         if resume:
             note_backend_change(saved.backend, log)
-        ckpt = saved if resume else start_training(config, params, opts, opts.weight_decay)
+        ckpt = saved if resume else start_training(config, params, opts)
         ckpt.config, ckpt.backend = config, get_backend()
-        job = FinetuningJob(ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, log)
+        metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
+                             keep_until_step=ckpt.position.step if resume else None)
+        job = FinetuningJob(ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, metrics,
+                            log)
         total = opts.epochs * job.batches_per_epoch
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
-        job.metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
-                                 keep_until_step=ckpt.position.step if resume else None)
         log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
             f"{len(train_examples):,} examples ({len(train_set.features):,} sequences), dev {len(dev_examples):,}: "
             f"{opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
@@ -130,7 +131,7 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
             save_training_checkpoint(ckpt_dir, ckpt, tokenizer)
             run.saved()
 
-        stopped = train(job, ckpt, schedule, save, job.metrics, log, opts.log_every, opts.save_every, opts.stop_after)
+        stopped = train(job, ckpt, schedule, save, metrics, log, opts.log_every, opts.save_every, opts.stop_after)
     if stopped:
         log(f"stopped at step {ckpt.position.step}; saved {ckpt_dir}; continue with "
             f"`npbert finetune --out {opts.out} --resume`")
@@ -142,7 +143,7 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
         result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, max_len,
                                              opts.qa(), opts.max_eval_examples)[0]
         log(f"test ({opts.test}) with the best model: {format_scores(result['test'])}")
-        job.metrics.write(kind="test", step=ckpt.position.step, **result["test"])
+        metrics.write(kind="test", step=ckpt.position.step, **result["test"])
     return result
 
 
@@ -152,13 +153,12 @@ class FinetuningJob(Job):
     name = "finetune"
     save_at_epoch_end = True
 
-    def __init__(self, ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, log):
-        self.ckpt, self.task, self.tokenizer, self.opts, self.best_dir, self.log = ckpt, task, tokenizer, opts, \
-            best_dir, log
+    def __init__(self, ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, metrics, log):
+        self.ckpt, self.task, self.tokenizer, self.opts, self.best_dir = ckpt, task, tokenizer, opts, best_dir
+        self.metrics, self.log = metrics, log
         self.train_set, self.dev_examples, self.dev_set, self.labels = train_set, dev_examples, dev_set, labels
         self.batches_per_epoch = math.ceil(len(train_set.features) / opts.batch_size)
         self.model_forward, self.model_backward = MODELS[task.kind]
-        self.metrics = None
 
     def batches(self, epoch, start):
         features, pad_id = self.train_set.features, self.tokenizer.pad_token_id

@@ -196,7 +196,7 @@ def new_checkpoint(opts: PretrainOptions, loaded, train_data, log) -> TrainingCh
         config = BertConfig.from_preset(opts.preset, **{
             "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
         params = init_params(config, np.random.default_rng(opts.seed), np.float32)
-    return start_training(config, params, opts, opts.weight_decay)
+    return start_training(config, params, opts)
 
 
 def check_options(opts: PretrainOptions) -> None:

@@ -8,7 +8,7 @@ Parameter names are Hugging Face's, relative to one encoder layer:
 from typing import NamedTuple
 
 from npbert import backend
-from npbert.ops import GeluCache, LinearCache, LinearGeluCache, gelu_backward
+from npbert.ops import LinearCache, LinearGeluCache, pre_activation_grad
 from npbert.trace import NO_TRACE
 
 W1, W2 = "intermediate.dense", "output.dense"
@@ -35,13 +35,8 @@ def feedforward_backward(dout, cache: FeedForwardCache, trace=NO_TRACE):
     trace.record_grad("output.dense", dout)
     da, g[W2 + ".weight"], g[W2 + ".bias"] = backend.linear_backward(dout, cache.output)        # (B, T, I)
     trace.record_grad("intermediate", da)
-    record_pre_activation_grad(trace, "intermediate.dense", da, cache.intermediate)
+    if trace.active:                                   # made again for the trace: the fused kernel never keeps it
+        trace.record_grad("intermediate.dense", pre_activation_grad(da, cache.intermediate))
     dx, g[W1 + ".weight"], g[W1 + ".bias"] = backend.linear_gelu_backward(da, cache.intermediate)  # (B, T, H)
     return dx, g
 
-
-def record_pre_activation_grad(trace, name, dy, cache: LinearGeluCache) -> None:
-    """The gradient of linear_gelu's pre-activation, for a trace: the fused kernel never makes it,
-    so it is made here with the reference GELU backward (only when tracing)."""
-    if trace.active:
-        trace.record_grad(name, gelu_backward(dy, GeluCache(cache.pre, cache.hidden_act)))

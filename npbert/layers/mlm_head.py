@@ -13,8 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from npbert import backend
-from npbert.layers.feedforward import record_pre_activation_grad
-from npbert.ops import LayerNormCache, LinearCache, LinearGeluCache
+from npbert.ops import LayerNormCache, LinearCache, LinearGeluCache, pre_activation_grad
 from npbert.trace import NO_TRACE
 
 DENSE, LN, BIAS = "cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm", "cls.predictions.bias"
@@ -51,7 +50,8 @@ def mlm_head_backward(dlogits, cache: MlmHeadCache, trace=NO_TRACE):
     trace.record_grad("transform", dt)
     da, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, cache.norm)
     trace.record_grad("transform.transform_act_fn", da)
-    record_pre_activation_grad(trace, "transform.dense", da, cache.transform)
+    if trace.active:                                   # made again for the trace: the fused kernel never keeps it
+        trace.record_grad("transform.dense", pre_activation_grad(da, cache.transform))
     dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_gelu_backward(da, cache.transform)  # (N, H)
     B, T, H = cache.h_shape
     dh = np.zeros((B * T, H), dtype=dlogits.dtype)

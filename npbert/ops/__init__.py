@@ -15,7 +15,7 @@ from npbert.ops.embedding import EmbeddingCache, embedding_backward, embedding_f
 from npbert.ops.gelu import GeluCache, gelu_backward, gelu_forward
 from npbert.ops.layernorm import LayerNormCache, layernorm_backward, layernorm_forward
 from npbert.ops.linear import LinearCache, linear_backward, linear_forward
-from npbert.ops.linear_gelu import LinearGeluCache, linear_gelu_backward, linear_gelu_forward
+from npbert.ops.linear_gelu import LinearGeluCache, linear_gelu_backward, linear_gelu_forward, pre_activation_grad
 from npbert.ops.mse import MseCache, mse_backward, mse_forward
 from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
@@ -26,4 +26,4 @@ __all__ = ["AttentionCoreCache", "CrossEntropyCache", "DropoutCache", "Embedding
            "cross_entropy_backward", "cross_entropy_forward", "dropout_backward", "dropout_forward",
            "embedding_backward", "embedding_forward", "gelu_backward", "gelu_forward", "layernorm_backward",
            "layernorm_forward", "linear_backward", "linear_forward", "linear_gelu_backward", "linear_gelu_forward",
-           "mse_backward", "mse_forward", "softmax_backward", "softmax_forward"]
+           "mse_backward", "mse_forward", "pre_activation_grad", "softmax_backward", "softmax_forward"]

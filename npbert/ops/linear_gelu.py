@@ -28,8 +28,14 @@ def linear_gelu_forward(x, w, b, hidden_act):
     return y, LinearGeluCache(lin_cache, pre, hidden_act)
 
 
+def pre_activation_grad(dy, cache: LinearGeluCache):
+    """d loss / d pre from d loss / d y: GELU's backward. Part of the backward below; a trace
+    calls it on either backend's cache (the Numba kernel fuses it and never keeps it)."""
+    return gelu_backward(dy, GeluCache(cache.pre, cache.hidden_act))   # (..., out)
+
+
 def linear_gelu_backward(dy, cache: LinearGeluCache):
     # dy: (..., out)
     check_tag(cache, NUMPY, "linear_gelu_backward")
-    dpre = gelu_backward(dy, GeluCache(cache.pre, cache.hidden_act))   # (..., out)
+    dpre = pre_activation_grad(dy, cache)              # (..., out)
     return linear_backward(dpre, cache.linear)         # dx: (..., in), dw: (out, in), db: (out,)

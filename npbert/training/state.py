@@ -50,13 +50,13 @@ class TrainingCheckpoint:
     extra: dict = field(default_factory=dict)       # the loop's and the job's running state (JSON)
 
 
-def start_training(config, params, opts, weight_decay) -> TrainingCheckpoint:
+def start_training(config, params, opts) -> TrainingCheckpoint:
     """Step 0 of a run: a fresh AdamW, the data at its start, the dropout Generator (seeded by
     [seed, 1]: the only randomness of a step), and the options the run is started with (less
     stop_after, which belongs to one invocation, not to the run)."""
     options = dataclasses.asdict(opts)
     options.pop("stop_after", None)
-    return TrainingCheckpoint(config, params, AdamW(params, weight_decay=weight_decay), Position(),
+    return TrainingCheckpoint(config, params, AdamW(params, weight_decay=opts.weight_decay), Position(),
                               np.random.default_rng([opts.seed, 1]), options)
 
 
