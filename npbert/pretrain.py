@@ -133,6 +133,11 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
         log(f"stopped at step {ckpt.position.step}; saved {ckpt_dir}; continue with "
             f"`npbert pretrain --out {opts.out} --resume`")
         return dict(stopped=True, step=ckpt.position.step, checkpoint=ckpt_dir)
+    if heldout_data is None:
+        log(f"no held-out documents (prepared with --heldout-fraction 0): no held-out evaluation; the training "
+            f"figures are in {os.path.join(opts.out, METRICS_FILE)}")
+        log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
+        return dict(step=ckpt.position.step, checkpoint=ckpt_dir, stopped=False)
     final = evaluate(ckpt.params, ckpt.config, heldout_data, opts.batch_size, max_batches=None)
     log(f"held-out MLM accuracy {final['mlm_acc']:.3f}  (most-frequent-token baseline {job.mlm_baseline:.3f}, "
         f"{final['mlm_acc'] / max(job.mlm_baseline, 1e-9):.1f}x)")
@@ -145,16 +150,18 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
 
 class PretrainingJob(Job):
     """Masked LM + NSP on prepared instances: the epoch's permutation of the training split,
-    held-out evaluation every eval_every steps against the two baselines."""
+    held-out evaluation every eval_every steps against the two baselines (none for data
+    prepared with --heldout-fraction 0)."""
     name = "pretrain"
 
     def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
         self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log
         self.train_data, self.heldout_data = train_data, heldout_data
         self.batches_per_epoch = train_data.num_batches(opts.batch_size)
-        self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
-        self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
-        self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
+        if heldout_data is not None:
+            self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
+            self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
+            self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
         self.watch = RisingLossWatch(ckpt.extra.get("heldout_losses"))
 
     def batches(self, epoch, start):
@@ -174,7 +181,7 @@ class PretrainingJob(Job):
 
     def after_step(self, position, epoch_ended, done):
         step = position.step
-        if not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
+        if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
             return
         e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches)
         self.log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {self.mlm_baseline:.3f}) | nsp acc "
@@ -266,9 +273,11 @@ def start_from_checkpoint(opts: PretrainOptions, loaded, data, log) -> tuple:
 
 
 def load_prepared(directory):
-    """(train, held-out) splits of a directory made by `npbert prepare`."""
+    """(train, held-out) splits of a directory made by `npbert prepare`; held-out is None when it
+    was prepared with --heldout-fraction 0."""
     from npbert.data.pretraining_data import PretrainingData
-    return PretrainingData(directory, "train"), PretrainingData(directory, HELDOUT_SPLIT)
+    train = PretrainingData(directory, "train")
+    return train, PretrainingData(directory, HELDOUT_SPLIT) if HELDOUT_SPLIT in train.manifest["splits"] else None
 
 
 def check_corpus(corpus) -> None:

@@ -583,3 +583,18 @@ def test_ctrl_c_while_pretrain_prepares_its_corpus_leaves_nothing_that_blocks_th
     assert capsys.readouterr().err == "npbert pretrain: interrupted\n"
     monkeypatch.setattr(npbert.tokenizer.trainer, "train_wordpiece_vocab", real)
     assert main(cmd) == 0 and saved_step(str(tmp_path / "run")) == 2
+
+
+def test_the_advice_to_hold_no_documents_out_leads_to_a_run(tmp_path, capsys):
+    """A corpus too small to hold documents out: the error advises --heldout-fraction 0, and
+    pretraining with it trains and saves, saying there is no held-out evaluation (it used to
+    stop at "has no split 'heldout'")."""
+    corpus = tmp_path / "three.txt"
+    corpus.write_text("".join(f"document {i} is here .\nit has two lines .\n\n" for i in range(3)))
+    cmd = ["pretrain", "--corpus", str(corpus), "--out", str(tmp_path / "run"), "--max-seq-length", "32",
+           "--vocab-size", "40", "--steps", "2", "--batch-size", "2"]
+    assert main(cmd) == 2 and "or hold none out with --heldout-fraction 0" in capsys.readouterr().err
+    assert main(cmd + ["--heldout-fraction", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "no held-out documents (prepared with --heldout-fraction 0): no held-out evaluation" in out
+    assert saved_step(str(tmp_path / "run")) == 2
