@@ -41,15 +41,21 @@ def is_run(path) -> bool:
 def has_saved(path) -> bool:
     """The run has saved a checkpoint (or a save of one was interrupted and can be put back)."""
     ckpt = os.path.join(path, CHECKPOINT_DIR)
-    return os.path.isdir(ckpt) or any(name.startswith(f".{CHECKPOINT_DIR}.old-")
-                                      for name in os.listdir(path))
+    return os.path.isdir(ckpt) or any(kind == "old" for kind, _, _ in leftovers(ckpt))
+
+
+def takes_a_new_run(path) -> bool:
+    """A new run may go into path without --overwrite: it is missing, empty, or an npbert run
+    that never saved (a failed first run, taken over by its retry)."""
+    if not os.path.exists(path):
+        return True
+    return os.path.isdir(path) and (not os.listdir(path) or (is_run(path) and not has_saved(path)))
 
 
 def free_run_dir(path) -> str:
     """path if a new run may go there without --overwrite, else the first of path-2, path-3, ..."""
     candidate, n = path, 1
-    while os.path.exists(candidate) and (not os.path.isdir(candidate) or (os.listdir(candidate) and (
-            not is_run(candidate) or has_saved(candidate)))):
+    while not takes_a_new_run(candidate):
         n += 1
         candidate = f"{path}-{n}"
     return candidate
