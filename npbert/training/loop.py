@@ -79,8 +79,7 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
           save_every: int, stop_after: int | None = None) -> bool:
     """Run ckpt on until schedule.total_steps; returns True if it stopped early (Ctrl-C or
     stop_after), after saving. save(ckpt) writes a checkpoint; metrics is the run's MetricsLog."""
-    params, optimizer, position, rng = ckpt.params, ckpt.optimizer, ckpt.position, ckpt.rng
-    total = schedule.total_steps
+    position, total = ckpt.position, schedule.total_steps
     means = RunningMeans.from_json(ckpt.extra.pop("means", None))
     speed = Throughput()
     if position.batch >= job.batches_per_epoch:        # saved at an epoch's end by an older npbert
@@ -97,13 +96,7 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
             stepped = False
             for batch in job.batches(position.epoch, position.batch):
                 stepped = True
-                lr = schedule.lr(position.step)
-                out, cache = job.forward(params, batch, rng)
-                check_finite("loss", out["loss"], position.step + 1)
-                grads = job.backward(cache)
-                grad_norm = clip_by_global_norm(grads, schedule.max_grad_norm)
-                check_finite("gradient norm", grad_norm, position.step + 1)
-                optimizer.step(params, grads, lr)
+                out, lr, grad_norm = update(job, ckpt, schedule, batch)
                 epoch = position.epoch                 # the epoch this step belongs to
                 position.step, position.batch = position.step + 1, position.batch + 1
                 epoch_ended = position.batch == job.batches_per_epoch
@@ -133,6 +126,19 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
             if not stepped:
                 raise NpbertError(f"epoch {position.epoch} of the training data has no batch {position.batch}")
     return False
+
+
+def update(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, batch):
+    """One training step on batch -> (outputs, learning rate, gradient norm before clipping)."""
+    step = ckpt.position.step                          # updates done before this one
+    lr = schedule.lr(step)
+    out, cache = job.forward(ckpt.params, batch, ckpt.rng)
+    check_finite("loss", out["loss"], step + 1)
+    grads = job.backward(cache)
+    grad_norm = clip_by_global_norm(grads, schedule.max_grad_norm)
+    check_finite("gradient norm", grad_norm, step + 1)
+    ckpt.optimizer.step(ckpt.params, grads, lr)
+    return out, lr, grad_norm
 
 
 def check_finite(what: str, value, step: int) -> None:
