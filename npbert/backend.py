@@ -87,8 +87,8 @@ def linear_gelu_backward(dy, cache):
     return (kernels.linear_gelu_backward if _kernels() else ops.linear_gelu_backward)(dy, cache)
 
 
-def embedding_forward(ids, table):
-    return (kernels.embedding_forward if _kernels() else ops.embedding_forward)(ids, table)
+def embedding_forward(ids, table, padding_idx=None):
+    return (kernels.embedding_forward if _kernels() else ops.embedding_forward)(ids, table, padding_idx)
 
 
 def embedding_backward(dout, cache):

@@ -175,15 +175,19 @@ def test_cross_entropy(dtype, N, C, ignored, seed, spread):
 @pytest.mark.parametrize("dtype", DTYPES)
 @SETTINGS
 @given(V=st.integers(1, 20), shape=st.lists(st.integers(1, 12), min_size=1, max_size=2), H=st.integers(1, 9),
-       seed=st.integers(0, 999))
-def test_embedding_scatter_add_accumulates_repeated_ids(dtype, V, shape, H, seed):
+       seed=st.integers(0, 999), pad=st.one_of(st.none(), st.integers(0, 19)))
+def test_embedding_scatter_add_accumulates_repeated_ids(dtype, V, shape, H, seed, pad):
     ids = np.random.default_rng(seed).integers(0, V, shape)   # small V: many repeats
+    pad = None if pad is None else pad % V
     table, dout = normal(seed, (V, H), dtype), normal(seed + 1, (*shape, H), dtype)
-    out_ref, c_ref = ops.embedding_forward(ids, table)
-    out, c = kernels.embedding_forward(ids, table)
+    out_ref, c_ref = ops.embedding_forward(ids, table, pad)
+    out, c = kernels.embedding_forward(ids, table, pad)
     # exactly: one gather, and the scatter-add adds the same rows in np.add.at's order
     np.testing.assert_array_equal(out, out_ref)
-    np.testing.assert_array_equal(kernels.embedding_backward(dout, c), ops.embedding_backward(dout, c_ref))
+    dtable = kernels.embedding_backward(dout, c)
+    np.testing.assert_array_equal(dtable, ops.embedding_backward(dout, c_ref))
+    if pad is not None:                                     # padding_idx: that row gets nothing from the lookup
+        assert not dtable[pad].any()
 
 
 # --- the attention core ----------------------------------------------------------------------------

@@ -70,6 +70,16 @@ def _normal(rng, *shape):
     return rng.standard_normal(shape)
 
 
+def _pad_row_constant(table, table0, pad):
+    """The table as the lookup sees it with padding_idx = pad: row pad held at its value table0[pad]
+    (a constant, as PyTorch's padding_idx makes it), so finite differences of that row are 0 as the
+    backward says. The whole-model cases leave [PAD] out of their ids instead: there the tied
+    decoder reads the same table, and its share of row pad's gradient is checked too."""
+    table = table.copy()
+    table[pad] = table0[pad]
+    return table
+
+
 def _with_prefix(grads, prefix):
     return {prefix + k: v for k, v in grads.items()}
 
@@ -84,8 +94,10 @@ def op_cases(d: Dims):
         params[k] = params[k] + 0.1 * _normal(rng, *params[k].shape) if params[k].ndim == 1 else params[k] * 10
     mask_bias = ops.attention_mask_bias(d.attention_mask(), np.float64)
     layer0 = layer_params(params, 0)
-    ids = rng.integers(0, V, (B, T))
+    ids = rng.integers(1, V, (B, T))                   # not the [PAD] id 0: see _pad_row_constant
     ids[0, :2] = ids[0, 0]                             # a repeated id: the scatter-add must accumulate
+    ids_with_pad = np.where(d.attention_mask() == 1, ids, config.pad_token_id)
+    ids_with_pad[-1, 0] = config.pad_token_id          # [PAD] at a real position too: no gradient there either
     types = rng.integers(0, 2, (B, T))
     positions = rng.choice(B * T, size=min(4, B * T), replace=False)
     positions[-1] = positions[0] if len(positions) > 1 else positions[-1]  # one position gathered twice
@@ -101,6 +113,11 @@ def op_cases(d: Dims):
     add("embedding", {"table": _normal(rng, V, H)},
         lambda p: backend.embedding_forward(ids, p["table"]),
         lambda dy, c: {"table": backend.embedding_backward(dy, c)}, f"ids ({B},{T}), table ({V},{H})")
+    table = _normal(rng, V, H)
+    add("embedding[padding_idx]", {"table": table},
+        lambda p, table0=table.copy(): backend.embedding_forward(
+            ids_with_pad, _pad_row_constant(p["table"], table0, config.pad_token_id), config.pad_token_id),
+        lambda dy, c: {"table": backend.embedding_backward(dy, c)}, f"ids ({B},{T}) with [PAD], table ({V},{H})")
     add("layernorm", {"x": _normal(rng, B, T, H), "gamma": 1 + _normal(rng, H), "beta": _normal(rng, H)},
         lambda p: backend.layernorm_forward(p["x"], p["gamma"], p["beta"], 1e-12),
         lambda dy, c: dict(zip(("x", "gamma", "beta"), backend.layernorm_backward(dy, c))), f"({B},{T},{H})")
@@ -139,7 +156,8 @@ def op_cases(d: Dims):
         lambda dy, c: _merge(encoder_backward(dy, c)), f"{d.layers} layers ({B},{T},{H})")
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     add("bert_embeddings", emb,
-        lambda p: bert_embeddings_forward(ids, types, p, config, d.rng()),
+        lambda p, table0=emb[WORD].copy(): bert_embeddings_forward(
+            ids_with_pad, types, {**p, WORD: _pad_row_constant(p[WORD], table0, config.pad_token_id)}, config, d.rng()),
         lambda dy, c: bert_embeddings_backward(dy, c), f"ids ({B},{T}) -> ({B},{T},{H})")
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
@@ -250,7 +268,7 @@ def head_cases(d: Dims, params, batch, rng):
     base = {k: v for k, v in params.items() if not k.startswith("cls.")}
     far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
     inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
-    inputs3["input_ids"][:, 1] = rng.integers(0, d.V, (B, T))             # the choices differ
+    inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
     token_labels = rng.integers(0, K, (B, T))
     token_labels[:, 0] = ops.IGNORE_INDEX
     models = [

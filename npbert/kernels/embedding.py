@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 from npbert.ops.cache_tag import check_tag
-from npbert.ops.embedding import EmbeddingCache
+from npbert.ops.embedding import EmbeddingCache, without_padding_row
 
 NUMBA = "numba"
 
@@ -24,9 +24,9 @@ def _scatter_add(ids, dout, dtable):
             dtable[r, j] += dout[i, j]
 
 
-def embedding_forward(ids, table):
+def embedding_forward(ids, table, padding_idx=None):
     # ids: (...) integer, table: (V, H)
-    return table[ids], EmbeddingCache(ids, table.shape, table.dtype, NUMBA)   # (..., H): NumPy's gather
+    return table[ids], EmbeddingCache(ids, table.shape, table.dtype, padding_idx, NUMBA)  # (..., H): NumPy's gather
 
 
 def embedding_backward(dout, cache: EmbeddingCache):
@@ -35,4 +35,4 @@ def embedding_backward(dout, cache: EmbeddingCache):
     ids, shape, dtype = cache.ids, cache.table_shape, cache.dtype
     dtable = np.zeros(shape, dtype=dtype)              # (V, H)
     _scatter_add(ids.reshape(-1).astype(np.int64), np.ascontiguousarray(dout).reshape(-1, shape[1]), dtable)
-    return dtable
+    return without_padding_row(dtable, cache)

@@ -2,7 +2,8 @@
 
     x = dropout(LayerNorm(word[input_ids] + position[0..T-1] + token_type[token_type_ids]))
 
-Parameter names are Hugging Face's under "bert.embeddings.".
+Parameter names are Hugging Face's under "bert.embeddings.". As in Hugging Face, the word
+lookup gives row pad_token_id no gradient (padding_idx); the tied MLM decoder still does.
 """
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ class EmbeddingsCache(NamedTuple):
 def bert_embeddings_forward(input_ids, token_type_ids, params, config, rng, trace=NO_TRACE):
     # input_ids, token_type_ids: (B, T) integer; trace: scope "bert.embeddings"
     T = input_ids.shape[1]
-    words, w_cache = backend.embedding_forward(input_ids, params[WORD])         # (B, T, H)
+    words, w_cache = backend.embedding_forward(input_ids, params[WORD], config.pad_token_id)  # (B, T, H)
     types, t_cache = backend.embedding_forward(token_type_ids, params[TYPE])    # (B, T, H)
     positions = params[POS][:T]                                                # (T, H)
     s = words + types + positions                                              # (B, T, H)
@@ -49,7 +50,7 @@ def bert_embeddings_backward(dx, cache: EmbeddingsCache, trace=NO_TRACE):
     for name, d in (("sum", ds), ("word_embeddings", ds), ("position_embeddings", ds.sum(axis=0)),
                     ("token_type_embeddings", ds)):   # a sum passes its gradient to each term
         trace.record_grad(name, d)
-    g[WORD] = backend.embedding_backward(ds, cache.words)                       # (V, H)
+    g[WORD] = backend.embedding_backward(ds, cache.words)                       # (V, H), [PAD] row 0 (HF's padding_idx)
     g[TYPE] = backend.embedding_backward(ds, cache.token_types)                 # (types, H)
     g[POS] = np.zeros(cache.position_shape, ds.dtype)                           # (P, H)
     g[POS][:ds.shape[1]] = ds.sum(axis=0)                                       # rows 0..T-1, summed over batch
