@@ -18,7 +18,7 @@ from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
-COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune", "evaluate", "predict", "bench"]
+COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune", "evaluate", "predict", "bench", "golden", "conform"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -48,6 +48,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                               # `npbert ... | head`: the reader has all it wants
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        return 1
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def test_select_checks_by_name_variant_or_pattern_never_a_plain_prefix():
     assert select_checks(OPS, ["gelu[gelu_new]"]) == ["gelu[gelu_new]"]               # "[" is not a pattern
     assert select_checks(OPS, ["linear"]) == ["linear"]                               # not linear_gelu
     assert select_checks(OPS, ["bert_for_*", "linear"]) == ["linear"] + [n for n in OPS if n.startswith("bert_for_")]
-    with pytest.raises(NpbertError, match=r"no gradient check is named 'bert_for'; the checks are linear, "):
+    with pytest.raises(NpbertError, match=r"no gradient check is named 'bert_for'; the names are linear, "):
         select_checks(OPS, ["bert_for"])
 
 
@@ -130,7 +130,7 @@ def test_the_command_refuses_unknown_names_and_says_which_backend_ran(capsys):
     # before: --only foo ran nothing and printed "all passed" (exit 0); --only gelu matched nothing
     assert main(["gradcheck", "--only", "foo"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("npbert gradcheck: error: no gradient check is named 'foo'; the checks are ") and \
+    assert err.startswith("npbert gradcheck: error: no gradient check is named 'foo'; the names are ") and \
         all(name in err for name in OPS)
     assert main(["gradcheck", "--backend", "numpy", "--only", "gelu"]) == 0
     out = capsys.readouterr().out.splitlines()

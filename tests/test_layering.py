@@ -19,7 +19,7 @@ LAYERS = [
     ("npbert.layers", 5), ("npbert.optim", 5),
     ("npbert.model", 6),
     ("npbert.task_models", 7), ("npbert.checkpoint", 7), ("npbert.fill_mask", 7),
-    ("npbert.gradcheck", 8), ("npbert.training", 8), ("npbert.data", 8),
+    ("npbert.gradcheck", 8), ("npbert.golden", 9), ("npbert.training", 8), ("npbert.data", 8),
     ("npbert.tasks", 9),
     ("npbert.pretrain", 10), ("npbert.finetune", 10), ("npbert.bow_baseline", 10),
     ("npbert.commands", 11),

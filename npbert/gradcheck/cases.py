@@ -248,7 +248,7 @@ def iter_gradchecks(d: Dims = None, names=None):
             for name in chosen)
 
 
-def select_checks(names, patterns) -> list:
+def select_checks(names, patterns, what="gradient check") -> list:
     """The names (in their order) the patterns select. A pattern selects the name equal to it and
     that name's variants (`gelu`: gelu[gelu] and gelu[gelu_new]); a `*` stands for any characters
     (`bert_for_*`). Not a plain prefix: `linear` must not also run linear_gelu. A pattern that
@@ -258,7 +258,7 @@ def select_checks(names, patterns) -> list:
         variants = re.compile(re.escape(pattern).replace(r"\*", ".*") + r"(\[.*\])?")
         hits = {name for name in names if variants.fullmatch(name)}
         if not hits:
-            raise NpbertError(f"no gradient check is named {pattern!r}; the checks are {', '.join(names)}")
+            raise NpbertError(f"no {what} is named {pattern!r}; the names are {', '.join(names)}")
         chosen |= hits
     return [name for name in names if name in chosen]
 

@@ -1,0 +1,27 @@
+"""`npbert conform GOLDEN_DIR RESULTS_DIR`: a port's results against the golden vectors."""
+
+
+def register(sub):
+    p = sub.add_parser("conform", help="compare a port's results with golden vectors; name where it first differs",
+                       description="Compare a port's results (RESULTS_DIR/<dtype>/<case>.safetensors, or a folder "
+                                   "<case>/ of one .npy per tensor, under the golden names) with the goldens that "
+                                   "`npbert golden` wrote: a table per case of each tensor's max absolute and "
+                                   "relative error and PASS/FAIL against the manifest's tolerance, and for a whole "
+                                   "model the first intermediate, in forward order, where the port leaves "
+                                   "tolerance. Exit 0 only if every selected case passes (1 otherwise, 2 for bad "
+                                   "input). See docs/porting.md.")
+    p.add_argument("golden", metavar="GOLDEN_DIR", help="a directory `npbert golden` wrote")
+    p.add_argument("results", metavar="RESULTS_DIR", help="the port's results")
+    p.add_argument("--only", nargs="+", default=None, metavar="CASE",
+                   help="check only these cases: a name (linear, gelu for both its variants, bert_for_*) or "
+                        "dtype/name (float64/linear) (default: every case; one without results is MISSING)")
+    p.add_argument("--failures", action="store_true",
+                   help="print only the failing tensors (and one line per passing case)")
+    p.set_defaults(func=run)
+
+
+def run(args):
+    from npbert.golden.conform import conform, format_report
+    reports = conform(args.golden, args.results, only=args.only)
+    print(format_report(reports, failures_only=args.failures))
+    return 0 if all(r.passed for r in reports) else 1

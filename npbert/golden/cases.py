@@ -1,0 +1,134 @@
+"""The golden cases: every gradient-check case (npbert/gradcheck/cases.py: each op, layer, head and
+whole model) run once, forward and backward, with every tensor it reads or makes named by role.
+
+The sizes are small and all different (B 3, T 7, A 2, head 5, H 10, I 13, V 17, P 9), so a
+transposed weight or a swapped axis cannot pass by accident; rows are padded (lengths 7, 4, 5)
+with [PAD] at the padded positions, an id repeats, one MLM label is -100, and dropout is off
+(the dropout op alone gets its keep mask as an input). float32 cases hold the same numbers
+rounded, run by npbert in float32 (NumPy backend).
+"""
+from __future__ import annotations
+
+import zlib
+from typing import NamedTuple
+
+import numpy as np
+
+from npbert.backend import use_backend
+from npbert.gradcheck.cases import Case, Dims, ModelCall, op_cases
+from npbert.ops import DropoutCache
+from npbert.trace import Trace
+
+GOLDEN_DIMS = dict(B=3, T=7, heads=2, head_size=5, I=13, V=17, layers=2, lengths=(7, 4, 5))
+DTYPES = ("float64", "float32")
+PARAM_NAMES = ("w", "b", "gamma", "beta", "table")    # an op's parameters; layers and models use HF names
+
+# What each case computes, for a porter reading the manifest (each op's page: docs/layers/).
+DESCRIPTIONS = {
+    "linear": "y = x w^T + b",
+    "embedding": "out = table[ids]; the table's gradient is a scatter-add (a repeated id accumulates)",
+    "embedding[padding_idx]": "out = table[ids]; row padding_idx gets no gradient (it holds [PAD], also at one real position)",
+    "layernorm": "y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis, eps 1e-12",
+    "gelu[gelu]": "exact GELU: x/2 (1 + erf(x / sqrt 2))",
+    "gelu[gelu_new]": "tanh GELU: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    "linear_gelu[gelu]": "exact GELU of (x w^T + b)",
+    "linear_gelu[gelu_new]": "tanh GELU of (x w^T + b)",
+    "dropout": "y = x * keep / (1 - p), p = 0.3, keep given",
+    "softmax": "softmax over the last axis",
+    "attention_core": "softmax(q k^T / sqrt(D) + mask_bias[:, None, None, :]) v, per head; q, k, v (B, A, T, D)",
+    "self_attention": "BertSelfAttention + output dense: heads split, attention core, heads merged, dense (no residual)",
+    "feedforward": "output.dense(gelu(intermediate.dense(x))) (no residual)",
+    "encoder_layer": "post-LN layer: h = LN(x + attention(x)); y = LN(h + feedforward(h))",
+    "encoder": "the encoder layers in order",
+    "bert_embeddings": "LayerNorm(word[input_ids] + position[0..T-1] + token_type[token_type_ids])",
+    "pooler": "tanh(h[:, 0] W^T + b)",
+    "mlm_head": "at flat positions of h: LayerNorm(gelu(dense)) then the tied decoder (word table) + bias; a position repeats",
+    "nsp_head": "pooled W^T + b: IsNext, NotNext",
+    "cross_entropy": "mean cross-entropy over rows whose label is not -100",
+    "bert_for_pretraining": "BertForPreTraining: MLM at mlm_positions + NSP, loss = mlm_loss + nsp_loss",
+    "classifier": "logits = x W^T + b (dropout off)",
+    "qa_head": "qa_outputs: (B, T, H) -> (B, T, 2), start and end scores",
+    "span_loss": "(CE(start scores, start) + CE(end scores, end)) / 2; positions clamped into [0, T], T ignored",
+    "mse": "mean((pred - target)^2)",
+    "bert_for_sequence_classification": "BertForSequenceClassification, 3 labels: classifier on the pooled output",
+    "bert_for_sequence_regression": "BertForSequenceClassification, num_labels 1: MSE on the pooled output",
+    "bert_for_token_classification": "BertForTokenClassification, 3 labels, -100 at [CLS] and padding",
+    "bert_for_question_answering": "BertForQuestionAnswering: span loss over every position",
+    "bert_for_multiple_choice": "BertForMultipleChoice, 2 choices run as B*C sequences, scores (B, C)",
+}
+OPS = ("linear", "embedding", "layernorm", "gelu", "linear_gelu", "dropout", "softmax", "attention_core",
+       "cross_entropy", "mse", "span_loss")
+
+
+class GoldenCase(NamedTuple):
+    name: str
+    dtype: str
+    kind: str                      # op, layer, model (or tokenizer / checkpoint: real_model.py)
+    description: str
+    constants: dict                # scalars the computation reads: eps, p, hidden_act, padding_idx, ...
+    tensors: dict                  # name -> (role, array), in the order a porter meets them
+    forward_order: list            # whole models: the trace's names, in the order the forward made them
+    backward_order: list           # whole models: grad/<name> in the order the backward made them
+
+
+def golden_dims(seed: int = 0, dtype: str = "float64") -> Dims:
+    return Dims(**GOLDEN_DIMS, seed=seed, dtype=np.dtype(dtype).type)
+
+
+def golden_cases(seed: int = 0, dtypes=DTYPES, names=None) -> list:
+    """Every case (or those named) in each dtype, computed by npbert on the NumPy backend."""
+    out = []
+    with use_backend("numpy"):
+        for dtype in dtypes:
+            cases = op_cases(golden_dims(seed, dtype))
+            for name in (cases if names is None else names):
+                out.append(golden_case(name, cases[name], dtype, seed))
+    return out
+
+
+def golden_case(name: str, case: Case, dtype: str, seed: int) -> GoldenCase:
+    base = name.split("[")[0]
+    if case.model is not None:
+        tensors, forward_order, backward_order = model_tensors(case.model)
+        kind, constants = "model", {}
+    else:
+        tensors, forward_order, backward_order = op_tensors(name, case, seed), [], []
+        kind = "op" if base in OPS else "layer"
+        constants = {k: v for k, v in case.fixed.items() if not isinstance(v, np.ndarray)}
+    return GoldenCase(name, dtype, kind, DESCRIPTIONS[name], constants, tensors, forward_order, backward_order)
+
+
+def op_tensors(name: str, case: Case, seed: int) -> dict:
+    """An op or layer: its inputs and parameters, the output, the upstream gradient (random, seeded by
+    the case's name; 1 for a loss) and the gradient of every input and parameter."""
+    tensors = {k: ("param" if k in PARAM_NAMES or "." in k else "input", v) for k, v in case.inputs.items()}
+    tensors.update({k: ("input", v) for k, v in case.fixed.items() if isinstance(v, np.ndarray)})
+    out, cache = case.run({k: v.copy() for k, v in case.inputs.items()})
+    if isinstance(cache, DropoutCache):                # the mask the op drew, so a port can apply it
+        tensors["keep"] = ("input", cache.keep)
+    out = np.asarray(out)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    upstream = np.asarray(1.0 if out.ndim == 0 else rng.standard_normal(out.shape), out.dtype)
+    grads = case.backward(upstream, cache)
+    tensors["out"] = ("output", out)
+    tensors["grad/out"] = ("upstream", upstream)
+    tensors.update({"grad/" + k: ("grad", np.asarray(grads[k])) for k in case.inputs})
+    return tensors
+
+
+def model_tensors(m: ModelCall) -> tuple:
+    """A whole model, traced: inputs, every parameter, the outputs, d loss / d loss = 1, every
+    parameter's gradient, and every named intermediate and its gradient (docs/model.md)."""
+    trace = Trace()
+    out, cache = m.forward(m.params, m.config, **m.inputs, trace=trace)
+    grads = m.backward(cache)
+    dtype = m.params["bert.embeddings.word_embeddings.weight"].dtype
+    outputs = {k: ("output", np.asarray(v)) for k, v in out.items() if v is not None and k not in m.inputs}
+    tensors = {k: ("input", np.asarray(v)) for k, v in m.inputs.items()}          # in the order a port meets them:
+    tensors.update({k: ("param", v) for k, v in m.params.items()})
+    tensors.update({k: ("intermediate", v) for k, v in trace.forward.items() if k not in outputs})  # the forward,
+    tensors.update(outputs)
+    tensors["grad/loss"] = ("upstream", np.asarray(1.0, dtype))
+    tensors.update({"grad/" + k: ("intermediate_grad", g) for k, g in trace.backward.items()})    # the backward,
+    tensors.update({"grad/" + k: ("grad", g) for k, g in grads.items()})                          # its results
+    return tensors, trace.names(), ["grad/" + k for k in trace.backward]

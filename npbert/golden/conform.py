@@ -1,0 +1,160 @@
+"""`npbert conform GOLDEN_DIR RESULTS_DIR`: a port's results against the goldens, tensor by tensor.
+
+A port writes, for each case it runs, the tensors of the compared roles (schema.REQUIRED and, where
+it can, schema.OPTIONAL) under the golden names, either as one safetensors file at the case's path
+(RESULTS_DIR/float64/linear.safetensors) or as one .npy per tensor in a folder named after the
+case (RESULTS_DIR/float64/linear/out.npy, RESULTS_DIR/float64/linear/grad/w.npy). For a whole
+model the report names the first intermediate, in forward order, where the port leaves
+tolerance, then the first in backward order: where a port first goes wrong.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from npbert import safetensors
+from npbert.errors import InputError
+from npbert.gradcheck.cases import select_checks
+from npbert.golden import schema
+
+
+@dataclass
+class Row:
+    name: str
+    role: str
+    status: str                    # PASS, FAIL, or "not given" (an optional tensor the port left out)
+    max_abs: float = math.nan
+    rel: float = math.nan
+    why: str = ""                  # for a FAIL without numbers: missing, shape, dtype
+
+
+@dataclass
+class CaseReport:
+    name: str                      # float64/linear
+    kind: str
+    tol: float
+    rows: list = field(default_factory=list)
+    missing: bool = False          # no results for this case at all
+    forward_order: list = field(default_factory=list)
+    backward_order: list = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.missing and all(r.status != "FAIL" for r in self.rows)
+
+    def first_failure(self, order):
+        """The first row of a FAIL among the names in order (forward or backward), or None."""
+        rows = {r.name: r for r in self.rows}
+        return next((rows[n] for n in order if n in rows and rows[n].status == "FAIL"), None)
+
+    def verdict(self) -> str:
+        """One line: where a whole model first leaves tolerance (or what failed), or PASS."""
+        if self.missing:
+            return "MISSING: no results for this case"
+        if self.passed:
+            return "PASS"
+        for where, order in (("forward", self.forward_order), ("backward", self.backward_order)):
+            row = self.first_failure(order)
+            if row is not None:
+                return f"FAIL: your port first differs at `{row.name}` ({where}), {_what(row)}"
+        failed = [r for r in self.rows if r.status == "FAIL"]
+        note = " (every intermediate given matches)" if self.forward_order else ""
+        more = f", and {len(failed) - 1} more tensors" if len(failed) > 1 else ""
+        return f"FAIL{note}: `{failed[0].name}` {_what(failed[0])}{more}"
+
+
+def _what(row: Row) -> str:
+    return row.why or f"max abs error {row.max_abs:.2g} (relative {row.rel:.2g})"
+
+
+def conform(golden_dir, results_dir, only=None) -> list:
+    """[CaseReport] for every golden case (or those `only` selects: names like linear, gelu,
+    bert_for_*, float32/linear); a case without results is MISSING."""
+    manifest = schema.read_manifest(golden_dir)
+    if not os.path.isdir(results_dir):
+        raise InputError(f"results directory {results_dir} does not exist")
+    cases = manifest["cases"]
+    if only:
+        keys = [f"{c['dtype']}/{c['name']}" for c in cases]
+        names = sorted({c["name"] for c in cases})
+        chosen = set()
+        for pattern in only:
+            chosen |= set(select_checks(keys if "/" in pattern else names, [pattern], what="golden case"))
+        cases = [c for c, key in zip(cases, keys) if key in chosen or c["name"] in chosen]
+    return [compare_case(golden_dir, results_dir, c, manifest["tolerance"]) for c in cases]
+
+
+def compare_case(golden_dir, results_dir, entry, tolerance) -> CaseReport:
+    tol = float(tolerance.get(entry["dtype"], 0.0))    # the tokenizer's integers: equal
+    report = CaseReport(f"{entry['dtype']}/{entry['name']}" if entry["kind"] != "tokenizer" else "tokenizer",
+                        entry["kind"], tol, forward_order=entry.get("forward_order", []),
+                        backward_order=entry.get("backward_order", []))
+    results = read_results(results_dir, entry["file"])
+    if results is None:
+        report.missing = True
+        return report
+    golden = safetensors.load_file(os.path.join(golden_dir, entry["file"]))
+    for t in entry["tensors"]:
+        if t["role"] in schema.REQUIRED or t["role"] in schema.OPTIONAL:
+            report.rows.append(compare_tensor(t, golden[t["name"]], results.get(t["name"]), tol))
+    return report
+
+
+def compare_tensor(t: dict, want: np.ndarray, got, tol: float) -> Row:
+    name, role = t["name"], t["role"]
+    if got is None:
+        if role in schema.OPTIONAL:
+            return Row(name, role, "not given")
+        return Row(name, role, "FAIL", why=f"missing: the port gave no `{name}`")
+    got = np.asarray(got)
+    if got.shape != want.shape:
+        return Row(name, role, "FAIL", why=f"shape {got.shape}, expected {want.shape}")
+    if got.dtype != want.dtype:
+        return Row(name, role, "FAIL", why=f"dtype {got.dtype}, expected {want.dtype}")
+    max_abs, rel = schema.tensor_error(got, want)
+    return Row(name, role, "PASS" if rel <= tol else "FAIL", max_abs, rel)
+
+
+def read_results(results_dir, file) -> dict | None:
+    """A case's results: the safetensors file at its path, or a folder of .npy files (a tensor
+    named grad/w is grad/w.npy in it); None when neither is there."""
+    path = os.path.join(results_dir, file)
+    folder = path[:-len(".safetensors")]
+    if os.path.isfile(path):
+        return safetensors.load_file(path)
+    if not os.path.isdir(folder):
+        return None
+    tensors = {}
+    for root, _, files in os.walk(folder):
+        for f in sorted(files):
+            if f.endswith(".npy"):
+                name = os.path.relpath(os.path.join(root, f), folder)[:-4].replace(os.sep, "/")
+                try:
+                    tensors[name] = np.load(os.path.join(root, f), allow_pickle=False)
+                except (OSError, ValueError) as e:
+                    raise InputError(f"{os.path.join(root, f)} is not a readable .npy file: {e}") from None
+    return tensors
+
+
+def format_report(reports, failures_only=False) -> str:
+    """A table per case (every compared tensor, or only the failing ones), its verdict, and a summary."""
+    lines = []
+    for r in reports:
+        lines.append(f"{r.name} [{r.kind}]  tolerance {r.tol:g}: {r.verdict()}")
+        rows = [row for row in r.rows if not failures_only or row.status == "FAIL"]
+        if rows and not (failures_only and r.passed):
+            width = max(len(row.name) for row in rows)
+            lines.append(f"  {'tensor':{width}s}  {'role':17s}  {'max abs err':>11s}  {'rel err':>9s}  result")
+            for row in rows:
+                numbers = f"{row.max_abs:11.2e}  {row.rel:9.2e}" if not row.why else f"{'':11s}  {'':9s}"
+                lines.append(f"  {row.name:{width}s}  {row.role:17s}  {numbers}  {row.status}"
+                             + (f": {row.why}" if row.why else ""))
+    failed = [r for r in reports if not r.passed]
+    skipped = sum(row.status == "not given" for r in reports for row in r.rows)
+    lines.append(f"{len(reports) - len(failed)} of {len(reports)} cases pass"
+                 + (f"; {skipped} optional intermediates not given" if skipped else ""))
+    lines += [f"  {r.name}: {r.verdict()}" for r in failed]
+    return "\n".join(lines)

@@ -1,0 +1,74 @@
+"""Golden cases on a real checkpoint (`npbert golden --checkpoint DIR --text ...`): what its
+tokenizer makes of the texts (ids, token types, mask, character offsets), and BertModel's traced
+forward on them, in float64 and float32. The weights stay in the checkpoint (the manifest names
+it and its weights file's SHA-256): a port loads the same directory.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+
+from npbert.backend import use_backend
+from npbert.checkpoint import WEIGHTS_FILE, load_pretrained
+from npbert.errors import InputError
+from npbert.golden.cases import GoldenCase
+from npbert.model import bert_forward
+from npbert.trace import Trace
+
+DEFAULT_TEXTS = ("The man went to the store to buy a gallon of milk.",
+                 "Penguins are flightless birds; they swim instead.")
+
+
+def checkpoint_identity(directory) -> dict:
+    """The checkpoint's name and its weights file's SHA-256, so a port can tell it loaded the same one."""
+    weights = os.path.join(directory, WEIGHTS_FILE)
+    digest = hashlib.sha256()
+    with open(weights, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return {"name": os.path.basename(os.path.normpath(directory)), "weights_file": WEIGHTS_FILE,
+            "sha256": digest.hexdigest()}
+
+
+def check_checkpoint_for_golden(directory, texts) -> None:
+    """Everything that can be wrong with --checkpoint and --text, before anything is written."""
+    if not os.path.isfile(os.path.join(directory, WEIGHTS_FILE)):
+        raise InputError(f"--checkpoint {directory} has no {WEIGHTS_FILE} (a Hugging Face or npbert BERT "
+                         "directory is needed)")
+    if not texts or any(not isinstance(t, str) or not t.strip() for t in texts):
+        raise InputError("--text must be a non-empty sentence (give --text once per sentence)")
+
+
+def real_model_cases(directory, texts=DEFAULT_TEXTS, dtypes=("float64", "float32")) -> list:
+    """[tokenizer case, one traced BertModel forward per dtype] for the checkpoint and texts."""
+    check_checkpoint_for_golden(directory, texts)
+    pretrained = load_pretrained(directory, dtype=np.float64, strict=False)
+    if pretrained.tokenizer is None:
+        raise InputError(f"--checkpoint {directory} has no vocab.txt: the goldens start from text")
+    config = pretrained.config
+    enc = pretrained.tokenizer(list(texts), padding=True, truncation=True, max_length=config.max_position_embeddings,
+                               return_offsets_mapping=True, return_tensors="np")
+    inputs = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    tokens = {"offset_mapping": ("output", enc["offset_mapping"]), **{k: ("output", v) for k, v in inputs.items()}}
+    cases = [GoldenCase("tokenizer", "int64", "tokenizer",
+                        "BertTokenizer(texts, padding=True, return_offsets_mapping=True): ids, token types, mask, "
+                        "(start, end) character offsets into each text, (0, 0) for special tokens and padding",
+                        {"texts": list(texts), "do_lower_case": pretrained.tokenizer.do_lower_case},
+                        tokens, [], [])]
+    with use_backend("numpy"):
+        for dtype in dtypes:
+            params = {k: v.astype(dtype) for k, v in pretrained.params.items() if k.startswith("bert.")}
+            trace = Trace()
+            (h, pooled), _ = bert_forward(params, config, **inputs, trace=trace)
+            tensors = {k: ("input", v) for k, v in inputs.items()}
+            tensors["last_hidden_state"] = ("output", h)
+            if pooled is not None:
+                tensors["pooler_output"] = ("output", pooled)
+            tensors.update({k: ("intermediate", v) for k, v in trace.forward.items()})
+            cases.append(GoldenCase("checkpoint_forward", dtype, "checkpoint",
+                                    "BertModel's forward on the checkpoint's weights (cast to this dtype) and the "
+                                    "tokenizer case's ids: last_hidden_state, pooler_output and the trace",
+                                    {}, tensors, trace.names(), []))
+    return cases, config

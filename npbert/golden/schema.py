@@ -1,0 +1,117 @@
+"""What a golden directory promises a port: the manifest's schema and version, the role of each
+tensor, the conventions the numbers assume, the tolerance a port must meet, and how an error is
+measured. docs/porting.md explains each; `npbert golden` writes them, `npbert conform` reads them.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from npbert.errors import InputError
+
+SCHEMA, VERSION = "npbert-golden", 1
+MANIFEST = "manifest.json"
+
+ROLES = {
+    "input": "given to the forward: activations, ids, masks, positions, labels",
+    "param": "a parameter, under its Hugging Face name and in its layout (linear weights (out, in))",
+    "output": "what the forward returns",
+    "upstream": "the gradient given to the backward: d loss / d output (1 for a loss)",
+    "grad": "d loss / d an input or parameter, named grad/<its name>",
+    "intermediate": "a named value inside a whole model's forward (the trace: docs/model.md)",
+    "intermediate_grad": "d loss / d an intermediate, named grad/<its name>",
+}
+REQUIRED = ("output", "grad")                   # a port must give these ...
+OPTIONAL = ("intermediate", "intermediate_grad")  # ... and these where it can (compared when given)
+
+# max |port - golden| / max |golden| per tensor must stay below this. float64: npbert, PyTorch and
+# Hugging Face agree to ~1e-15 of the scale, and every convention bug in docs/porting.md's table
+# shows at >= 1e-6; float32: two correct float32 implementations differ by up to ~1e-6 of the
+# scale on these sizes (measured in docs/porting.md), 1e-4 leaves room for other summation orders.
+TOLERANCE = {"float64": 1e-10, "float32": 1e-4}
+MASK_MAGNITUDE = 1e30   # entries this large are the attention mask value, finfo(dtype).min: equal or wrong
+
+ERROR = ("per tensor: max |port - golden| / max |golden|, the scale taken over entries below 1e30 in "
+         "magnitude; entries at or above it (the mask value finfo(dtype).min) and integer tensors must be "
+         "equal; NaN or a shape or dtype other than the golden's fails")
+
+CONVENTIONS = {
+    "weight_layout": "linear weights are (out_features, in_features): y = x W^T + b (PyTorch, Hugging Face)",
+    "layer_norm": "over the last axis, biased variance (divide by H), eps inside the square root: "
+                  "(x - mean) / sqrt(var + eps) * gamma + beta",
+    "layer_norm_eps": 1e-12,
+    "hidden_act": "gelu is the exact x/2 (1 + erf(x / sqrt 2)); gelu_new, the tanh approximation, only where a "
+                  "case's constants say so",
+    "attention_scale": "scores = q k^T / sqrt(head_size), then + mask value at padded keys",
+    "attention_mask_value": "finfo(dtype).min (float64 -1.7976931348623157e308, float32 -3.4028234663852886e38) "
+                            "added to a padded key's score, before the softmax over the keys (last axis)",
+    "heads": "hidden (B, T, H) -> (B, A, T, H/A): head a is columns a*H/A ... (a+1)*H/A - 1 of q, k, v",
+    "residual": "post-LayerNorm: LayerNorm(x + sublayer(x)) in every encoder layer",
+    "position_ids": "0 .. T-1 for every row, padded or not",
+    "padding_idx": "pad_token_id 0: the word lookup gives that row no gradient; the tied decoder still does",
+    "tied_decoder": "the MLM decoder weight is bert.embeddings.word_embeddings.weight (its gradient adds to "
+                    "that table's); cls.predictions.bias is the decoder's bias",
+    "mlm_positions": "flat indices into the B*T tokens; MLM logits only at those positions, (N, V)",
+    "ignore_index": -100,
+    "losses": "cross-entropy mean over the rows whose label is not -100; BertForPreTraining loss = mlm_loss + "
+              "nsp_loss; regression (num_labels 1) is the mean squared error",
+    "span_loss": "extractive QA: (CE(start) + CE(end)) / 2 over every position, padded ones included; a "
+                 "position is clamped into [0, T] and T is ignored (so -1 means [CLS], T+2 counts nothing), as Hugging Face does",
+    "pooler": "tanh(dense(h[:, 0])): the [CLS] token",
+    "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input: "
+               "y = x * keep / (1 - p)",
+}
+
+
+def manifest_path(directory) -> str:
+    return os.path.join(directory, MANIFEST)
+
+
+def read_manifest(directory) -> dict:
+    """The manifest of a golden directory, or a clear error: none there, not JSON, another schema
+    or version."""
+    path = manifest_path(directory)
+    if not os.path.isdir(directory):
+        raise InputError(f"golden directory {directory} does not exist (write one with `npbert golden --out DIR`)")
+    if not os.path.isfile(path):
+        raise InputError(f"{directory} has no {MANIFEST}: not a golden directory (`npbert golden --out DIR` writes one)")
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path} is not a readable JSON manifest: {e}") from None
+    if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
+        raise InputError(f"{path} is not an npbert golden manifest (no \"schema\": \"{SCHEMA}\")")
+    if manifest.get("version") != VERSION:
+        raise InputError(f"{path} is golden schema version {manifest.get('version')!r}; this npbert reads version "
+                         f"{VERSION}: regenerate the goldens with this npbert (`npbert golden`) or use the npbert "
+                         "that wrote them")
+    return manifest
+
+
+def is_golden_dir(directory) -> bool:
+    try:
+        read_manifest(directory)
+    except InputError:
+        return False
+    return True
+
+
+def tensor_error(got, want) -> tuple:
+    """(max abs error, error relative to the tensor's scale) of a port's tensor against the golden
+    one, as ERROR says; inf where an entry that must be equal is not, nan where the port has NaN."""
+    want64, got64 = np.asarray(want, np.float64), np.asarray(got, np.float64)
+    diff = np.abs(got64 - want64)
+    max_abs = float(np.max(diff, initial=0.0)) if not np.isnan(diff).any() else float("nan")
+    if np.issubdtype(np.asarray(want).dtype, np.integer) or np.asarray(want).dtype == bool:
+        return max_abs, 0.0 if np.array_equal(got64, want64) else float("inf")
+    exact = np.abs(want64) >= MASK_MAGNITUDE
+    if (got64[exact] != want64[exact]).any():
+        return max_abs, float("inf")
+    rest = ~exact
+    scale = max(float(np.max(np.abs(want64[rest]), initial=0.0)), np.finfo(np.float64).tiny)
+    if np.isnan(got64[rest]).any():
+        return max_abs, float("nan")
+    return max_abs, float(np.max(diff[rest], initial=0.0)) / scale

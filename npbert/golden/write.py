@@ -1,0 +1,85 @@
+"""`npbert golden --out DIR`: the golden cases written language-neutral, one safetensors file per
+case and dtype plus manifest.json, which lists every case, its tensors (name, role, shape,
+dtype), the conventions and the tolerances (schema.py). The same seed, checkpoint and texts give
+byte-identical files on one machine (docs/determinism.md): nothing in them depends on the time,
+the path or the order of a dict.
+
+    DIR/manifest.json
+    DIR/float64/linear.safetensors  ...  DIR/float32/bert_for_pretraining.safetensors
+    DIR/checkpoint/tokenizer.safetensors, DIR/checkpoint/float64/checkpoint_forward.safetensors (--checkpoint)
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+
+from npbert import safetensors
+from npbert.atomic import atomic_replace_dir, check_dir_path
+from npbert.errors import InputError
+from npbert.golden import schema
+from npbert.golden.cases import GOLDEN_DIMS, golden_cases, golden_dims
+from npbert.golden.real_model import checkpoint_identity, check_checkpoint_for_golden, real_model_cases
+
+
+def case_file(case) -> str:
+    """Where a case lives, relative to the golden (and the results) directory."""
+    if case.kind == "tokenizer":
+        return "checkpoint/tokenizer.safetensors"
+    folder = f"checkpoint/{case.dtype}" if case.kind == "checkpoint" else case.dtype
+    return f"{folder}/{case.name}.safetensors"
+
+
+def check_out_dir(out) -> None:
+    """Refuse an --out that npbert must not replace: a file, or a directory that holds something
+    other than goldens (a golden directory is replaced whole, atomically)."""
+    check_dir_path(out)
+    if os.path.isdir(out) and os.listdir(out) and not schema.is_golden_dir(out):
+        raise InputError(f"--out {out} is a directory that is not an npbert golden directory (no {schema.MANIFEST} "
+                         "of ours): choose a new or empty directory")
+
+
+def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
+    """Write every golden case (and the real checkpoint's, with checkpoint) to out; -> the manifest."""
+    check_out_dir(out)
+    if checkpoint is not None:
+        check_checkpoint_for_golden(checkpoint, texts)
+    elif texts:
+        raise InputError("--text needs --checkpoint (the model and tokenizer the sentences go through)")
+    cases = golden_cases(seed)
+    manifest = {
+        "schema": schema.SCHEMA, "version": schema.VERSION, "seed": seed,
+        "config": golden_dims(seed).config().to_dict(), "dims": {k: list(v) if isinstance(v, tuple) else v
+                                                                  for k, v in GOLDEN_DIMS.items()},
+        "conventions": schema.CONVENTIONS, "tolerance": schema.TOLERANCE, "error": schema.ERROR,
+        "roles": schema.ROLES, "required_roles": list(schema.REQUIRED), "optional_roles": list(schema.OPTIONAL),
+    }
+    if checkpoint is not None:
+        real, config = real_model_cases(checkpoint, texts)
+        cases += real
+        manifest["checkpoint"] = {**checkpoint_identity(checkpoint), "config": config.to_dict()}
+    manifest["cases"] = [case_entry(c) for c in cases]
+
+    def fill(tmp):
+        for c in cases:
+            path = os.path.join(tmp, case_file(c))
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            safetensors.save_file({k: v for k, (_, v) in c.tensors.items()}, path)
+        with open(schema.manifest_path(tmp), "w", encoding="utf-8") as f:
+            json.dump(manifest, f, indent=1)
+            f.write("\n")
+    atomic_replace_dir(out, fill)
+    return manifest
+
+
+def case_entry(c) -> dict:
+    entry = {"name": c.name, "dtype": c.dtype, "kind": c.kind, "file": case_file(c), "description": c.description,
+             "constants": c.constants,
+             "tensors": [{"name": k, "role": role, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name}
+                         for k, (role, v) in c.tensors.items()]}
+    if c.forward_order:
+        entry["forward_order"] = c.forward_order
+    if c.backward_order:
+        entry["backward_order"] = c.backward_order
+    return entry

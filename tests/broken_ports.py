@@ -1,0 +1,161 @@
+"""Ports of BERT built from npbert's own functions: the correct one, and each common porting bug
+put in on purpose. tests/test_golden.py runs each against the goldens through `conform`, and the
+table of symptoms in docs/porting.md is this file's output:
+
+    python tests/broken_ports.py      # prints the markdown table (writes goldens to a temp dir)
+
+A port here is npbert computing every golden case again (npbert.golden.cases) with one function
+swapped, and writing the compared tensors where a port would (RESULTS_DIR/<dtype>/<case>...).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from unittest import mock
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from npbert import backend, model, safetensors  # noqa: E402
+from npbert.golden import conform, schema  # noqa: E402
+from npbert.golden.cases import golden_cases  # noqa: E402
+from npbert.golden.write import case_file, write_goldens  # noqa: E402
+from npbert.ops import attention_core as attention_core_op  # noqa: E402
+from npbert.ops import embedding as embedding_op  # noqa: E402
+from npbert.ops.softmax import softmax_forward  # noqa: E402
+
+WORD = "bert.embeddings.word_embeddings.weight"
+
+
+def write_port_results(results_dir, seed=0, as_npy=()):
+    """Run every golden case with npbert as it is (whatever is patched now) and write the compared
+    tensors; cases whose name is in as_npy go out as one .npy per tensor instead of safetensors."""
+    for case in golden_cases(seed):
+        tensors = {k: v for k, (role, v) in case.tensors.items() if role in schema.REQUIRED + schema.OPTIONAL}
+        path = os.path.join(results_dir, case_file(case))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if case.name in as_npy:
+            for name, v in tensors.items():
+                npy = os.path.join(path[:-len(".safetensors")], name + ".npy")
+                os.makedirs(os.path.dirname(npy), exist_ok=True)
+                np.save(npy, v)
+        else:
+            safetensors.save_file(tensors, path)
+
+
+# --- the bugs: each a patch of one npbert function -------------------------------------------------
+
+def _eps_1e5():
+    real = backend.layernorm_forward
+    return mock.patch.object(backend, "layernorm_forward", lambda x, g, b, eps: real(x, g, b, 1e-5))
+
+
+def _tanh_gelu():
+    gelu, linear_gelu = backend.gelu_forward, backend.linear_gelu_forward
+    return _all(mock.patch.object(backend, "gelu_forward", lambda x, act: gelu(x, "gelu_new")),
+                mock.patch.object(backend, "linear_gelu_forward",
+                                  lambda x, w, b, act: linear_gelu(x, w, b, "gelu_new")))
+
+
+def _mask_minus_10000():
+    def mask_bias(attention_mask, dtype):
+        return np.where(np.asarray(attention_mask) == 1, 0.0, -10000.0).astype(dtype)
+    return _all(mock.patch.object(model, "attention_mask_bias", mask_bias),
+                mock.patch("npbert.ops.attention_mask_bias", mask_bias))
+
+
+def _untied_decoder():
+    real = model.mlm_head_backward
+
+    def mlm_head_backward(dlogits, cache, trace):          # the decoder's gradient goes to a weight of its own
+        dh, grads = real(dlogits, cache, trace)
+        grads[WORD] = np.zeros_like(grads[WORD])
+        return dh, grads
+    return mock.patch.object(model, "mlm_head_backward", mlm_head_backward)
+
+
+def _in_out_layout():
+    def as_in_out(w):                                      # HF's (out, in) bytes read as an (in, out) matrix
+        return np.ascontiguousarray(w.reshape(w.shape[::-1]).T)
+    linear, linear_gelu = backend.linear_forward, backend.linear_gelu_forward
+    return _all(mock.patch.object(backend, "linear_forward", lambda x, w, b: linear(x, as_in_out(w), b)),
+                mock.patch.object(backend, "linear_gelu_forward",
+                                  lambda x, w, b, act: linear_gelu(x, as_in_out(w), b, act)))
+
+
+def _softmax_over_queries():
+    def softmax_wrong_axis(x):
+        y, cache = softmax_forward(x.swapaxes(-1, -2))
+        return y.swapaxes(-1, -2), cache
+    return mock.patch.object(attention_core_op, "softmax_forward", softmax_wrong_axis)
+
+
+def _pad_row_gets_gradient():
+    return _all(mock.patch.object(embedding_op, "without_padding_row", lambda dtable, cache: dtable),
+                mock.patch("npbert.kernels.embedding.without_padding_row", lambda dtable, cache: dtable))
+
+
+@contextlib.contextmanager
+def _all(*patches):
+    with contextlib.ExitStack() as stack:
+        for p in patches:
+            stack.enter_context(p)
+        yield
+
+
+# bug -> (how it is made, the whole-model case that shows it, where it must first differ)
+BROKEN = {
+    "LayerNorm eps 1e-5": (_eps_1e5, "bert_for_pretraining", "bert.embeddings.LayerNorm"),
+    "tanh GELU where the config says exact": (_tanh_gelu, "bert_for_pretraining", "bert.encoder.layer.0.intermediate"),
+    "mask value -10000 instead of finfo.min": (_mask_minus_10000, "bert_for_pretraining", "bert.mask_bias"),
+    "MLM decoder untied": (_untied_decoder, "bert_for_pretraining", "grad/" + WORD),
+    "weights read in (in, out) layout": (_in_out_layout, "bert_for_pretraining",
+                                         "bert.encoder.layer.0.attention.self.query"),
+    "softmax over the query axis": (_softmax_over_queries, "bert_for_pretraining",
+                                    "bert.encoder.layer.0.attention.self.probs"),
+    "[PAD] row's gradient not zeroed": (_pad_row_gets_gradient, "bert_for_question_answering", "grad/" + WORD),
+}
+
+
+def run_port(golden_dir, results_dir, bug=None, seed=0):
+    """Write the results of the correct port (bug None) or of a broken one, and conform them."""
+    with BROKEN[bug][0]() if bug else contextlib.nullcontext():
+        write_port_results(results_dir, seed)
+    return conform.conform(golden_dir, results_dir)
+
+
+def first_difference(report) -> str | None:
+    """The name a whole model's report says the port first differs at (forward, then backward,
+    then the first failing gradient), or None if it passes."""
+    if report.passed:
+        return None
+    row = report.first_failure(report.forward_order) or report.first_failure(report.backward_order) or \
+        next(r for r in report.rows if r.status == "FAIL")
+    return row.name
+
+
+def symptoms_table(golden_dir, workdir) -> str:
+    """The markdown table of docs/porting.md: for each bug, what conform says."""
+    lines = ["| bug | whole model | first differs at (float64) | max abs error | cases failing, float64 | "
+             "cases failing, float32 |", "|---|---|---|---|---|---|"]
+    for bug, (_, case, _expected) in BROKEN.items():
+        reports = run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug)
+        by_name = {r.name: r for r in reports}
+        whole = by_name[f"float64/{case}"]
+        name = first_difference(whole)
+        row = {r.name: r for r in whole.rows}[name]
+        failing = {dt: sorted(r.name.split("/", 1)[1] for r in reports if not r.passed and r.name.startswith(dt))
+                   for dt in ("float64", "float32")}
+        lines.append(f"| {bug} | `{case}` | `{name}` | {row.max_abs:.2g} | "
+                     f"{len(failing['float64'])}: {', '.join(failing['float64'])} | "
+                     f"{len(failing['float32'])}: {', '.join(failing['float32']) or '-'} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        write_goldens(os.path.join(tmp, "golden"))
+        print(symptoms_table(os.path.join(tmp, "golden"), tmp))
