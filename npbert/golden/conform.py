@@ -114,7 +114,7 @@ def compare_tensor(t: dict, want: np.ndarray, got, tol: float) -> Row:
         return Row(name, role, "FAIL", why=f"shape {got.shape}, expected {want.shape}")
     if got.dtype != want.dtype:
         return Row(name, role, "FAIL", why=f"dtype {got.dtype}, expected {want.dtype}")
-    max_abs, rel = schema.tensor_error(got, want)
+    max_abs, rel = schema.tensor_error(got, want, t.get("floor", 0.0))
     return Row(name, role, "PASS" if rel <= tol else "FAIL", max_abs, rel)
 
 

@@ -34,8 +34,10 @@ TOLERANCE = {"float64": 1e-10, "float32": 1e-4}
 MASK_MAGNITUDE = 1e30   # entries this large are the attention mask value, finfo(dtype).min: equal or wrong
 
 ERROR = ("per tensor: max |port - golden| / max |golden|, the scale taken over entries below 1e30 in "
-         "magnitude; entries at or above it (the mask value finfo(dtype).min) and integer tensors must be "
-         "equal; NaN or a shape or dtype other than the golden's fails")
+         "magnitude, and at least the tensor's \"floor\" where it has one (a gradient that is 0 in exact "
+         "arithmetic: both sides are rounding noise, measured against the case's largest gradient); entries at "
+         "or above 1e30 (the mask value finfo(dtype).min) and integer tensors must be equal; NaN or a shape or "
+         "dtype other than the golden's fails")
 
 CONVENTIONS = {
     "weight_layout": "linear weights are (out_features, in_features): y = x W^T + b (PyTorch, Hugging Face)",
@@ -99,9 +101,10 @@ def is_golden_dir(directory) -> bool:
     return True
 
 
-def tensor_error(got, want) -> tuple:
+def tensor_error(got, want, floor: float = 0.0) -> tuple:
     """(max abs error, error relative to the tensor's scale) of a port's tensor against the golden
-    one, as ERROR says; inf where an entry that must be equal is not, nan where the port has NaN."""
+    one, as ERROR says; inf where an entry that must be equal is not, nan where the port has NaN.
+    floor: the scale of a gradient that is 0 in exact arithmetic (the manifest's "floor")."""
     want64, got64 = np.asarray(want, np.float64), np.asarray(got, np.float64)
     diff = np.abs(got64 - want64)
     max_abs = float(np.max(diff, initial=0.0)) if not np.isnan(diff).any() else float("nan")
@@ -111,7 +114,7 @@ def tensor_error(got, want) -> tuple:
     if (got64[exact] != want64[exact]).any():
         return max_abs, float("inf")
     rest = ~exact
-    scale = max(float(np.max(np.abs(want64[rest]), initial=0.0)), np.finfo(np.float64).tiny)
+    scale = max(float(np.max(np.abs(want64[rest]), initial=0.0)), floor, np.finfo(np.float64).tiny)
     if np.isnan(got64[rest]).any():
         return max_abs, float("nan")
     return max_abs, float(np.max(diff[rest], initial=0.0)) / scale

@@ -76,8 +76,8 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
 def case_entry(c) -> dict:
     entry = {"name": c.name, "dtype": c.dtype, "kind": c.kind, "file": case_file(c), "description": c.description,
              "constants": c.constants,
-             "tensors": [{"name": k, "role": role, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name}
-                         for k, (role, v) in c.tensors.items()]}
+             "tensors": [{"name": k, "role": role, "shape": list(np.shape(v)), "dtype": np.asarray(v).dtype.name,
+                          **({"floor": c.floors[k]} if k in c.floors else {})} for k, (role, v) in c.tensors.items()]}
     if c.forward_order:
         entry["forward_order"] = c.forward_order
     if c.backward_order:

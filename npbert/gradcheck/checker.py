@@ -62,10 +62,16 @@ def float32_errors(grads32: dict, grads64: dict) -> dict:
     arithmetic (the key biases: softmax ignores a constant added to a row of scores; a bias
     under a softmax over positions or choices): its entries on both sides are rounding noise
     of sums of gradient-sized terms, so it is measured against the model's largest gradient."""
-    largest = max(float(np.max(np.abs(g), initial=0.0)) for g in grads64.values())
-    return {name: scaled_error(grads32[name], g64,
-                               floor=largest if np.max(np.abs(g64), initial=0.0) <= 1e-10 * largest else 0.0)
-            for name, g64 in grads64.items()}
+    floors = zero_gradient_floors(grads64)
+    return {name: scaled_error(grads32[name], g64, floor=floors[name]) for name, g64 in grads64.items()}
+
+
+def zero_gradient_floors(grads64: dict) -> dict:
+    """name -> the floor scaled_error needs: the largest gradient of them all for a gradient that is
+    0 in exact arithmetic (its float64 entries below 1e-10 of that largest), 0 for the others."""
+    largest = max((float(np.max(np.abs(g), initial=0.0)) for g in grads64.values()), default=0.0)
+    return {name: largest if np.max(np.abs(g), initial=0.0) <= 1e-10 * largest else 0.0
+            for name, g in grads64.items()}
 
 
 @dataclass
