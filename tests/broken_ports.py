@@ -137,25 +137,30 @@ def first_difference(report) -> str | None:
     return row.name
 
 
-def symptoms_table(golden_dir, workdir) -> str:
+def broken_reports(golden_dir, workdir) -> dict:
+    """bug -> the conform reports of that broken port."""
+    return {bug: run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug) for bug in BROKEN}
+
+
+def symptoms_table(reports_by_bug) -> str:
     """The markdown table of docs/porting.md: for each bug, what conform says."""
-    lines = ["| bug | whole model | first differs at (float64) | max abs error | cases failing, float64 | "
-             "cases failing, float32 |", "|---|---|---|---|---|---|"]
-    for bug, (_, case, _expected) in BROKEN.items():
-        reports = run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug)
-        by_name = {r.name: r for r in reports}
-        whole = by_name[f"float64/{case}"]
+    lines = ["| bug | first differs at (float64, whole model) | max abs error there | cases that fail (float64) | "
+             "float32 |", "|---|---|---|---|---|"]
+    for bug, reports in reports_by_bug.items():
+        case = BROKEN[bug][1]
+        whole = next(r for r in reports if r.name == f"float64/{case}")
         name = first_difference(whole)
-        row = {r.name: r for r in whole.rows}[name]
-        failing = {dt: sorted(r.name.split("/", 1)[1] for r in reports if not r.passed and r.name.startswith(dt))
+        row = next(r for r in whole.rows if r.name == name)
+        failing = {dt: [r.name.split("/", 1)[1] for r in reports if not r.passed and r.name.startswith(dt + "/")]
                    for dt in ("float64", "float32")}
-        lines.append(f"| {bug} | `{case}` | `{name}` | {row.max_abs:.2g} | "
-                     f"{len(failing['float64'])}: {', '.join(failing['float64'])} | "
-                     f"{len(failing['float32'])}: {', '.join(failing['float32']) or '-'} |")
+        f32 = "the same" if failing["float32"] == failing["float64"] else \
+            f"{len(failing['float32'])}: " + ", ".join(f"`{n}`" for n in failing["float32"])
+        lines.append(f"| {bug} | `{name}` in `{case}` | {row.max_abs:.2g} | {len(failing['float64'])}: "
+                     + ", ".join(f"`{n}`" for n in failing["float64"]) + f" | {f32} |")
     return "\n".join(lines)
 
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         write_goldens(os.path.join(tmp, "golden"))
-        print(symptoms_table(os.path.join(tmp, "golden"), tmp))
+        print(symptoms_table(broken_reports(os.path.join(tmp, "golden"), tmp)))

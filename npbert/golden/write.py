@@ -20,7 +20,11 @@ from npbert.atomic import atomic_replace_dir, check_dir_path
 from npbert.errors import InputError
 from npbert.golden import schema
 from npbert.golden.cases import GOLDEN_DIMS, golden_cases, golden_dims
-from npbert.golden.real_model import checkpoint_identity, check_checkpoint_for_golden, real_model_cases
+from npbert.golden.real_model import (
+    check_checkpoint_for_golden,
+    checkpoint_identity,
+    real_model_cases,
+)
 
 
 def case_file(case) -> str:

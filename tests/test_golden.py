@@ -1,0 +1,255 @@
+"""`npbert golden` and `npbert conform`: npbert's own port passes, every deliberately broken port
+fails where it should, the files are byte-identical for the same seed, docs/porting.md's table of
+symptoms is what the broken ports produce, and bad results or goldens get clear errors."""
+import json
+import os
+import shutil
+
+import broken_ports  # tests/ is on sys.path (conftest)
+import numpy as np
+import pytest
+
+from npbert import safetensors
+from npbert.cli import main
+from npbert.errors import InputError, NpbertError
+from npbert.golden import conform, schema
+from npbert.golden.write import case_file, write_goldens
+
+ROOT = os.path.join(os.path.dirname(__file__), "..")
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("golden") / "golden")
+    write_goldens(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def own_results(golden, tmp_path_factory):
+    """npbert's own port; linear and bert_for_pretraining written as one .npy per tensor."""
+    directory = str(tmp_path_factory.mktemp("results"))
+    broken_ports.write_port_results(directory, as_npy=("linear", "bert_for_pretraining"))
+    return directory
+
+
+@pytest.fixture(scope="module")
+def broken(golden, tmp_path_factory):
+    return broken_ports.broken_reports(golden, str(tmp_path_factory.mktemp("broken")))
+
+
+def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):
+    reports = conform.conform(golden, own_results)
+    assert len(reports) == 60 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    assert os.path.isfile(os.path.join(own_results, "float64", "linear", "grad", "w.npy"))
+    whole = next(r for r in reports if r.name == "float64/bert_for_pretraining")
+    given = {row.name for row in whole.rows}
+    assert "bert.encoder.layer.1.attention.self.probs" in given and "grad/bert.embeddings" in given
+    assert all(row.rel <= 1e-15 for row in whole.rows), "the same code on the same machine: equal to rounding"
+
+
+def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
+    manifest = schema.read_manifest(golden)
+    names = {c["name"] for c in manifest["cases"]}
+    assert {"linear", "embedding[padding_idx]", "attention_core", "encoder", "mlm_head", "bert_for_pretraining",
+            "bert_for_question_answering", "bert_for_multiple_choice"} <= names
+    for c in manifest["cases"]:
+        tensors = {t["name"]: t for t in c["tensors"]}
+        roles = {t["role"] for t in c["tensors"]}
+        assert {"output", "upstream", "grad"} <= roles, c["name"]
+        for t in c["tensors"]:                          # each parameter has its gradient; each gradient its tensor
+            if t["role"] == "param":
+                assert "grad/" + t["name"] in tensors, (c["name"], t["name"])
+            if t["role"] == "grad":
+                assert tensors[t["name"][5:]]["role"] in ("input", "param"), (c["name"], t["name"])
+        if c["kind"] == "model":                        # the trace, every name with its gradient but the mask
+            assert all(n in tensors for n in c["forward_order"]) and all(n in tensors for n in c["backward_order"])
+            assert "grad/bert.embeddings.LayerNorm" in c["backward_order"]
+    config = manifest["config"]                         # unequal sizes: a transposed matrix cannot pass
+    sizes = [config[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings")]
+    assert len(set(sizes + [3, 7, 2, 5])) == len(sizes) + 4
+    ids = safetensors.load_file(os.path.join(golden, "float64", "bert_for_pretraining.safetensors"))
+    assert (ids["input_ids"][ids["attention_mask"] == 0] == 0).all() and (ids["attention_mask"] == 0).any()
+    assert (ids["mlm_labels"] == -100).any()
+
+
+@pytest.mark.parametrize("bug", list(broken_ports.BROKEN))
+def test_each_broken_port_fails_at_the_first_intermediate_it_breaks(bug, broken):
+    _, case, expected = broken_ports.BROKEN[bug]
+    reports = {r.name: r for r in broken[bug]}
+    whole = reports[f"float64/{case}"]
+    assert not whole.passed
+    assert broken_ports.first_difference(whole) == expected, whole.verdict()
+    assert f"`{expected}`" in whole.verdict()
+    assert not all(r.passed for r in broken[bug]) and any(r.passed for r in broken[bug])
+
+
+def test_porting_guide_table_is_what_the_broken_ports_produce(broken):
+    page = open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8").read()
+    table = broken_ports.symptoms_table(broken)
+    assert table in page, "regenerate the table in docs/porting.md: python tests/broken_ports.py\n" + table
+
+
+def test_the_same_seed_writes_byte_identical_files(golden, tmp_path):
+    again = str(tmp_path / "again")
+    write_goldens(again)
+    files = sorted(os.path.relpath(os.path.join(d, f), golden) for d, _, fs in os.walk(golden) for f in fs)
+    assert files == sorted(os.path.relpath(os.path.join(d, f), again) for d, _, fs in os.walk(again) for f in fs)
+    for f in files:
+        with open(os.path.join(golden, f), "rb") as a, open(os.path.join(again, f), "rb") as b:
+            assert a.read() == b.read(), f
+    size = sum(os.path.getsize(os.path.join(golden, f)) for f in files)
+    assert size < 20e6, size
+    other = str(tmp_path / "seed1")
+    write_goldens(other, seed=1)
+    assert open(os.path.join(other, "float64", "linear.safetensors"), "rb").read() != \
+        open(os.path.join(golden, "float64", "linear.safetensors"), "rb").read()
+
+
+def _copy_results(own_results, tmp_path):
+    directory = str(tmp_path / "results")
+    shutil.copytree(own_results, directory)
+    return directory
+
+
+def _report(golden, results, case):
+    return conform.conform(golden, results, only=[case])[0]
+
+
+def test_missing_wrong_shape_and_wrong_dtype_fail_with_the_reason(golden, own_results, tmp_path):
+    results = _copy_results(own_results, tmp_path)
+    path = os.path.join(results, "float64", "layernorm.safetensors")
+    tensors = safetensors.load_file(path)
+    del tensors["grad/gamma"]
+    tensors["out"] = tensors["out"].reshape(7, 3, 10)
+    tensors["grad/x"] = tensors["grad/x"].astype(np.float32)
+    safetensors.save_file(tensors, path)
+    rows = {row.name: row for row in _report(golden, results, "float64/layernorm").rows}
+    assert rows["grad/gamma"].status == "FAIL" and "missing" in rows["grad/gamma"].why
+    assert rows["out"].status == "FAIL" and rows["out"].why == "shape (7, 3, 10), expected (3, 7, 10)"
+    assert rows["grad/x"].status == "FAIL" and rows["grad/x"].why == "dtype float32, expected float64"
+    assert rows["grad/beta"].status == "PASS"
+
+
+def test_intermediates_are_optional_outputs_and_grads_are_not(golden, own_results, tmp_path):
+    results = _copy_results(own_results, tmp_path)
+    path = os.path.join(results, "float32", "bert_for_token_classification.safetensors")
+    tensors = safetensors.load_file(path)
+    entry = next(c for c in schema.read_manifest(golden)["cases"] if c["file"] == os.path.relpath(path, results))
+    dropped = {t["name"] for t in entry["tensors"] if t["role"] in schema.OPTIONAL and "layer.0" in t["name"]}
+    kept = {k: v for k, v in tensors.items() if k not in dropped}
+    safetensors.save_file(kept, path)
+    report = _report(golden, results, "float32/bert_for_token_classification")
+    assert report.passed and any(row.status == "not given" for row in report.rows)
+    assert "optional intermediates not given" in conform.format_report([report])
+    kept.pop("logits")
+    safetensors.save_file(kept, path)
+    assert not _report(golden, results, "float32/bert_for_token_classification").passed
+
+
+def test_nan_and_a_mask_value_off_by_a_little_fail(golden, own_results, tmp_path):
+    results = _copy_results(own_results, tmp_path)
+    folder = os.path.join(results, "float64", "bert_for_pretraining")
+    mask = np.load(os.path.join(folder, "bert.mask_bias.npy"))
+    np.save(os.path.join(folder, "bert.mask_bias.npy"), np.where(mask < 0, -1e300, 0.0))   # not finfo.min
+    probs = np.load(os.path.join(folder, "bert.encoder.layer.1.attention.self.probs.npy"))
+    probs[0, 0, 0, 0] = np.nan
+    np.save(os.path.join(folder, "bert.encoder.layer.1.attention.self.probs.npy"), probs)
+    report = _report(golden, results, "float64/bert_for_pretraining")
+    rows = {row.name: row for row in report.rows}
+    assert rows["bert.mask_bias"].status == "FAIL" and rows["bert.mask_bias"].rel == float("inf")
+    assert rows["bert.encoder.layer.1.attention.self.probs"].status == "FAIL"
+    assert broken_ports.first_difference(report) == "bert.mask_bias"
+
+
+def test_a_case_without_results_is_missing_and_only_selects(golden, own_results, tmp_path):
+    results = _copy_results(own_results, tmp_path)
+    os.remove(os.path.join(results, "float32", "softmax.safetensors"))
+    reports = conform.conform(golden, results, only=["softmax", "gelu"])
+    assert [r.name for r in reports] == ["float64/gelu[gelu]", "float64/gelu[gelu_new]", "float64/softmax",
+                                         "float32/gelu[gelu]", "float32/gelu[gelu_new]", "float32/softmax"]
+    missing = reports[-1]
+    assert missing.missing and not missing.passed and missing.verdict().startswith("MISSING")
+    with pytest.raises(NpbertError, match="no golden case is named 'soft'"):
+        conform.conform(golden, results, only=["soft"])
+
+
+def test_conform_command_exit_codes_and_errors(golden, own_results, tmp_path, capsys):
+    assert main(["conform", golden, own_results, "--only", "linear", "--failures"]) == 0
+    assert "2 of 2 cases pass" in capsys.readouterr().out
+    assert main(["conform", golden, str(tmp_path / "nowhere")]) == 2
+    assert "results directory" in capsys.readouterr().err
+    assert main(["conform", str(tmp_path), own_results]) == 2
+    assert "has no manifest.json" in capsys.readouterr().err
+    results = _copy_results(own_results, tmp_path)
+    os.remove(os.path.join(results, "float64", "mse.safetensors"))
+    assert main(["conform", golden, results, "--only", "mse"]) == 1
+    out = capsys.readouterr().out
+    assert "float64/mse [op]  tolerance 1e-10: MISSING" in out and "1 of 2 cases pass" in out
+
+
+def test_a_manifest_of_another_version_or_schema_is_refused(golden, tmp_path):
+    other = str(tmp_path / "other")
+    shutil.copytree(golden, other)
+    path = os.path.join(other, schema.MANIFEST)
+    manifest = json.load(open(path))
+    json.dump({**manifest, "version": 2}, open(path, "w"))
+    with pytest.raises(InputError, match="golden schema version 2; this npbert reads version 1"):
+        conform.conform(other, other)
+    json.dump({**manifest, "schema": "something-else"}, open(path, "w"))
+    with pytest.raises(InputError, match="not an npbert golden manifest"):
+        conform.conform(other, other)
+    open(path, "w").write("{not json")
+    with pytest.raises(InputError, match="not a readable JSON manifest"):
+        conform.conform(other, other)
+
+
+def test_golden_command_refuses_what_it_must_not_replace(golden, tmp_path, capsys):
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.txt").write_text("mine")
+    assert main(["golden", "--out", str(mine)]) == 2
+    assert "not an npbert golden directory" in capsys.readouterr().err
+    assert (mine / "chapter1.txt").read_text() == "mine"
+    assert main(["golden", "--out", str(tmp_path / "g"), "--text", "hello"]) == 2
+    assert "--text needs --checkpoint" in capsys.readouterr().err
+    assert main(["golden", "--out", str(tmp_path / "g"), "--checkpoint", str(mine)]) == 2
+    assert "has no model.safetensors" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()
+    again = str(tmp_path / "replace")
+    shutil.copytree(golden, again)
+    assert main(["golden", "--out", again, "--seed", "3"]) == 0       # a golden directory is replaced whole
+    assert schema.read_manifest(again)["seed"] == 3
+
+
+def test_a_real_checkpoint_tokenizer_and_traced_forward(tmp_path, bert_dir):
+    from npbert.checkpoint import load_pretrained
+    from npbert.golden.real_model import real_model_cases
+    out = str(tmp_path / "g")
+    texts = ["The man went to the store.", "Héllo, wörld!"]
+    assert main(["golden", "--out", out, "--checkpoint", bert_dir, "--text", texts[0],
+                 "--text", texts[1]]) == 0
+    manifest = schema.read_manifest(out)
+    assert manifest["checkpoint"]["sha256"] and manifest["checkpoint"]["weights_file"] == "model.safetensors"
+    tok = safetensors.load_file(os.path.join(out, "checkpoint", "tokenizer.safetensors"))
+    expected = load_pretrained(bert_dir).tokenizer(texts, padding=True, return_offsets_mapping=True,
+                                                             return_tensors="np")
+    np.testing.assert_array_equal(tok["input_ids"], expected["input_ids"])
+    np.testing.assert_array_equal(tok["offset_mapping"], expected["offset_mapping"])
+    start, end = tok["offset_mapping"][0, 1]
+    assert texts[0][start:end].lower() == "the"
+    forward = safetensors.load_file(os.path.join(out, "checkpoint", "float32", "checkpoint_forward.safetensors"))
+    L = manifest["checkpoint"]["config"]["num_hidden_layers"]
+    np.testing.assert_array_equal(forward["last_hidden_state"], forward[f"bert.encoder.layer.{L - 1}"])
+    results = str(tmp_path / "results")                 # npbert's own results on it pass
+    cases, _ = real_model_cases(bert_dir, texts)
+    for case in cases:
+        path = os.path.join(results, case_file(case))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        safetensors.save_file({k: v for k, (role, v) in case.tensors.items() if role != "input"}, path)
+    reports = conform.conform(out, results, only=["tokenizer", "checkpoint_forward"])
+    assert [r.name for r in reports] == ["tokenizer", "float64/checkpoint_forward", "float32/checkpoint_forward"]
+    assert all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    tok["input_ids"][0, 1] += 1                          # one wrong id fails the tokenizer case
+    safetensors.save_file(tok, os.path.join(results, "checkpoint", "tokenizer.safetensors"))
+    assert not conform.conform(out, results, only=["tokenizer"])[0].passed
