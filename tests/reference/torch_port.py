@@ -88,36 +88,44 @@ def attention_core(q, k, v, bias, rec=no_trace, name=""):
 
 # ---------------------------------------------------------------- layers (HF module paths)
 
+def dense(x, p, name):
+    """The linear module `name`: x W^T + b with W = p[name.weight] (out, in), b = p[name.bias]."""
+    return F.linear(x, p[name + ".weight"], p[name + ".bias"])
+
+
+def norm(x, p, name, eps):
+    """The LayerNorm module `name` (its weight is gamma, its bias beta)."""
+    return layer_norm(x, p[name + ".weight"], p[name + ".bias"], eps)
+
+
 def self_attention(x, p, pre, bias, heads, rec=no_trace):
-    """BertSelfAttention + attention.output.dense, no residual. pre: 'attention.' or 'bert.encoder.layer.i.attention.'"""
+    """BertSelfAttention + attention.output.dense, no residual; pre is the module path up to 'self'."""
     B, T, H = x.shape
     D = H // heads
 
     def split(t):                                                  # (B, T, H) -> (B, A, T, D)
         return t.view(B, T, heads, D).transpose(1, 2)
 
-    q, k, v = (rec(f"{pre}self.{n}", F.linear(x, p[f"{pre}self.{n}.weight"], p[f"{pre}self.{n}.bias"]))
-               for n in ("query", "key", "value"))
+    q, k, v = (rec(f"{pre}self.{n}", dense(x, p, f"{pre}self.{n}")) for n in ("query", "key", "value"))
     ctx = attention_core(split(q), split(k), split(v), bias, rec, pre + "self")
     ctx = rec(pre + "self", ctx.transpose(1, 2).reshape(B, T, H))  # heads merged
-    return rec(pre + "output.dense", F.linear(ctx, p[pre + "output.dense.weight"], p[pre + "output.dense.bias"]))
+    return rec(pre + "output.dense", dense(ctx, p, pre + "output.dense"))
 
 
 def feedforward(h, p, pre, act, rec=no_trace):
     """output.dense(gelu(intermediate.dense(h))), no residual."""
-    a = rec(pre + "intermediate.dense", F.linear(h, p[pre + "intermediate.dense.weight"], p[pre + "intermediate.dense.bias"]))
+    a = rec(pre + "intermediate.dense", dense(h, p, pre + "intermediate.dense"))
     a = rec(pre + "intermediate", gelu(a, act))
-    return rec(pre + "output.dense", F.linear(a, p[pre + "output.dense.weight"], p[pre + "output.dense.bias"]))
+    return rec(pre + "output.dense", dense(a, p, pre + "output.dense"))
 
 
 def encoder_layer(x, p, pre, bias, cfg, rec=no_trace):
     """Post-LN: h = LN(x + attention(x)); y = LN(h + feedforward(h)). pre ends with '.' or is ''."""
-    eps = cfg["layer_norm_eps"]
-    s1 = rec(pre + "attention.output.sum", x + self_attention(x, p, pre + "attention.", bias, cfg["num_attention_heads"], rec))
-    h = rec(pre + "attention", layer_norm(s1, p[pre + "attention.output.LayerNorm.weight"],
-                                          p[pre + "attention.output.LayerNorm.bias"], eps))
+    eps, heads = cfg["layer_norm_eps"], cfg["num_attention_heads"]
+    s1 = rec(pre + "attention.output.sum", x + self_attention(x, p, pre + "attention.", bias, heads, rec))
+    h = rec(pre + "attention", norm(s1, p, pre + "attention.output.LayerNorm", eps))
     s2 = rec(pre + "output.sum", h + feedforward(h, p, pre, cfg["hidden_act"], rec))
-    return rec(pre.rstrip("."), layer_norm(s2, p[pre + "output.LayerNorm.weight"], p[pre + "output.LayerNorm.bias"], eps))
+    return rec(pre.rstrip("."), norm(s2, p, pre + "output.LayerNorm", eps))     # the layer's output
 
 
 def encoder(x, p, bias, cfg, rec=no_trace):
@@ -135,12 +143,12 @@ def embeddings(input_ids, token_type_ids, p, cfg, rec=no_trace):
     positions = rec(pre + "position_embeddings", p[pre + "position_embeddings.weight"][:T])   # (T, H)
     types = rec(pre + "token_type_embeddings", F.embedding(token_type_ids, p[pre + "token_type_embeddings.weight"]))
     s = rec(pre + "sum", words + types + positions)                # in that order, as HF adds them
-    e = rec(pre + "LayerNorm", layer_norm(s, p[pre + "LayerNorm.weight"], p[pre + "LayerNorm.bias"], cfg["layer_norm_eps"]))
+    e = rec(pre + "LayerNorm", norm(s, p, pre + "LayerNorm", cfg["layer_norm_eps"]))
     return rec("bert.embeddings", e)                               # dropout off: the same tensor
 
 
 def pooler(h, p, rec=no_trace):
-    z = rec("bert.pooler.dense", F.linear(h[:, 0], p["bert.pooler.dense.weight"], p["bert.pooler.dense.bias"]))
+    z = rec("bert.pooler.dense", dense(h[:, 0], p, "bert.pooler.dense"))
     return rec("bert.pooler", torch.tanh(z))                       # (B, H), the [CLS] token
 
 
@@ -148,19 +156,18 @@ def mlm_head(h, positions, p, cfg, rec=no_trace):
     """At flat positions into the B*T tokens: LN(gelu(dense)), then the tied decoder (word table) + bias."""
     pre = "cls.predictions."
     hs = h.reshape(-1, h.shape[-1])[positions]                     # (N, H)
-    t = rec(pre + "transform.dense", F.linear(hs, p[pre + "transform.dense.weight"], p[pre + "transform.dense.bias"]))
+    t = rec(pre + "transform.dense", dense(hs, p, pre + "transform.dense"))
     t = rec(pre + "transform.transform_act_fn", gelu(t, cfg["hidden_act"]))
-    t = rec(pre + "transform", layer_norm(t, p[pre + "transform.LayerNorm.weight"], p[pre + "transform.LayerNorm.bias"],
-                                          cfg["layer_norm_eps"]))
+    t = rec(pre + "transform", norm(t, p, pre + "transform.LayerNorm", cfg["layer_norm_eps"]))
     return rec(pre + "logits", F.linear(t, p["bert.embeddings.word_embeddings.weight"], p[pre + "bias"]))   # (N, V)
 
 
 def nsp_head(pooled, p, rec=no_trace):
-    return rec("cls.seq_relationship", F.linear(pooled, p["cls.seq_relationship.weight"], p["cls.seq_relationship.bias"]))
+    return rec("cls.seq_relationship", dense(pooled, p, "cls.seq_relationship"))   # (B, 2): IsNext, NotNext
 
 
 def classifier(x, p, name="classifier", rec=no_trace):
-    return rec(name, F.linear(x, p[name + ".weight"], p[name + ".bias"]))   # dropout off
+    return rec(name, dense(x, p, name))                            # dropout off
 
 
 # ---------------------------------------------------------------- whole models
@@ -315,7 +322,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("golden_dir")
     ap.add_argument("results_dir")
-    ap.add_argument("--checkpoint", metavar="DIR", help="the checkpoint directory the goldens' checkpoint cases were made from")
+    ap.add_argument("--checkpoint", metavar="DIR",
+                    help="the checkpoint directory the goldens' checkpoint cases were written from")
     args = ap.parse_args(argv)
     with open(os.path.join(args.golden_dir, "manifest.json"), encoding="utf-8") as f:
         manifest = json.load(f)
