@@ -196,8 +196,9 @@ def draw_panel(ax, records, names, belongs, title, ylabel) -> None:
             label = f"{names[kind]} {field}"
             if kind == "baseline":
                 ax.axhline(values[-1], color=colour, label=label, **STYLES[kind])
-            else:
-                ax.plot(steps, values, color=colour, label=label, **STYLES[kind])
+            else:                                      # a lone point needs a marker to be seen
+                style = STYLES[kind] if len(steps) > 1 else {"marker": "o", **STYLES[kind]}
+                ax.plot(steps, values, color=colour, label=label, **style)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
