@@ -27,7 +27,7 @@ from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
 from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_config, init_head, label_names_of
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
-from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, score
+from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, majority_baseline, score
 from npbert.tasks.registry import get_task, label_names, read_examples
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Job, Schedule, train
@@ -126,6 +126,10 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
             f"{len(train_examples):,} examples ({len(train_set.features):,} sequences), dev {len(dev_examples):,}: "
             f"{opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+        baseline = majority_baseline(task, train_examples, dev_examples, labels)
+        log(f"dev baseline (always the most frequent training answer): {format_scores(baseline)}")
+        if not resume:
+            metrics.write(kind="baseline", step=0, **baseline)
 
         def save(ckpt):
             save_training_checkpoint(ckpt_dir, ckpt, tokenizer)

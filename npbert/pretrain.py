@@ -116,6 +116,8 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=ckpt.position.step if resume else None)
         job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
+        if heldout_data is not None and not resume:
+            metrics.write(kind="baseline", step=0, mlm_acc=job.mlm_baseline, nsp_acc=job.nsp_baseline)
         c = ckpt.config
         log(f"pretraining {opts.model or opts.preset} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, vocab "
             f"{c.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, peak lr "

@@ -100,6 +100,11 @@ def test_resume_is_bit_exact(micro, tmp_path):
     logs = [[json.loads(x) for x in (tmp_path / r / "metrics.jsonl").read_text().splitlines()] for r in "ab"]
     strip = lambda rs: [{k: v for k, v in r.items() if k != "tokens_per_s"} for r in rs]   # noqa: E731
     assert strip(logs[0]) == strip(logs[1])
+    # the dev baseline opens the log, once (not again on resume): always the most frequent training label
+    assert [r["kind"] for r in logs[1]].count("baseline") == 1 and logs[1][0]["kind"] == "baseline"
+    dev = [str(ex["label"]) for ex in read_examples(TASKS["builtin-pair"], "dev")[:50]]
+    train = [str(ex["label"]) for ex in read_examples(TASKS["builtin-pair"], "train")[:200]]
+    assert logs[1][0]["accuracy"] == dev.count(max(set(train), key=train.count)) / len(dev)
 
 
 def test_saved_model_has_hugging_face_fields_and_refuses_a_mismatched_head(micro, tmp_path, capsys):

@@ -20,7 +20,7 @@ LAYERS = [
     ("npbert.model", 6),
     ("npbert.task_models", 7), ("npbert.checkpoint", 7), ("npbert.fill_mask", 7),
     ("npbert.gradcheck", 8), ("npbert.golden", 9), ("npbert.training", 8), ("npbert.data", 8),
-    ("npbert.tasks", 9),
+    ("npbert.tasks", 9), ("npbert.run_plot", 9),
     ("npbert.pretrain", 10), ("npbert.finetune", 10), ("npbert.bow_baseline", 10),
     ("npbert.commands", 11),
     ("npbert.cli", 12),

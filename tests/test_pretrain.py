@@ -40,6 +40,11 @@ def train_losses(out):
         return [(r["step"], r["loss"]) for r in map(json.loads, f) if r["kind"] == "train"]
 
 
+def baselines(out):
+    with open(os.path.join(out, "metrics.jsonl")) as f:
+        return [r for r in map(json.loads, f) if r["kind"] == "baseline"]
+
+
 def quiet(*args, **kwargs):
     pass
 
@@ -63,6 +68,7 @@ def test_resume_is_bit_exact(tmp_path, data_dir, backend_name, monkeypatch):
     assert r["stopped"] and r["step"] == 23
     pretrain(options(tmp_path / "b", data_dir), resume=True, log=quiet)
     assert train_losses(full.out) == train_losses(stopped.out)          # every step's loss, to the bit
+    assert baselines(full.out) == baselines(stopped.out) and len(baselines(full.out)) == 1   # not one per resume
     a = load_pretrained(os.path.join(full.out, "checkpoint")).params
     b = load_pretrained(os.path.join(stopped.out, "checkpoint")).params
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -77,8 +83,10 @@ def test_loss_goes_down_and_metrics_are_logged(tmp_path, data_dir):
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.5
     records = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
     assert {"train", "eval"} <= {rec["kind"] for rec in records}
-    assert {"loss", "mlm_acc", "nsp_acc", "lr", "tokens_per_s"} <= set(records[0])
+    assert {"loss", "mlm_acc", "nsp_acc", "lr", "tokens_per_s"} <= set(records[1])
     assert 0 <= r["mlm_acc"] <= 1 and 0 <= r["baseline_mlm_acc"] <= 1
+    # the baselines the run ends with are the log's first record, for `npbert plot`
+    assert records[0] == dict(kind="baseline", step=0, mlm_acc=r["baseline_mlm_acc"], nsp_acc=r["baseline_nsp_acc"])
 
 
 def test_existing_output_directory_is_refused_unless_resume_or_overwrite(tmp_path, data_dir):

@@ -11,7 +11,7 @@ from npbert.tasks import qa
 from npbert.tasks.builtin import read_builtin
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
 from npbert.tasks.lines import examples_from_lines
-from npbert.tasks.pipeline import decode, encode, score
+from npbert.tasks.pipeline import decode, encode, majority_baseline, score
 from npbert.tasks.registry import TASKS, get_task, label_names, read_examples
 from npbert.tokenizer import BertTokenizer
 
@@ -286,6 +286,27 @@ def test_decode_and_score_each_kind(tok):
     mrpc = get_task("mrpc")
     s = score(mrpc, [dict(label="1"), dict(label="0")], ["1", "1"], ["0", "1"])
     assert s == dict(accuracy=0.5, f1=pytest.approx(2 / 3))
+
+
+def test_majority_baseline_repeats_the_most_frequent_training_answer():
+    """Worked by hand: the guess comes from the training examples, the score from dev."""
+    train = [dict(label="pos"), dict(label="neg"), dict(label="neg")]
+    dev = [dict(label="neg"), dict(label="pos"), dict(label="neg"), dict(label="neg")]
+    assert majority_baseline(get_task("classification"), train, dev, ["neg", "pos"]) == \
+        dict(accuracy=0.75, macro_f1=pytest.approx((6 / 7 + 0) / 2))     # F1(neg) = 2*3/(2*3+1), F1(pos) = 0
+    mrpc = get_task("mrpc")                      # F1 of class "1", which the guess "0" never predicts
+    assert majority_baseline(mrpc, [dict(label="0")], [dict(label="1"), dict(label="0")], ["0", "1"]) == \
+        dict(accuracy=0.5, f1=0.0)
+    regression = [dict(label=v) for v in (1.0, 2.0, 4.0)]
+    assert majority_baseline(get_task("regression"), regression, regression) == dict(spearman=0.0, pearson=0.0)
+    tags = [dict(tags=["O", "B-X", "O"]), dict(tags=["O"])]
+    assert majority_baseline(get_task("conll"), tags, [dict(tags=["B-X", "O"])]) == \
+        dict(entity_f1=0.0, precision=0.0, recall=0.0, token_accuracy=0.5)      # every word "O"
+    answers = [dict(answers=[dict(text=t)]) for t in ("42", "Paris", "42")]
+    dev = [dict(answers=[dict(text="42"), dict(text="forty-two")]), dict(answers=[dict(text="Rome")])]
+    assert majority_baseline(get_task("squad"), answers, dev) == dict(exact_match=0.5, f1=0.5)
+    choices = [dict(label=2), dict(label=2), dict(label=0)]
+    assert majority_baseline(get_task("swag"), choices, [dict(label=2), dict(label=1)]) == dict(accuracy=0.5)
 
 
 def test_lines_for_predict():

@@ -2,6 +2,7 @@
 model's outputs -> one prediction per example (decode), predictions -> metrics (score)."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -87,3 +88,23 @@ def score(task, examples, predictions, labels=None) -> dict:
     if "mcc" in task.metrics:
         out["mcc"] = m.matthews_corrcoef(y, predictions)
     return out
+
+
+def majority_baseline(task, train_examples, dev_examples, labels=None) -> dict:
+    """The task's metrics on dev for a model that ignores its input and always gives the most
+    frequent training answer (label, tag for every word, choice, answer text; the mean for
+    regression, whose correlations are then 0): the bar fine-tuning has to clear."""
+    answers = gold(task, train_examples)
+    if task.regression:
+        guess = float(np.mean(answers))
+    elif task.kind == "token_classification":
+        guess = Counter(tag for tags in answers for tag in tags).most_common(1)[0][0]
+    elif task.kind == "question_answering":
+        guess = {"text": Counter(texts[0] for texts in answers).most_common(1)[0][0]}
+    else:
+        guess = Counter(answers).most_common(1)[0][0]
+    if task.kind == "token_classification":
+        predictions = [[guess] * len(ex["tags"]) for ex in dev_examples]
+    else:
+        predictions = [guess] * len(dev_examples)
+    return score(task, dev_examples, predictions, labels)

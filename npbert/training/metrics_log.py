@@ -1,5 +1,7 @@
-"""metrics.jsonl: one JSON object per line (kind "train", "eval", "test"), appended as a run
-goes; `pandas.read_json(path, lines=True)` reads it for plotting."""
+"""metrics.jsonl: one JSON object per line, appended as a run goes: kind "baseline" (step 0, what
+a model that ignores its input scores on the held-out or dev set), "train" (every log_every
+steps), "eval" (held-out or dev), "test". `npbert plot RUN_DIR` draws it (npbert/run_plot.py);
+`pandas.read_json(path, lines=True)` reads it too."""
 from __future__ import annotations
 
 import json

@@ -1,0 +1,232 @@
+"""`npbert plot RUN_DIR`: a training run's metrics.jsonl (npbert/training/metrics_log.py) drawn
+as one PNG of four panels, and a few lines saying what was drawn:
+
+    loss                  training (thin line) and held-out or dev (dots) losses, a test loss (star)
+    accuracy / metrics    MLM and NSP accuracy, or the task's metrics, and the baseline (dashed)
+                          each must beat
+    learning rate         warmup, then linear decay
+    tokens/s              training speed
+
+A panel draws every field of the records that belongs to it, one colour per field, so a field's
+training and held-out values share a colour. The picture carries a "Software: npbert plot" text
+chunk: npbert overwrites a PNG it drew, never another file.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from npbert import plotting
+from npbert.atomic import atomic_write
+from npbert.errors import JSON_ERRORS, DataError, NpbertError
+from npbert.training.run_dir import METRICS_FILE
+
+PICTURE_FILE = "metrics.png"
+SOFTWARE = "npbert plot"                               # the PNG's tEXt "Software" value
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+KINDS = ("baseline", "train", "eval", "test")
+NOT_SERIES = ("kind", "step", "epoch")
+TRAINING_ONLY = ("lr", "grad_norm", "tokens_per_s")  # how training went, not how well the model does
+# how each kind is drawn: the (noisy) training values as a thin line, evaluations as dots on a
+# line, a test score as a star, a baseline as a dashed level across the panel
+STYLES = dict(train=dict(linewidth=1, alpha=0.6), eval=dict(marker="o", linewidth=1.5, markersize=4),
+              test=dict(marker="*", linestyle="none", markersize=12), baseline=dict(linestyle="--", linewidth=1.5))
+
+
+def plot_run(run_dir, out=None, log=print) -> str:
+    """Read RUN_DIR/metrics.jsonl, print what it holds, draw it into `out` (default
+    RUN_DIR/metrics.png); returns the path written."""
+    path = metrics_path(run_dir)
+    out = out or os.path.join(run_dir, PICTURE_FILE)
+    check_picture_path(out)
+    records, skipped = read_metrics(path)
+    pretraining = is_pretraining(records)
+    for line in summary(path, records, skipped, pretraining):
+        log(line)
+    plt = plotting.load_pyplot()
+    if plt is None:
+        raise NpbertError(plotting.MISSING_NOTE)
+    fig = draw(plt, records, pretraining, title=f"{os.path.abspath(run_dir)} ({run_kind(pretraining)})")
+    try:
+        atomic_write(out, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": SOFTWARE}))
+    finally:
+        plt.close(fig)
+    where = " (inside the run directory)" if os.path.dirname(os.path.abspath(out)) == os.path.abspath(run_dir) else ""
+    against = "against the baselines" if series(records, "baseline") else "(no baseline in the log)"
+    log(f"drew loss, {'MLM/NSP accuracy' if pretraining else 'task metrics'} {against}, learning rate and tokens/s "
+        f"into {out}{where}")
+    return out
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+def metrics_path(run_dir) -> str:
+    if not os.path.isdir(run_dir):
+        what = "is not a directory" if os.path.exists(run_dir) else "does not exist"
+        raise NpbertError(f"{run_dir} {what}: give the run directory of `npbert pretrain` or `npbert finetune` (--out)")
+    path = os.path.join(run_dir, METRICS_FILE)
+    if not os.path.isfile(path):
+        raise DataError(f"{run_dir} has no {METRICS_FILE}: not a run directory of `npbert pretrain` or "
+                        "`npbert finetune`, or a run that has not started training")
+    return path
+
+
+def read_metrics(path) -> tuple[list, bool]:
+    """-> (records, skipped): every line checked (a JSON object, a known kind, an integer step,
+    numbers for the rest), the first bad one an error naming the line. An unterminated last line
+    that does not parse is a record being written right now, or one a kill cut short (a resumed
+    run drops it too): skipped, and said."""
+    with open(path, "rb") as f:
+        lines = f.read().decode("utf-8", errors="replace").splitlines(keepends=True)
+    records, skipped = [], False
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except JSON_ERRORS as e:
+            if number == len(lines) and not line.endswith("\n"):
+                skipped = True
+                continue
+            raise DataError(f"{path} line {number}: not a JSON record ({e})") from None
+        records.append(check_record(record, path, number))
+    if not records:
+        raise DataError(f"{path} holds no record: the run has not logged a step yet (it logs every --log-every "
+                        "steps)")
+    return records, skipped
+
+
+def check_record(record, path, number) -> dict:
+    where = f"{path} line {number}"
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: a {type(record).__name__}, not a JSON object")
+    if record.get("kind") not in KINDS:
+        raise DataError(f"{where}: kind {record.get('kind')!r} is not one of {', '.join(KINDS)}: is this the "
+                        "metrics.jsonl of a training run?")
+    if not is_number(record.get("step")) or not float(record["step"]).is_integer():
+        raise DataError(f"{where}: step {record.get('step')!r} is not a whole number")
+    for field, value in record.items():
+        if field != "kind" and not is_number(value):
+            raise DataError(f"{where}: {field} is {value!r}, not a number")
+    return record
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_pretraining(records) -> bool:
+    return any(field.startswith(("mlm_", "nsp_")) for r in records for field in r)
+
+
+def run_kind(pretraining) -> str:
+    return "pretraining" if pretraining else "fine-tuning"
+
+
+# --- what the panels hold --------------------------------------------------------------------------
+
+def series(records, kind) -> dict:
+    """{field: (steps, values)} of one kind of record, in the log's order."""
+    found = {}
+    for r in records:
+        if r["kind"] == kind:
+            for field, value in r.items():
+                if field not in NOT_SERIES:
+                    steps, values = found.setdefault(field, ([], []))
+                    steps.append(r["step"])
+                    values.append(value)
+    return found
+
+
+def is_loss(field) -> bool:
+    return field.endswith("loss")
+
+
+def is_score(field) -> bool:
+    """Accuracy, F1, correlations...: what the baselines are for."""
+    return not is_loss(field) and field not in TRAINING_ONLY
+
+
+def kind_names(pretraining) -> dict:
+    return dict(baseline="baseline", train="train", eval="held-out" if pretraining else "dev", test="test")
+
+
+def summary(path, records, skipped, pretraining) -> list:
+    """What the log holds: per kind, its points and every field's last value."""
+    steps = [r["step"] for r in records if r["kind"] != "baseline"]
+    lines = [f"{path}: a {run_kind(pretraining)} run, {len(records)} record"
+             + ("s" if len(records) > 1 else "")
+             + (f", steps {min(steps)}-{max(steps)}" if steps else "")
+             + ("; an unfinished last line skipped" if skipped else "")]
+    for kind, name in kind_names(pretraining).items():
+        found = series(records, kind)
+        if found:
+            points = max(len(steps) for steps, _ in found.values())
+            count = "" if kind == "baseline" else f"{points:>4} point{'s' if points > 1 else ''}"
+            last = ", ".join(f"{field} {number(values[-1])}" for field, (_, values) in found.items())
+            lines.append(f"  {name:<9}{count:<11}  {last}")
+    return lines
+
+
+def number(value) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+# --- drawing ---------------------------------------------------------------------------------------
+
+def draw(plt, records, pretraining, title):
+    """The figure (2 x 2 panels) of the records."""
+    fig, ((loss_ax, score_ax), (lr_ax, speed_ax)) = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True)
+    fig.suptitle(title, fontsize=10)
+    names = kind_names(pretraining)
+    scores = "MLM and NSP accuracy" if pretraining else "dev metrics"
+    draw_panel(loss_ax, records, names, is_loss, "loss", "loss")
+    draw_panel(score_ax, records, names, is_score, scores + (" against the baselines" if series(records, "baseline")
+                                                             else ""), "fraction")
+    draw_panel(lr_ax, records, names, lambda f: f == "lr", "learning rate", "lr")
+    draw_panel(speed_ax, records, names, lambda f: f == "tokens_per_s", "training speed", "tokens/s")
+    return fig
+
+
+def draw_panel(ax, records, names, belongs, title, ylabel) -> None:
+    colours = {}
+    for kind in ("train", "eval", "test", "baseline"):
+        for field, (steps, values) in series(records, kind).items():
+            if not belongs(field):
+                continue
+            colour = colours.setdefault(field, f"C{len(colours)}")
+            label = f"{names[kind]} {field}"
+            if kind == "baseline":
+                ax.axhline(values[-1], color=colour, label=label, **STYLES[kind])
+            else:                                      # a lone point needs a marker to be seen
+                style = STYLES[kind] if len(steps) > 1 else {"marker": "o", **STYLES[kind]}
+                ax.plot(steps, values, color=colour, label=label, **style)
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    if colours:
+        ax.legend(fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "not in the log", ha="center", va="center", transform=ax.transAxes, color="grey")
+
+
+# --- the picture file ------------------------------------------------------------------------------
+
+def check_picture_path(out) -> None:
+    """Refuse, before anything is drawn, a path the PNG cannot go to or must not replace."""
+    if not out.lower().endswith(".png"):
+        raise NpbertError(f"--out {out}: the picture is a PNG; give a FILE.png")
+    if os.path.isdir(out):
+        raise NpbertError(f"--out {out} is a directory; give a FILE.png")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise NpbertError(f"--out {out}: the directory {parent} does not exist")
+    if os.path.exists(out) and not drawn_by_npbert(out):
+        raise NpbertError(f"{out} exists and was not drawn by `npbert plot`: not overwritten (move it, or give "
+                          "another --out)")
+
+
+def drawn_by_npbert(path) -> bool:
+    """A PNG whose text chunk says npbert plot made it (matplotlib writes it right after the header)."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return head.startswith(PNG_SIGNATURE) and b"tEXtSoftware\x00" + SOFTWARE.encode() in head
