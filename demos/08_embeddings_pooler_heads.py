@@ -53,7 +53,11 @@ x_train, cache = bert_embeddings_forward(ids, types, params, config, same_seed()
 g = bert_embeddings_backward(rng.standard_normal(x.shape), cache)
 ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
 ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: zero gradient (from the lookup)")
-r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, p, config, same_seed()),
+ok(np.all(g[WORD][0] == 0.0), "[PAD] row 0 (pad_token_id): no gradient from the lookup (HF's padding_idx)")
+table0 = params[WORD].copy()
+pad_fixed = lambda table: np.where(np.arange(V)[:, None] == 0, table0, table)   # row 0: a constant to the lookup
+r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, {**p, WORD: pad_fixed(p[WORD])},
+                                                                    config, same_seed()),
           lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
