@@ -21,6 +21,7 @@ Needs torch and safetensors only (reference tooling, not CI).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -36,7 +37,8 @@ IGNORE = -100                     # conventions["ignore_index"]
 
 
 class Trace(dict):
-    """name -> tensor, in forward order; None (no recording) for op and layer cases."""
+    """Records each named intermediate (docs/model.md's trace names), in forward order; op and
+    layer cases pass no_trace instead."""
 
     def __call__(self, name, t):
         self[name] = t
@@ -187,7 +189,8 @@ def bert_for_pretraining(t, p, cfg, rec):
     mlm_loss = rec("mlm_loss", cross_entropy(mlm_logits, t["mlm_labels"]))
     nsp_loss = rec("nsp_loss", cross_entropy(nsp_logits, t["nsp_labels"]))
     loss = rec("loss", mlm_loss + nsp_loss)
-    return dict(loss=loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss, mlm_logits=mlm_logits, nsp_logits=nsp_logits)
+    return {"loss": loss, "mlm_loss": mlm_loss, "nsp_loss": nsp_loss,
+            "mlm_logits": mlm_logits, "nsp_logits": nsp_logits}
 
 
 def bert_for_sequence_classification(t, p, cfg, rec):
@@ -197,21 +200,21 @@ def bert_for_sequence_classification(t, p, cfg, rec):
         loss = F.mse_loss(logits[:, 0], t["labels"].to(logits.dtype))
     else:
         loss = cross_entropy(logits, t["labels"])
-    return dict(logits=logits, loss=rec("loss", loss))
+    return {"logits": logits, "loss": rec("loss", loss)}
 
 
 def bert_for_token_classification(t, p, cfg, rec):
     h, _ = bert_model(t, p, cfg, rec)                              # the pooler is unused: its gradient is 0
     logits = classifier(h, p, rec=rec)                             # (B, T, K)
     loss = cross_entropy(logits.reshape(-1, logits.shape[-1]), t["labels"].reshape(-1))
-    return dict(logits=logits, loss=rec("loss", loss))
+    return {"logits": logits, "loss": rec("loss", loss)}
 
 
 def bert_for_question_answering(t, p, cfg, rec):
     h, _ = bert_model(t, p, cfg, rec)
     logits = classifier(h, p, "qa_outputs", rec)                   # (B, T, 2): start, end scores
     loss = rec("loss", span_loss(logits, t["start_positions"], t["end_positions"]))
-    return dict(start_logits=logits[..., 0], end_logits=logits[..., 1], loss=loss)
+    return {"start_logits": logits[..., 0], "end_logits": logits[..., 1], "loss": loss}
 
 
 def bert_for_multiple_choice(t, p, cfg, rec):
@@ -219,7 +222,7 @@ def bert_for_multiple_choice(t, p, cfg, rec):
     flat = {k: t[k].reshape(B * C, T) for k in ("input_ids", "token_type_ids", "attention_mask")}
     _, pooled = bert_model(flat, p, cfg, rec)                      # (B*C, H)
     logits = rec("logits", classifier(pooled, p, rec=rec).reshape(B, C))
-    return dict(logits=logits, loss=rec("loss", cross_entropy(logits, t["labels"])))
+    return {"logits": logits, "loss": rec("loss", cross_entropy(logits, t["labels"]))}
 
 
 MODELS = {
@@ -278,7 +281,7 @@ def run_case(entry, golden, cfg):
     results = {}
     if entry["kind"] == "model":
         trace = Trace()
-        outputs = MODELS[entry["name"]](t, t, c, trace)
+        outputs = MODELS[entry["name"]](t, t, c, trace)           # inputs and parameters share one dict
         for v in trace.values():
             if v.requires_grad and v.dim() > 0:
                 v.retain_grad()
@@ -293,24 +296,22 @@ def run_case(entry, golden, cfg):
     return results
 
 
-def load_checkpoint(directory, info, dtype):
-    """A BertModel checkpoint's weights under BertForPreTraining names, cast to dtype: 'bert.' is
-    added where missing (all-MiniLM-L6-v2 has none); integer buffers (position_ids) are dropped."""
-    path = os.path.join(directory, info["weights_file"])
+@functools.lru_cache(maxsize=1)                                     # read once for both dtypes
+def read_checkpoint(path, sha256):
+    """A BertModel checkpoint's weights under BertForPreTraining names: 'bert.' is added where
+    missing (all-MiniLM-L6-v2 has none); integer buffers (position_ids) are dropped."""
     with open(path, "rb") as f:
-        if hashlib.sha256(f.read()).hexdigest() != info["sha256"]:
+        if hashlib.sha256(f.read()).hexdigest() != sha256:
             sys.exit(f"torch_port: {path} is not the checkpoint the goldens were written from (sha256 differs)")
-    params = {}
-    for name, w in load_file(path).items():
-        if w.is_floating_point():
-            params[name if name.startswith(("bert.", "cls.")) else "bert." + name] = w.to(dtype)
-    return params
+    return {name if name.startswith(("bert.", "cls.")) else "bert." + name: w
+            for name, w in load_file(path).items() if w.is_floating_point()}
 
 
 def run_checkpoint_case(entry, golden, info, directory):
     dtype = getattr(torch, entry["dtype"])
     cfg = info["config"]
-    params = load_checkpoint(directory, info, dtype)
+    weights = read_checkpoint(os.path.join(directory, info["weights_file"]), info["sha256"])
+    params = {name: w.to(dtype) for name, w in weights.items()}    # "cast to this dtype"
     trace = Trace()
     with torch.no_grad():                                          # forward only: no gradients in this case
         h, pooled = bert_model({k: golden[k] for k in ("input_ids", "token_type_ids", "attention_mask")},
