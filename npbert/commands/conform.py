@@ -3,8 +3,9 @@
 
 def register(sub):
     p = sub.add_parser("conform", help="compare a port's results with golden vectors; name where it first differs",
-                       description="Compare a port's results (RESULTS_DIR/<dtype>/<case>.safetensors, or a folder "
-                                   "<case>/ of one .npy per tensor, under the golden names) with the goldens that "
+                       description="Compare a port's results (at each case's manifest `file` under RESULTS_DIR, e.g. "
+                                   "RESULTS_DIR/float64/linear.safetensors, or a folder float64/linear/ of one .npy "
+                                   "per tensor, under the golden names) with the goldens that "
                                    "`npbert golden` wrote: a table per case of each tensor's max absolute and "
                                    "relative error and PASS/FAIL against the manifest's tolerance, and for a whole "
                                    "model the first intermediate, in forward order, where the port leaves "
@@ -13,8 +14,9 @@ def register(sub):
     p.add_argument("golden", metavar="GOLDEN_DIR", help="a directory `npbert golden` wrote")
     p.add_argument("results", metavar="RESULTS_DIR", help="the port's results")
     p.add_argument("--only", nargs="+", default=None, metavar="CASE",
-                   help="check only these cases: a name (linear, gelu for both its variants, bert_for_*) or "
-                        "dtype/name (float64/linear) (default: every case; one without results is MISSING)")
+                   help="check only these cases: a name (linear, gelu for both its variants, bert_for_*, "
+                        "tokenizer) or dtype/name (float64/linear) (default: every case; one without results "
+                        "is MISSING)")
     p.add_argument("--failures", action="store_true",
                    help="print only the failing tensors (and one line per passing case)")
     p.set_defaults(func=run)

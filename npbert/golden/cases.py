@@ -41,7 +41,8 @@ DESCRIPTIONS = {
     "feedforward": "output.dense(gelu(intermediate.dense(x))) (no residual)",
     "encoder_layer": "post-LN layer: h = LN(x + attention(x)); y = LN(h + feedforward(h))",
     "encoder": "the encoder layers in order",
-    "bert_embeddings": "LayerNorm(word[input_ids] + position[0..T-1] + token_type[token_type_ids])",
+    "bert_embeddings": "LayerNorm(word[input_ids] + position[0..T-1] + token_type[token_type_ids]); the word "
+                       "lookup gives row pad_token_id no gradient ([PAD] also sits at one real position)",
     "pooler": "tanh(h[:, 0] W^T + b)",
     "mlm_head": "at flat positions of h: LayerNorm(gelu(dense)) then the tied decoder (word table) + bias; a position repeats",
     "nsp_head": "pooled W^T + b: IsNext, NotNext",

@@ -1,9 +1,10 @@
 """`npbert conform GOLDEN_DIR RESULTS_DIR`: a port's results against the goldens, tensor by tensor.
 
 A port writes, for each case it runs, the tensors of the compared roles (schema.REQUIRED and, where
-it can, schema.OPTIONAL) under the golden names, either as one safetensors file at the case's path
-(RESULTS_DIR/float64/linear.safetensors) or as one .npy per tensor in a folder named after the
-case (RESULTS_DIR/float64/linear/out.npy, RESULTS_DIR/float64/linear/grad/w.npy). For a whole
+it can, schema.OPTIONAL) under the golden names, at the manifest's `file` for the case under
+RESULTS_DIR: either that safetensors file (RESULTS_DIR/float64/linear.safetensors) or a folder of
+the same name without the extension holding one .npy per tensor (RESULTS_DIR/float64/linear/out.npy,
+RESULTS_DIR/float64/linear/grad/w.npy). For a whole
 model the report names the first intermediate, in forward order, where the port leaves
 tolerance, then the first in backward order: where a port first goes wrong.
 """
@@ -56,10 +57,12 @@ class CaseReport:
             return "MISSING: no results for this case"
         if self.passed:
             return "PASS"
+        required_pass = all(r.status != "FAIL" for r in self.rows if r.role in schema.REQUIRED)
+        note = "; every output and gradient matches: only intermediates differ" if required_pass else ""
         for where, order in (("forward", self.forward_order), ("backward", self.backward_order)):
             row = self.first_failure(order)
             if row is not None:
-                return f"FAIL: your port first differs at `{row.name}` ({where}), {_what(row)}"
+                return f"FAIL: your port first differs at `{row.name}` ({where}), {_what(row)}{note}"
         failed = [r for r in self.rows if r.status == "FAIL"]
         note = " (every intermediate given matches)" if self.forward_order else ""
         more = f", and {len(failed) - 1} more tensors" if len(failed) > 1 else ""

@@ -68,6 +68,23 @@ CONVENTIONS = {
 }
 
 
+# How to read a case, for the manifest (docs/porting.md says the same at length).
+READING = {
+    "constants": "layer and model cases read the manifest's config (layer_norm_eps, hidden_act, "
+                 "num_attention_heads, pad_token_id); an op case's constants name what it reads instead "
+                 "(eps, hidden_act, p, padding_idx)",
+    "parameter_names": "ops: w, b, gamma, beta, table; self_attention, feedforward and encoder_layer: names "
+                       "relative to one layer (attention.self.query.weight is bert.encoder.layer.{i}."
+                       "attention.self.query.weight); every other layer, head and model: full Hugging Face names",
+    "unused_parameters": "a parameter the case's loss does not reach (the pooler in token classification and QA) "
+                         "has gradient 0: write zeros",
+    "results": "write each case's output, grad and (optional) intermediate tensors at the case's file under the "
+               "results directory, as safetensors or as a folder of that name without .safetensors holding one "
+               ".npy per tensor (grad/w is grad/w.npy); some names hold equal values (bert.embeddings and "
+               "bert.embeddings.LayerNorm without dropout, mlm_logits and cls.predictions.logits): write each",
+}
+
+
 def manifest_path(directory) -> str:
     return os.path.join(directory, MANIFEST)
 
