@@ -5,7 +5,7 @@
 Every dense layer of BERT is this op. We run it on a tiny input, recompute the forward
 by hand, check the three gradients against loops and against finite differences.
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -13,10 +13,11 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, n_in, n_out = 2, 3, 4, 5
 
-print("1. Forward. The weight has Hugging Face's (out, in) layout, so y = x @ w.T + b.")
+stage("Forward. The weight has Hugging Face's (out, in) layout, so y = x @ w.T + b.")
 x = rng.standard_normal((B, T, n_in))
 w = rng.standard_normal((n_out, n_in))
 b = rng.standard_normal(n_out)
@@ -27,7 +28,7 @@ by_hand = [sum(x[0, 0, i] * w[o, i] for i in range(n_in)) + b[o] for o in range(
 ok(np.allclose(y[0, 0], by_hand), "y[0, 0, o] = sum_i x[0, 0, i] * w[o, i] + b[o], computed with loops")
 ok(np.allclose(y, np.einsum("bti,oi->bto", x, w) + b), "the leading axes (B, T) are just a batch of rows")
 
-print("\n2. Backward. Each gradient has the shape of what it is the gradient of.")
+stage("Backward. Each gradient has the shape of what it is the gradient of.")
 dy = rng.standard_normal(y.shape)          # pretend dL/dy came from the layer above
 dx, dw, db = ops.linear_backward(dy, cache)
 print(f"   dy {dy.shape}  ->  dx {dx.shape}  dw {dw.shape}  db {db.shape}")
@@ -40,14 +41,14 @@ ok(np.allclose(db, dy.sum(axis=(0, 1))), "db = dy summed over every token")
 _, cache_nb = ops.linear_forward(x, w, None)
 ok(ops.linear_backward(dy, cache_nb)[2] is None, "with no bias, backward returns db = None")
 
-print("\n3. Gradient check: central differences in float64 (npbert.gradcheck.check).")
+stage("Gradient check: central differences in float64 (npbert.gradcheck.check).")
 r = check("linear", {"x": x, "w": w, "b": b},
           lambda p: ops.linear_forward(p["x"], p["w"], p["b"]),
           lambda dy, c: dict(zip(("x", "w", "b"), ops.linear_backward(dy, c))))
 print("   errors:", {k: f"{v:.1e}" for k, v in r.errors.items()})
 ok(r.passed, "analytic backward matches finite differences (error < 1e-6)")
 
-print("\n4. A TensorFlow checkpoint stores the kernel as (in, out): w = kernel.T, same y.")
+stage("A TensorFlow checkpoint stores the kernel as (in, out): w = kernel.T, same y.")
 kernel = w.T.copy()
 ok(np.allclose(x @ kernel + b, y), "x @ kernel + b == linear_forward(x, kernel.T, b)")
 

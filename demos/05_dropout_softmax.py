@@ -6,7 +6,7 @@ Dropout: keep with probability 1-p, scale by 1/(1-p), so the expected value is u
 Softmax: rows sum to 1, a big negative entry becomes exactly 0 (attention's padding mask),
 and the backward dx = y * (dy - sum(dy * y)) has rows that sum to 0.
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -14,9 +14,10 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 
-print("1. Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
+stage("Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
 p = 0.1
 x = np.ones((1000, 100))
 y, drop = ops.dropout_forward(x, p, np.random.default_rng(42))   # drop: DropoutCache(keep, scale)
@@ -34,7 +35,7 @@ ok(np.array_equal(drop32.keep, drop.keep), "float32 and float64 with the same se
 y_eval, eval_cache = ops.dropout_forward(x, p, None)
 ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no mask kept")
 
-print("\n2. Dropout backward = multiply by the same mask, keep * scale.")
+stage("Dropout backward = multiply by the same mask, keep * scale.")
 dy = rng.standard_normal(x.shape)
 ok(np.array_equal(ops.dropout_backward(dy, drop), dy * (drop.keep * drop.scale)), "dx = dy * keep * scale")
 ok(ops.dropout_backward(dy, eval_cache) is dy, "in evaluation the gradient passes through unchanged")
@@ -43,7 +44,7 @@ r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.ra
           lambda d, c: {"x": ops.dropout_backward(d, c)})
 ok(r.passed, f"gradient check with a fresh same-seed rng per call (error {r.max_error:.1e})")
 
-print("\n3. Softmax forward over the last axis.")
+stage("Softmax forward over the last axis.")
 s = rng.standard_normal((2, 3, 5))
 probs, cache = ops.softmax_forward(s)
 print(f"   scores[0, 0] = {s[0, 0]}\n   probs[0, 0]  = {probs[0, 0]}")
@@ -59,7 +60,7 @@ print(f"   with finfo.min added to the last two: {pm}")
 ok(np.all(pm[3:] == 0.0), "exp(finfo.min - max) underflows to EXACTLY 0")
 ok(np.allclose(pm[:3], ops.softmax_forward(s[0, 0, :3])[0]), "the rest is the softmax of the unmasked entries")
 
-print("\n4. Softmax backward: dx = y * (dy - sum(dy * y)).")
+stage("Softmax backward: dx = y * (dy - sum(dy * y)).")
 dy = rng.standard_normal(probs.shape)
 dx = ops.softmax_backward(dy, cache)
 y0 = probs[0, 0]

@@ -6,7 +6,7 @@
     h = LayerNorm(x + dropout(self_attention(x)))
     y = LayerNorm(h + dropout(feedforward(h)))        feedforward = W2 gelu(W1 h + b1) + b2
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -21,6 +21,7 @@ def with_dx(dx_and_grads):                   # (dx, {name: grad}) -> {"x": dx, n
     return {"x": dx_and_grads[0], **dx_and_grads[1]}
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, H, A, I = 2, 5, 8, 2, 16
 config = BertConfig(vocab_size=20, hidden_size=H, num_hidden_layers=2, num_attention_heads=A,
@@ -34,7 +35,7 @@ layer0 = layer_params(params, 0)          # keys relative to "bert.encoder.layer
 print(f"config: L={config.num_hidden_layers} H={H} A={A} I={I}; layer 0 has {len(layer0)} parameter arrays:")
 print("   " + ", ".join(sorted(layer0)))
 
-print("\n1. Feed-forward block: (B, T, H) -> (B, T, I) -> (B, T, H), each token on its own.")
+stage("Feed-forward block: (B, T, H) -> (B, T, I) -> (B, T, H), each token on its own.")
 x = rng.standard_normal((B, T, H))
 f, f_cache = feedforward_forward(x, layer0, "gelu")
 W1, b1 = layer0["intermediate.dense.weight"], layer0["intermediate.dense.bias"]
@@ -51,7 +52,7 @@ r = check("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
           lambda d, c: with_dx(feedforward_backward(d, c)))
 ok(r.passed, f"gradient check of x, W1, b1, W2, b2 (max error {r.max_error:.1e})")
 
-print("\n2. One encoder layer, evaluation mode (rng=None: no dropout).")
+stage("One encoder layer, evaluation mode (rng=None: no dropout).")
 attention_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
 y, _ = encoder_layer_forward(x, mask_bias, layer0, config, None)
@@ -63,7 +64,7 @@ x_pad[0, 3:] = 123.0                          # change what sits at the padded p
 y_pad, _ = encoder_layer_forward(x_pad, mask_bias, layer0, config, None)
 ok(np.allclose(y_pad[0, :3], y[0, :3], rtol=0, atol=1e-13), "real tokens do not see the padded positions")
 
-print("\n3. Training mode: dropout from an explicit numpy Generator.")
+stage("Training mode: dropout from an explicit numpy Generator.")
 y_a, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
 y_b, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
 y_c, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(6))
@@ -75,7 +76,7 @@ r = check("encoder_layer", {"x": x, **layer0},
           lambda d, c: with_dx(encoder_layer_backward(d, c)))
 ok(r.passed and len(r.errors) == 1 + 16, f"gradient check of x and all {len(layer0)} parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
-print("\n4. The encoder: the layers in order; backward in reverse, names prefixed again.")
+stage("The encoder: the layers in order; backward in reverse, names prefixed again.")
 enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
 out, enc_cache = encoder_forward(x, mask_bias, params, config, None)
 manual = x
