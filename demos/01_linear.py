@@ -25,6 +25,7 @@ y, cache = ops.linear_forward(x, w, b)
 print(f"   x {x.shape}  w {w.shape}  b {b.shape}  ->  y {y.shape}")
 print(f"   y[0, 0] = {y[0, 0]}")
 by_hand = [sum(x[0, 0, i] * w[o, i] for i in range(n_in)) + b[o] for o in range(n_out)]
+print(f"   by loops {np.array(by_hand)}")
 ok(np.allclose(y[0, 0], by_hand), "y[0, 0, o] = sum_i x[0, 0, i] * w[o, i] + b[o], computed with loops")
 ok(np.allclose(y, np.einsum("bti,oi->bto", x, w) + b), "the leading axes (B, T) are just a batch of rows")
 
@@ -33,8 +34,11 @@ dy = rng.standard_normal(y.shape)          # pretend dL/dy came from the layer a
 dx, dw, db = ops.linear_backward(dy, cache)
 print(f"   dy {dy.shape}  ->  dx {dx.shape}  dw {dw.shape}  db {db.shape}")
 ok(dx.shape == x.shape and dw.shape == w.shape and db.shape == b.shape, "shapes match x, w, b")
+print(f"   dx[0, 0] = {dx[0, 0]}   (dy @ w)[0, 0] = {(dy @ w)[0, 0]}")
 ok(np.allclose(dx, dy @ w), "dx = dy @ w        (sum over the outputs o)")
 dw_loop = sum(np.outer(dy[i, t], x[i, t]) for i in range(B) for t in range(T))
+print(f"   dw[0] = {dw[0]}   the loop over tokens: {dw_loop[0]}")
+print(f"   db    = {db}   dy summed over tokens: {dy.sum(axis=(0, 1))}")
 ok(np.allclose(dw, dw_loop), "dw = sum over all B*T tokens of outer(dy_token, x_token)")
 ok(np.allclose(db, dy.sum(axis=(0, 1))), "db = dy summed over every token")
 

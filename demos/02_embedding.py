@@ -23,6 +23,7 @@ ids = np.array([[1, 2, 1],
                 [4, 1, 0]])                  # id 1 is used three times, ids 3 and 5 never
 out, cache = ops.embedding_forward(ids, table)
 print(f"   ids {ids.shape} = {ids.tolist()}, table {table.shape}  ->  out {out.shape}")
+print(f"   out[1, 0] = {out[1, 0]}, table[4] = {table[4]}")
 ok(np.array_equal(out[1, 0], table[4]), "out[1, 0] is row 4 of the table")
 
 stage("Backward: dtable[v] = sum of dout over every position whose id is v.")

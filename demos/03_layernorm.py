@@ -35,6 +35,7 @@ y_torch, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-5)
 print(f"   max |difference| = {np.abs(y_bert - y_torch).max():.3f}")
 ok(np.abs(y_bert - y_torch).max() > 0.1, "eps 1e-5 would give a visibly different output")
 flat, _ = ops.layernorm_forward(np.full(H, 3.0), np.ones(H), np.full(H, 0.5), EPS)
+print(f"   a row of 3.0s with beta = 0.5 -> {flat}")
 ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
 
 stage("Backward, with non-trivial gamma and beta.")
@@ -45,6 +46,7 @@ dy = rng.standard_normal(y.shape)
 dx, dgamma, dbeta = ops.layernorm_backward(dy, cache)
 print(f"   cache: xhat {xhat.shape}, rstd {rstd.shape}, gamma {gamma.shape}")
 print(f"   dx {dx.shape}  dgamma {dgamma.shape}  dbeta {dbeta.shape}")
+print(f"   dgamma = {dgamma}\n   sum(dy * xhat) = {(dy * xhat).sum(axis=(0, 1))}")
 ok(np.allclose(dgamma, (dy * xhat).sum(axis=(0, 1))) and np.allclose(dbeta, dy.sum(axis=(0, 1))),
    "dgamma = sum(dy * xhat), dbeta = sum(dy) over all tokens")
 
@@ -52,11 +54,14 @@ ok(np.allclose(dgamma, (dy * xhat).sum(axis=(0, 1))) and np.allclose(dbeta, dy.s
 r0, xh = rstd[0, 0, 0], xhat[0, 0]
 J = r0 * (np.eye(H) - 1.0 / H - np.outer(xh, xh) / H)          # (H, H)
 dxhat = dy[0, 0] * gamma
+print(f"   dx[0, 0] = {dx[0, 0]}\n   J^T dxhat = {J.T @ dxhat}")
 ok(np.allclose(dx[0, 0], J.T @ dxhat), "compact formula == dxhat contracted with the full Jacobian")
 row = x[0, 0].copy()
 J_num = np.stack([numerical_gradient(lambda: ops.layernorm_forward(row, np.ones(H), np.zeros(H), EPS)[0][i], row)
                   for i in range(H)])                           # row i: d xhat_i / d x
+print(f"   max |J - J by finite differences| = {np.abs(J - J_num).max():.1e}")
 ok(np.allclose(J, J_num, atol=1e-8), "...and that Jacobian matches finite differences")
+print(f"   row sums of dx {dx.sum(-1)[0]}, dx . xhat per row {(dx * xhat).sum(-1)[0]}")
 ok(np.allclose(dx.sum(-1), 0.0, atol=1e-12), "each row of dx sums to 0 (shift invariance)")
 ok(np.allclose((dx * xhat).sum(-1), 0.0, atol=1e-9), "each row of dx is orthogonal to xhat (scale invariance)")
 

@@ -37,7 +37,9 @@ ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no
 
 stage("Dropout backward = multiply by the same mask, keep * scale.")
 dy = rng.standard_normal(x.shape)
-ok(np.array_equal(ops.dropout_backward(dy, drop), dy * (drop.keep * drop.scale)), "dx = dy * keep * scale")
+dx = ops.dropout_backward(dy, drop)
+print(f"   dy[0, :4] = {dy[0, :4]}\n   dx[0, :4] = {dx[0, :4]}   (keep[0, :4] = {drop.keep[0, :4]})")
+ok(np.array_equal(dx, dy * (drop.keep * drop.scale)), "dx = dy * keep * scale")
 ok(ops.dropout_backward(dy, eval_cache) is dy, "in evaluation the gradient passes through unchanged")
 xs = rng.standard_normal((2, 5, 6))
 r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.random.default_rng(7)),
@@ -65,9 +67,12 @@ dy = rng.standard_normal(probs.shape)
 dx = ops.softmax_backward(dy, cache)
 y0 = probs[0, 0]
 jacobian = np.diag(y0) - np.outer(y0, y0)               # dy_i/dx_j = y_i (delta_ij - y_j)
+print(f"   dx[0, 0] = {dx[0, 0]}  (sum {dx[0, 0].sum():.1e})\n   dy[0, 0] (diag(y) - y y^T) = {jacobian.T @ dy[0, 0]}")
 ok(np.allclose(dx[0, 0], jacobian.T @ dy[0, 0]), "equals dy times the full Jacobian diag(y) - y y^T")
 ok(np.allclose(dx.sum(-1), 0.0, atol=1e-15), "every row of dx sums to 0 (why attention's key bias gets no gradient)")
-ok(np.all(ops.softmax_backward(rng.standard_normal(5), pm_cache)[3:] == 0.0), "masked entries get exactly 0 gradient")
+dx_masked = ops.softmax_backward(rng.standard_normal(5), pm_cache)
+print(f"   through the masked softmax above: dx = {dx_masked}")
+ok(np.all(dx_masked[3:] == 0.0), "masked entries get exactly 0 gradient")
 r = check("softmax", {"x": s}, lambda q: ops.softmax_forward(q["x"]),
           lambda d, c: {"x": ops.softmax_backward(d, c)})
 ok(r.passed, f"gradient check (error {r.max_error:.1e})")

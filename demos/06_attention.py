@@ -33,7 +33,14 @@ q, k, v = (rng.standard_normal((B, A, T, D)) for _ in range(3))
 context, cache = ops.attention_core_forward(q, k, v, mask_bias, 0.0, None)
 probs = cache.probs                          # AttentionCoreCache: q, k, v, probs, ...
 print(f"   scores/probs (B, A, T, T) = {probs.shape}, context {context.shape}, scale = 1/sqrt({D})")
-print(f"   probs[0, 0] (queries x keys):\n{probs[0, 0]}")
+before = (q @ k.swapaxes(-1, -2)) / math.sqrt(D)        # (B, A, T, T)
+scores, _ = ops.attention_scores(q, k, mask_bias)      # the same plus mask_bias, as the core computes them
+print(f"   scores[0, 0] = q k^T / sqrt(D) before the mask (queries x keys):\n{before[0, 0]}")
+shown = np.where(scores[0, 0] < -1e300, -np.inf, scores[0, 0])    # finfo.min would print as -1.7977e+308
+print(f"   after adding mask_bias[0] (finfo.min shown as -inf):\n{shown}")
+ok(np.allclose(scores[0, :, :, :3], before[0, :, :, :3]) and np.all(scores[0, :, :, 3:] == np.finfo(np.float64).min),
+   "real keys keep their scores; a padded key's is finfo.min (a score of a few units is lost in its rounding)")
+print(f"   probs[0, 0] = softmax of each row:\n{probs[0, 0]}")
 ok(np.allclose(probs.sum(-1), 1.0), "each query's probabilities over the keys sum to 1")
 ok(np.all(probs[0, :, :, 3:] == 0.0), "padded keys get probability EXACTLY 0 (exp underflows)")
 
@@ -54,6 +61,7 @@ stage("Core backward.")
 dcontext = rng.standard_normal(context.shape)
 dq, dk, dv = ops.attention_core_backward(dcontext, cache)
 print(f"   dq {dq.shape}  dk {dk.shape}  dv {dv.shape}")
+print(f"   dk[0, 0] (one row per key; keys 3 and 4 are padding):\n{dk[0, 0]}")
 ok(np.all(dk[0, :, 3:] == 0.0) and np.all(dv[0, :, 3:] == 0.0), "padded keys get EXACTLY zero dk and dv")
 ok(np.allclose(dv, probs.swapaxes(-1, -2) @ dcontext), "dv = probs^T dcontext")
 drop_rng = lambda: np.random.default_rng(1)  # a fresh, same-seed generator: the same dropout mask every call

@@ -42,6 +42,7 @@ W1, b1 = layer0["intermediate.dense.weight"], layer0["intermediate.dense.bias"]
 W2, b2 = layer0["output.dense.weight"], layer0["output.dense.bias"]
 print(f"   x {x.shape}  W1 {W1.shape}  W2 {W2.shape}  ->  out {f.shape}")
 hidden = x @ W1.T + b1
+print(f"   out[0, 0] = {f[0, 0]}\n   by hand   = {(ops.gelu_forward(hidden)[0] @ W2.T + b2)[0, 0]}")
 ok(np.allclose(f, ops.gelu_forward(hidden)[0] @ W2.T + b2), "out = gelu(x W1^T + b1) W2^T + b2")
 perm = rng.permutation(T)
 ok(np.allclose(feedforward_forward(x[:, perm], layer0, "gelu")[0], f[:, perm]),
@@ -57,17 +58,21 @@ attention_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
 y, _ = encoder_layer_forward(x, mask_bias, layer0, config, None)
 print(f"   x {x.shape} -> y {y.shape};  y[1, 0, :4] = {y[1, 0, :4]}")
+print(f"   per token of sequence 0: means {y[0].mean(-1)}, variances {y[0].var(-1)}")
 ok(np.allclose(y.mean(-1), 0.0, atol=1e-12) and np.allclose(y.var(-1), 1.0, atol=1e-9),
    "post-LN: every token's output has mean 0 and variance 1 (LayerNorm weight 1, bias 0)")
 x_pad = x.copy()
 x_pad[0, 3:] = 123.0                          # change what sits at the padded positions
 y_pad, _ = encoder_layer_forward(x_pad, mask_bias, layer0, config, None)
+print(f"   with 123.0 written at the padded positions: max |change| at the real tokens "
+      f"{np.abs(y_pad[0, :3] - y[0, :3]).max():.1e}")
 ok(np.allclose(y_pad[0, :3], y[0, :3], rtol=0, atol=1e-13), "real tokens do not see the padded positions")
 
 stage("Training mode: dropout from an explicit numpy Generator.")
 y_a, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
 y_b, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
 y_c, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(6))
+print(f"   y[0, 0, :4] with seed 5: {y_a[0, 0, :4]}, seed 5 again: {y_b[0, 0, :4]}, seed 6: {y_c[0, 0, :4]}")
 ok(np.array_equal(y_a, y_b), "same seed -> bit-identical output")
 ok(not np.allclose(y_a, y_c), "another seed -> other dropout masks")
 same_seed = lambda: np.random.default_rng(5)  # fresh per call: every evaluation drops the same elements
@@ -82,6 +87,7 @@ out, enc_cache = encoder_forward(x, mask_bias, params, config, None)
 manual = x
 for i in range(config.num_hidden_layers):
     manual, _ = encoder_layer_forward(manual, mask_bias, layer_params(params, i), config, None)
+print(f"   out[0, 0, :4] = {out[0, 0, :4]};  layer by layer: {manual[0, 0, :4]}")
 ok(np.array_equal(out, manual), "encoder_forward == the layers applied one after another")
 dx, grads = encoder_backward(rng.standard_normal(out.shape), enc_cache)
 ok(set(grads) == set(enc), f"backward returns all {len(enc)} encoder gradients under their full HF names")

@@ -49,9 +49,12 @@ s = params[WORD][ids] + params["bert.embeddings.position_embeddings.weight"][:T]
 by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"],
                                    params["bert.embeddings.LayerNorm.bias"], 1e-12)
 print(f"   ids {ids.shape} -> x {x.shape};  tables: " + ", ".join(f"{k[len('bert.embeddings.'):]} {v.shape}" for k, v in emb.items()))
+print(f"   x[0, 1, :4] = {x[0, 1, :4]}\n   by hand     = {by_hand[0, 1, :4]}")
 ok(np.allclose(x, by_hand), "x = LayerNorm(word[ids] + position[:T] + token_type[types]) (eval: no dropout)")
 x_train, cache = bert_embeddings_forward(ids, types, params, config, same_seed())
 g = bert_embeddings_backward(rng.standard_normal(x.shape), cache)
+print(f"   sum |gradient| of each position row: {np.abs(g['bert.embeddings.position_embeddings.weight']).sum(-1)}")
+print(f"   sum |gradient| of each word row:     {np.abs(g[WORD]).sum(-1)}")
 ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
 ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: zero gradient (from the lookup)")
 r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, p, config, same_seed()),
@@ -67,6 +70,7 @@ print(f"   h {h.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]
 ok(np.array_equal(pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
 ok(np.all(np.abs(pooled) < 1), "pooled is in (-1, 1) (tanh)")
 dh, _ = pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
+print(f"   sum |dh| of each token of sequence 0: {np.abs(dh[0]).sum(-1)}")
 ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
 r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["h"], p),
           lambda d, c: with_input("h", pooler_backward(d, c)))
@@ -77,11 +81,13 @@ positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (l
 logits, mlm_cache = mlm_head_forward(h, positions, params, config)
 print(f"   positions {positions.tolist()} = (b, t) {[divmod(int(p), T) for p in positions]} -> logits {logits.shape}")
 one, _ = mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
+print(f"   logits[0, :4] = {logits[0, :4]};  the head on h[1, 3] alone: {one[0, :4]}")
 ok(np.allclose(logits[0], one[0]), "row 0 is the head applied to h[1, 3] alone")
 dlogits = rng.standard_normal(logits.shape)
 dh, g_mlm = mlm_head_backward(dlogits, mlm_cache)
 dh_once, _ = mlm_head_backward(dlogits[:2], mlm_head_forward(h, positions[:2], params, config)[1])
 dh_dup, _ = mlm_head_backward(dlogits[2:], mlm_head_forward(h, positions[2:], params, config)[1])
+print(f"   dh[1, 3, :4] = {dh[1, 3, :4]} = {dh_once[1, 3, :4]} + {dh_dup[1, 3, :4]}")
 ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
 ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
    f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")

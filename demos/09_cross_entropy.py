@@ -51,14 +51,19 @@ ok(r.passed, f"gradient check (error {r.max_error:.1e})")
 
 stage("Edge cases.")
 huge = logits + np.array([[1e4], [-1e4], [0], [5e3], [0], [1e4]])
+print(f"   rows shifted by up to 1e4: loss {ops.cross_entropy_forward(huge, labels)[0]:.6f} (unshifted {loss:.6f})")
 ok(np.isclose(ops.cross_entropy_forward(huge, labels)[0], loss), "logits of 1e4 are fine (max subtracted; a row shift changes nothing)")
 none_counted = np.full(N, IGNORE)
 l0, c0 = ops.cross_entropy_forward(logits, none_counted)
+print(f"   no counted rows: loss {l0}, |gradient| {np.abs(ops.cross_entropy_backward(1.0, c0)).sum()}")
 ok(l0 == 0.0 and np.all(ops.cross_entropy_backward(1.0, c0) == 0.0),
    "no counted rows: loss 0 and gradient 0 (PyTorch would give NaN)")
 l32, _ = ops.cross_entropy_forward(logits.astype(np.float32), labels)
+print(f"   float32: loss {l32} ({l32.dtype}), float64 {loss:.8f}")
 ok(l32.dtype == np.float32 and abs(l32 - loss) < 1e-5, "float32 logits give a float32 loss, within 1e-5")
 confident = np.where(np.arange(C) == 3, 20.0, 0.0)[None]         # very sure of class 3
+print(f"   logits {confident[0]}: loss {ops.cross_entropy_forward(confident, np.array([3]))[0]:.1e} for label 3, "
+      f"{ops.cross_entropy_forward(confident, np.array([0]))[0]:.2f} for label 0")
 ok(ops.cross_entropy_forward(confident, np.array([3]))[0] < 1e-7 < ops.cross_entropy_forward(confident, np.array([0]))[0],
    "confidently right: loss ~0; confidently wrong: loss ~20")
 

@@ -61,6 +61,7 @@ ok(set(grads) == set(params) and all(grads[k].shape == params[k].shape for k in 
 dmlm_logits = backend.cross_entropy_backward(1.0, cache.mlm_loss)    # the model's cache: its backend's
 decoder_share = mlm_head_backward(dmlm_logits, cache.mlm_head)[1][WORD]
 unused = np.setdiff1d(np.arange(40), input_ids)[0]
+print(f"   word {unused}: its gradient {grads[WORD][unused][:4]}..., the decoder's share {decoder_share[unused][:4]}...")
 ok(np.array_equal(grads[WORD][unused], decoder_share[unused]) and np.any(grads[WORD][unused] != 0),
    f"tied decoder: word {unused} is not in the input, yet gets a gradient - from the decoder alone")
 
