@@ -5,7 +5,7 @@
 We check the forward's defining property (mean 0, variance 1 per row), compare the compact
 backward formula with the full Jacobian built term by term, and run the gradient check.
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -13,11 +13,12 @@ from npbert import ops
 from npbert.gradcheck import check, numerical_gradient
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, H = 2, 4, 8
 EPS = 1e-12                                     # BERT's layer_norm_eps
 
-print("1. Forward with gamma = 1, beta = 0 (BERT's initialisation).")
+stage("Forward with gamma = 1, beta = 0 (BERT's initialisation).")
 x = 5.0 + 3.0 * rng.standard_normal((B, T, H))  # rows far from mean 0 / variance 1
 y, _ = ops.layernorm_forward(x, np.ones(H), np.zeros(H), EPS)
 print(f"   x {x.shape}: row means {x.mean(-1)[0]}")
@@ -27,16 +28,17 @@ ok(np.allclose(y.var(-1), 1.0, atol=1e-9), "every row of y has (biased) variance
 y2, _ = ops.layernorm_forward(2.0 * x + 7.0, np.ones(H), np.zeros(H), EPS)
 ok(np.allclose(y2, y), "shifting or scaling a row does not change its output")
 
-print("\n2. eps matters: BERT's 1e-12, not PyTorch's default 1e-5, on a row with small spread.")
+stage("eps matters: BERT's 1e-12, not PyTorch's default 1e-5, on a row with small spread.")
 quiet = 1.0 + 0.003 * rng.standard_normal(H)    # variance ~1e-5
 y_bert, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-12)
 y_torch, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-5)
 print(f"   max |difference| = {np.abs(y_bert - y_torch).max():.3f}")
 ok(np.abs(y_bert - y_torch).max() > 0.1, "eps 1e-5 would give a visibly different output")
 flat, _ = ops.layernorm_forward(np.full(H, 3.0), np.ones(H), np.full(H, 0.5), EPS)
+print(f"   a row of 3.0s with beta = 0.5 -> {flat}")
 ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
 
-print("\n3. Backward, with non-trivial gamma and beta.")
+stage("Backward, with non-trivial gamma and beta.")
 gamma, beta = 1.0 + 0.3 * rng.standard_normal(H), 0.1 * rng.standard_normal(H)
 y, cache = ops.layernorm_forward(x, gamma, beta, EPS)
 xhat, rstd = cache.xhat, cache.rstd           # LayerNormCache: what backward needs
@@ -44,6 +46,7 @@ dy = rng.standard_normal(y.shape)
 dx, dgamma, dbeta = ops.layernorm_backward(dy, cache)
 print(f"   cache: xhat {xhat.shape}, rstd {rstd.shape}, gamma {gamma.shape}")
 print(f"   dx {dx.shape}  dgamma {dgamma.shape}  dbeta {dbeta.shape}")
+print(f"   dgamma = {dgamma}\n   sum(dy * xhat) = {(dy * xhat).sum(axis=(0, 1))}")
 ok(np.allclose(dgamma, (dy * xhat).sum(axis=(0, 1))) and np.allclose(dbeta, dy.sum(axis=(0, 1))),
    "dgamma = sum(dy * xhat), dbeta = sum(dy) over all tokens")
 
@@ -51,15 +54,18 @@ ok(np.allclose(dgamma, (dy * xhat).sum(axis=(0, 1))) and np.allclose(dbeta, dy.s
 r0, xh = rstd[0, 0, 0], xhat[0, 0]
 J = r0 * (np.eye(H) - 1.0 / H - np.outer(xh, xh) / H)          # (H, H)
 dxhat = dy[0, 0] * gamma
+print(f"   dx[0, 0] = {dx[0, 0]}\n   J^T dxhat = {J.T @ dxhat}")
 ok(np.allclose(dx[0, 0], J.T @ dxhat), "compact formula == dxhat contracted with the full Jacobian")
 row = x[0, 0].copy()
 J_num = np.stack([numerical_gradient(lambda: ops.layernorm_forward(row, np.ones(H), np.zeros(H), EPS)[0][i], row)
                   for i in range(H)])                           # row i: d xhat_i / d x
+print(f"   max |J - J by finite differences| = {np.abs(J - J_num).max():.1e}")
 ok(np.allclose(J, J_num, atol=1e-8), "...and that Jacobian matches finite differences")
+print(f"   row sums of dx {dx.sum(-1)[0]}, dx . xhat per row {(dx * xhat).sum(-1)[0]}")
 ok(np.allclose(dx.sum(-1), 0.0, atol=1e-12), "each row of dx sums to 0 (shift invariance)")
 ok(np.allclose((dx * xhat).sum(-1), 0.0, atol=1e-9), "each row of dx is orthogonal to xhat (scale invariance)")
 
-print("\n4. Gradient check (finite differences, float64).")
+stage("Gradient check (finite differences, float64).")
 r = check("layernorm", {"x": x, "gamma": gamma, "beta": beta},
           lambda p: ops.layernorm_forward(p["x"], p["gamma"], p["beta"], EPS),
           lambda d, c: dict(zip(("x", "gamma", "beta"), ops.layernorm_backward(d, c))))

@@ -7,20 +7,22 @@ BERT uses the exact form (hidden_act="gelu"). The tanh form ("gelu_new") is clos
 equal, and forward and backward must use the same one: we show what happens if they don't.
 """
 import math
-import sys
 
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import ops
 from npbert.gradcheck import check
 from npbert.ops.erf import erf
+from npbert.plotting import MISSING_NOTE, load_pyplot
 
 
+args = arguments(__doc__, lambda p: p.add_argument("--plot", action="store_true",
+                                                   help="also write gelu.png (needs matplotlib)"))
 rng = np.random.default_rng(0)
 
-print("1. A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")
+stage("A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")
 xs = np.array([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
 exact, c_exact = ops.gelu_forward(xs, "gelu")
 tanh_, c_tanh = ops.gelu_forward(xs, "gelu_new")
@@ -31,7 +33,7 @@ ok(all(erf(np.array([v]))[0] == math.erf(v) for v in xs / math.sqrt(2)), "npbert
 ok(exact[3] == 0.0, "gelu(0) = 0")
 ok(ops.gelu_backward(np.array([1.0]), ops.gelu_forward(np.array([0.0]))[1])[0] == 0.5, "gelu'(0) = 1/2")
 
-print("\n2. The shape of the curve, on a fine grid.")
+stage("The shape of the curve, on a fine grid.")
 grid = np.linspace(-8.0, 8.0, 160001)
 g_exact, _ = ops.gelu_forward(grid, "gelu")
 g_tanh, _ = ops.gelu_forward(grid, "gelu_new")
@@ -45,31 +47,28 @@ diff = np.abs(g_exact - g_tanh)
 print(f"   max |exact - tanh| = {diff.max():.2e} at x = {grid[diff.argmax()]:+.2f}")
 ok(1e-4 < diff.max() < 1e-3, "the two forms differ by less than 1e-3 - but they do differ")
 
-print("\n3. Gradient check of both forms (finite differences, float64).")
+stage("Gradient check of both forms (finite differences, float64).")
 x = 2.0 * rng.standard_normal((2, 5, 7))
 for act in ("gelu", "gelu_new"):
     r = check(act, {"x": x}, lambda p, a=act: ops.gelu_forward(p["x"], a),
               lambda d, c: {"x": ops.gelu_backward(d, c)})
     ok(r.passed, f"{act:8s} backward matches finite differences (error {r.max_error:.1e})")
 
-print("\n4. Mixing the formulas: tanh forward with the exact derivative.")
+stage("Mixing the formulas: tanh forward with the exact derivative.")
 r = check("mixed", {"x": x}, lambda p: ops.gelu_forward(p["x"], "gelu_new"),
           lambda d, c: {"x": ops.gelu_backward(d, c._replace(hidden_act="gelu"))})   # c: a GeluCache
 print(f"   error {r.max_error:.1e}")
 ok(not r.passed, "the gradient check catches it: forward and backward must use the same GELU")
 
-print("\n5. A picture: x from -3 to 3 across, gelu(x) from 3 down to 0 in steps of 0.5 ('-' is y = 0).")
+stage("A picture: x from -3 to 3 across, gelu(x) from 3 down to 0 in steps of 0.5 ('-' is y = 0).")
 cols = np.linspace(-3, 3, 49)
 vals, _ = ops.gelu_forward(cols)
 for level in np.arange(3.0, -0.5, -0.5):
     print("   " + "".join("*" if abs(v - level) < 0.25 else ("-" if abs(level) < 0.01 else " ") for v in vals))
-if "--plot" in sys.argv:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("   (matplotlib is not installed: no gelu.png)")
+if args.plot:
+    plt = load_pyplot()
+    if plt is None:
+        print(f"   {MISSING_NOTE}")
     else:
         plt.plot(grid, g_exact, label="gelu (exact)")
         plt.plot(grid, g_tanh, "--", label="gelu_new (tanh)")

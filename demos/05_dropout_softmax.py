@@ -6,7 +6,7 @@ Dropout: keep with probability 1-p, scale by 1/(1-p), so the expected value is u
 Softmax: rows sum to 1, a big negative entry becomes exactly 0 (attention's padding mask),
 and the backward dx = y * (dy - sum(dy * y)) has rows that sum to 0.
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -14,9 +14,10 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 
-print("1. Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
+stage("Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
 p = 0.1
 x = np.ones((1000, 100))
 y, drop = ops.dropout_forward(x, p, np.random.default_rng(42))   # drop: DropoutCache(keep, scale)
@@ -34,16 +35,18 @@ ok(np.array_equal(drop32.keep, drop.keep), "float32 and float64 with the same se
 y_eval, eval_cache = ops.dropout_forward(x, p, None)
 ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no mask kept")
 
-print("\n2. Dropout backward = multiply by the same mask, keep * scale.")
+stage("Dropout backward = multiply by the same mask, keep * scale.")
 dy = rng.standard_normal(x.shape)
-ok(np.array_equal(ops.dropout_backward(dy, drop), dy * (drop.keep * drop.scale)), "dx = dy * keep * scale")
+dx = ops.dropout_backward(dy, drop)
+print(f"   dy[0, :4] = {dy[0, :4]}\n   dx[0, :4] = {dx[0, :4]}   (keep[0, :4] = {drop.keep[0, :4]})")
+ok(np.array_equal(dx, dy * (drop.keep * drop.scale)), "dx = dy * keep * scale")
 ok(ops.dropout_backward(dy, eval_cache) is dy, "in evaluation the gradient passes through unchanged")
 xs = rng.standard_normal((2, 5, 6))
 r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.random.default_rng(7)),
           lambda d, c: {"x": ops.dropout_backward(d, c)})
 ok(r.passed, f"gradient check with a fresh same-seed rng per call (error {r.max_error:.1e})")
 
-print("\n3. Softmax forward over the last axis.")
+stage("Softmax forward over the last axis.")
 s = rng.standard_normal((2, 3, 5))
 probs, cache = ops.softmax_forward(s)
 print(f"   scores[0, 0] = {s[0, 0]}\n   probs[0, 0]  = {probs[0, 0]}")
@@ -59,14 +62,17 @@ print(f"   with finfo.min added to the last two: {pm}")
 ok(np.all(pm[3:] == 0.0), "exp(finfo.min - max) underflows to EXACTLY 0")
 ok(np.allclose(pm[:3], ops.softmax_forward(s[0, 0, :3])[0]), "the rest is the softmax of the unmasked entries")
 
-print("\n4. Softmax backward: dx = y * (dy - sum(dy * y)).")
+stage("Softmax backward: dx = y * (dy - sum(dy * y)).")
 dy = rng.standard_normal(probs.shape)
 dx = ops.softmax_backward(dy, cache)
 y0 = probs[0, 0]
 jacobian = np.diag(y0) - np.outer(y0, y0)               # dy_i/dx_j = y_i (delta_ij - y_j)
+print(f"   dx[0, 0] = {dx[0, 0]}  (sum {dx[0, 0].sum():.1e})\n   dy[0, 0] (diag(y) - y y^T) = {jacobian.T @ dy[0, 0]}")
 ok(np.allclose(dx[0, 0], jacobian.T @ dy[0, 0]), "equals dy times the full Jacobian diag(y) - y y^T")
 ok(np.allclose(dx.sum(-1), 0.0, atol=1e-15), "every row of dx sums to 0 (why attention's key bias gets no gradient)")
-ok(np.all(ops.softmax_backward(rng.standard_normal(5), pm_cache)[3:] == 0.0), "masked entries get exactly 0 gradient")
+dx_masked = ops.softmax_backward(rng.standard_normal(5), pm_cache)
+print(f"   through the masked softmax above: dx = {dx_masked}")
+ok(np.all(dx_masked[3:] == 0.0), "masked entries get exactly 0 gradient")
 r = check("softmax", {"x": s}, lambda q: ops.softmax_forward(q["x"]),
           lambda d, c: {"x": ops.softmax_backward(d, c)})
 ok(r.passed, f"gradient check (error {r.max_error:.1e})")

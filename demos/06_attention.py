@@ -7,7 +7,7 @@ hand-written loop, padded keys getting exactly zero probability and zero gradien
 bias getting no gradient at all, and the whole multi-head block against a per-head loop.
 """
 import math
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -16,23 +16,31 @@ from npbert.gradcheck import check
 from npbert.layers.attention import self_attention_backward, self_attention_forward
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, A, D = 2, 5, 2, 3                      # batch, tokens, heads, head size
 H = A * D
 
-print("1. The padding mask becomes an additive bias on the keys.")
+stage("The padding mask becomes an additive bias on the keys.")
 attention_mask = np.array([[1, 1, 1, 0, 0],   # sequence 0: 3 real tokens, 2 padding
                            [1, 1, 1, 1, 1]])
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
 print(f"   attention_mask[0] = {attention_mask[0]}  ->  mask_bias[0] = {mask_bias[0]}")
 ok(mask_bias[0, 3] == np.finfo(np.float64).min, "padding gets finfo(float64).min, real tokens 0")
 
-print("\n2. The attention core: q, k, v of shape (B, A, T, D).")
+stage("The attention core: q, k, v of shape (B, A, T, D).")
 q, k, v = (rng.standard_normal((B, A, T, D)) for _ in range(3))
 context, cache = ops.attention_core_forward(q, k, v, mask_bias, 0.0, None)
 probs = cache.probs                          # AttentionCoreCache: q, k, v, probs, ...
 print(f"   scores/probs (B, A, T, T) = {probs.shape}, context {context.shape}, scale = 1/sqrt({D})")
-print(f"   probs[0, 0] (queries x keys):\n{probs[0, 0]}")
+before = (q @ k.swapaxes(-1, -2)) / math.sqrt(D)        # (B, A, T, T)
+scores, _ = ops.attention_scores(q, k, mask_bias)      # the same plus mask_bias, as the core computes them
+print(f"   scores[0, 0] = q k^T / sqrt(D) before the mask (queries x keys):\n{before[0, 0]}")
+shown = np.where(scores[0, 0] < -1e300, -np.inf, scores[0, 0])    # finfo.min would print as -1.7977e+308
+print(f"   after adding mask_bias[0] (finfo.min shown as -inf):\n{shown}")
+ok(np.allclose(scores[0, :, :, :3], before[0, :, :, :3]) and np.all(scores[0, :, :, 3:] == np.finfo(np.float64).min),
+   "real keys keep their scores; a padded key's is finfo.min (a score of a few units is lost in its rounding)")
+print(f"   probs[0, 0] = softmax of each row:\n{probs[0, 0]}")
 ok(np.allclose(probs.sum(-1), 1.0), "each query's probabilities over the keys sum to 1")
 ok(np.all(probs[0, :, :, 3:] == 0.0), "padded keys get probability EXACTLY 0 (exp underflows)")
 
@@ -49,10 +57,11 @@ k2[0, :, 3:], v2[0, :, 3:] = 99.0, -99.0     # scribble over the padded keys and
 ok(np.array_equal(ops.attention_core_forward(q, k2, v2, mask_bias, 0.0, None)[0], context),
    "changing padded keys/values leaves every output bit unchanged")
 
-print("\n3. Core backward.")
+stage("Core backward.")
 dcontext = rng.standard_normal(context.shape)
 dq, dk, dv = ops.attention_core_backward(dcontext, cache)
 print(f"   dq {dq.shape}  dk {dk.shape}  dv {dv.shape}")
+print(f"   dk[0, 0] (one row per key; keys 3 and 4 are padding):\n{dk[0, 0]}")
 ok(np.all(dk[0, :, 3:] == 0.0) and np.all(dv[0, :, 3:] == 0.0), "padded keys get EXACTLY zero dk and dv")
 ok(np.allclose(dv, probs.swapaxes(-1, -2) @ dcontext), "dv = probs^T dcontext")
 drop_rng = lambda: np.random.default_rng(1)  # a fresh, same-seed generator: the same dropout mask every call
@@ -62,7 +71,7 @@ r = check("attention_core", {"q": q, "k": k, "v": v},
 print("   errors:", {n: f"{e:.1e}" for n, e in r.errors.items()})
 ok(r.passed, "gradient check of the core, with attention dropout 0.1")
 
-print("\n4. Multi-head self-attention: projections, split heads, core, merge, output projection.")
+stage("Multi-head self-attention: projections, split heads, core, merge, output projection.")
 names = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense")
 params = {}
 for n in names:                                # HF names relative to one encoder layer

@@ -8,7 +8,7 @@
     mlm    = LayerNorm(gelu(dense(h at masked positions))) @ word^T + bias      (N, V)  tied decoder
     nsp    = pooled @ W^T + b                                                   (B, 2)  0 = IsNext
 """
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -28,6 +28,7 @@ def prefixed(prefix):
     return {k: v for k, v in params.items() if k.startswith(prefix)}
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, H, V, P = 2, 6, 8, 12, 10
 config = BertConfig(vocab_size=V, hidden_size=H, num_hidden_layers=1, num_attention_heads=2,
@@ -38,7 +39,7 @@ for name, value in params.items():           # scale up BERT's tiny init so the 
 WORD = "bert.embeddings.word_embeddings.weight"
 same_seed = lambda: np.random.default_rng(3)  # a fresh, same-seed generator: the same dropout every call
 
-print("1. Embeddings: three tables summed, LayerNorm, dropout.")
+stage("Embeddings: three tables summed, LayerNorm, dropout.")
 ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
 types = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
 emb = prefixed("bert.embeddings.")
@@ -48,9 +49,12 @@ s = params[WORD][ids] + params["bert.embeddings.position_embeddings.weight"][:T]
 by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"],
                                    params["bert.embeddings.LayerNorm.bias"], 1e-12)
 print(f"   ids {ids.shape} -> x {x.shape};  tables: " + ", ".join(f"{k[len('bert.embeddings.'):]} {v.shape}" for k, v in emb.items()))
+print(f"   x[0, 1, :4] = {x[0, 1, :4]}\n   by hand     = {by_hand[0, 1, :4]}")
 ok(np.allclose(x, by_hand), "x = LayerNorm(word[ids] + position[:T] + token_type[types]) (eval: no dropout)")
 x_train, cache = bert_embeddings_forward(ids, types, params, config, same_seed())
 g = bert_embeddings_backward(rng.standard_normal(x.shape), cache)
+print(f"   sum |gradient| of each position row: {np.abs(g['bert.embeddings.position_embeddings.weight']).sum(-1)}")
+print(f"   sum |gradient| of each word row:     {np.abs(g[WORD]).sum(-1)}")
 ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
 ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: zero gradient (from the lookup)")
 ok(np.all(g[WORD][0] == 0.0), "[PAD] row 0 (pad_token_id): no gradient from the lookup (HF's padding_idx)")
@@ -61,7 +65,7 @@ r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, 
           lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
-print("\n2. Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
+stage("Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
 h = rng.standard_normal((B, T, H))           # stands in for the encoder output
 pooled, pool_cache = pooler_forward(h, params)
 h2 = h.copy()
@@ -70,21 +74,24 @@ print(f"   h {h.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]
 ok(np.array_equal(pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
 ok(np.all(np.abs(pooled) < 1), "pooled is in (-1, 1) (tanh)")
 dh, _ = pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
+print(f"   sum |dh| of each token of sequence 0: {np.abs(dh[0]).sum(-1)}")
 ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
 r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["h"], p),
           lambda d, c: with_input("h", pooler_backward(d, c)))
 ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
 
-print("\n3. MLM head, only at the masked positions, given as flat indices b*T + t.")
+stage("MLM head, only at the masked positions, given as flat indices b*T + t.")
 positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (listed twice), sequence 0 token 1
 logits, mlm_cache = mlm_head_forward(h, positions, params, config)
 print(f"   positions {positions.tolist()} = (b, t) {[divmod(int(p), T) for p in positions]} -> logits {logits.shape}")
 one, _ = mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
+print(f"   logits[0, :4] = {logits[0, :4]};  the head on h[1, 3] alone: {one[0, :4]}")
 ok(np.allclose(logits[0], one[0]), "row 0 is the head applied to h[1, 3] alone")
 dlogits = rng.standard_normal(logits.shape)
 dh, g_mlm = mlm_head_backward(dlogits, mlm_cache)
 dh_once, _ = mlm_head_backward(dlogits[:2], mlm_head_forward(h, positions[:2], params, config)[1])
 dh_dup, _ = mlm_head_backward(dlogits[2:], mlm_head_forward(h, positions[2:], params, config)[1])
+print(f"   dh[1, 3, :4] = {dh[1, 3, :4]} = {dh_once[1, 3, :4]} + {dh_dup[1, 3, :4]}")
 ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
 ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
    f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")
@@ -95,7 +102,7 @@ r = check("mlm_head", {"h": h, **mlm}, lambda p: mlm_head_forward(p["h"], positi
           lambda d, c: with_input("h", mlm_head_backward(d, c)))
 ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
 
-print("\n4. NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")
+stage("NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")
 nsp_logits, nsp_cache = nsp_head_forward(pooled, params)
 print(f"   pooled {pooled.shape} -> logits {nsp_logits.shape}:\n{nsp_logits}")
 r = check("nsp_head", {"pooled": pooled.copy(), **prefixed("cls.seq_relationship.")},

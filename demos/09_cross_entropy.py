@@ -6,7 +6,7 @@
     dlogits  = (softmax(logits_i) - onehot(label_i)) / n  for counted rows, 0 for ignored ones
 """
 import math
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -14,17 +14,18 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 N, C = 6, 5
 IGNORE = ops.IGNORE_INDEX
 
-print("1. Uniform logits: every class has probability 1/C, so the loss is log C.")
+stage("Uniform logits: every class has probability 1/C, so the loss is log C.")
 loss, _ = ops.cross_entropy_forward(np.zeros((N, C)), np.arange(N) % C)
 print(f"   C = {C}: loss {loss:.6f}, log C = {math.log(C):.6f}")
 ok(abs(loss - math.log(C)) < 1e-12, "cross-entropy of uniform logits = log(C)")
 print(f"   (an untrained BERT's MLM loss starts near log(30522) = {math.log(30522):.3f}, its NSP loss near log 2 = {math.log(2):.3f})")
 
-print(f"\n2. ignore_index = {IGNORE}: those rows are skipped and the mean is over the rest.")
+stage(f"ignore_index = {IGNORE}: those rows are skipped and the mean is over the rest.")
 logits = 3.0 * rng.standard_normal((N, C))
 labels = np.array([2, IGNORE, 0, 4, IGNORE, 1])
 loss, cache = ops.cross_entropy_forward(logits, labels)
@@ -34,7 +35,7 @@ by_hand = -np.mean(logp[counted, labels[counted]])
 print(f"   labels {labels.tolist()} -> {counted.sum()} counted rows, loss {loss:.6f}")
 ok(np.isclose(loss, by_hand), "loss = -mean over the 4 counted rows of log p(label)")
 
-print("\n3. Backward: (softmax - onehot) / n on counted rows, 0 on ignored rows.")
+stage("Backward: (softmax - onehot) / n on counted rows, 0 on ignored rows.")
 dlogits = ops.cross_entropy_backward(1.0, cache)
 softmax = np.exp(logp)
 onehot = np.zeros((N, C))
@@ -48,16 +49,21 @@ r = check("cross_entropy", {"logits": logits}, lambda p: ops.cross_entropy_forwa
           lambda d, c: {"logits": ops.cross_entropy_backward(d, c)})
 ok(r.passed, f"gradient check (error {r.max_error:.1e})")
 
-print("\n4. Edge cases.")
+stage("Edge cases.")
 huge = logits + np.array([[1e4], [-1e4], [0], [5e3], [0], [1e4]])
+print(f"   rows shifted by up to 1e4: loss {ops.cross_entropy_forward(huge, labels)[0]:.6f} (unshifted {loss:.6f})")
 ok(np.isclose(ops.cross_entropy_forward(huge, labels)[0], loss), "logits of 1e4 are fine (max subtracted; a row shift changes nothing)")
 none_counted = np.full(N, IGNORE)
 l0, c0 = ops.cross_entropy_forward(logits, none_counted)
+print(f"   no counted rows: loss {l0}, |gradient| {np.abs(ops.cross_entropy_backward(1.0, c0)).sum()}")
 ok(l0 == 0.0 and np.all(ops.cross_entropy_backward(1.0, c0) == 0.0),
    "no counted rows: loss 0 and gradient 0 (PyTorch would give NaN)")
 l32, _ = ops.cross_entropy_forward(logits.astype(np.float32), labels)
+print(f"   float32: loss {l32} ({l32.dtype}), float64 {loss:.8f}")
 ok(l32.dtype == np.float32 and abs(l32 - loss) < 1e-5, "float32 logits give a float32 loss, within 1e-5")
 confident = np.where(np.arange(C) == 3, 20.0, 0.0)[None]         # very sure of class 3
+print(f"   logits {confident[0]}: loss {ops.cross_entropy_forward(confident, np.array([3]))[0]:.1e} for label 3, "
+      f"{ops.cross_entropy_forward(confident, np.array([0]))[0]:.2f} for label 0")
 ok(ops.cross_entropy_forward(confident, np.array([3]))[0] < 1e-7 < ops.cross_entropy_forward(confident, np.array([0]))[0],
    "confidently right: loss ~0; confidently wrong: loss ~20")
 

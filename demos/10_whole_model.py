@@ -6,7 +6,7 @@
     loss = MLM cross-entropy + NSP cross-entropy;  backward: the same calls in reverse.
 """
 import math
-from demo_common import ok  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -15,10 +15,11 @@ from npbert.layers.mlm_head import mlm_head_backward
 from npbert.model import mlm_positions_from_labels, pretraining_backward, pretraining_forward
 
 
+arguments(__doc__)
 rng = np.random.default_rng(0)
 WORD = "bert.embeddings.word_embeddings.weight"
 
-print("1. Parameter counts. BERT-Base and -Large, as in the paper:")
+stage("Parameter counts. BERT-Base and -Large, as in the paper:")
 for preset, expected in (("base", 109_482_240), ("large", 335_141_888)):
     n = count_params(BertConfig.from_preset(preset))
     print(f"   {preset:5s} BertModel {n:>13,}")
@@ -29,7 +30,7 @@ params = init_params(config, rng, np.float64)   # truncated normal(0, 0.02), Lay
 print(f"   our tiny model: L=2 H=16 A=2 I=32 V=40: {count_params(config, heads=True):,} parameters "
       f"in {len(params)} arrays (HF names), e.g. {list(params)[5]} {params[list(params)[5]].shape}")
 
-print("\n2. A batch of 4 sequences of 8 tokens. Say [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3.")
+stage("A batch of 4 sequences of 8 tokens. Say [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3.")
 B, T = 4, 8
 original = rng.integers(4, 40, (B, T))
 original[:, 0], original[:, 4], original[:, 7] = 1, 2, 2             # [CLS] A A A [SEP] B B [SEP]
@@ -48,7 +49,7 @@ batch = dict(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=
              mlm_positions=mlm_positions, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
 print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}, mlm_labels {mlm_labels.tolist()}")
 
-print("\n3. Forward (evaluation mode, rng=None) and backward.")
+stage("Forward (evaluation mode, rng=None) and backward.")
 out, cache = pretraining_forward(params, config, **batch)
 print(f"   mlm_logits {out['mlm_logits'].shape}  nsp_logits {out['nsp_logits'].shape}")
 print(f"   loss {out['loss']:.4f} = mlm {out['mlm_loss']:.4f} + nsp {out['nsp_loss']:.4f}")
@@ -60,10 +61,11 @@ ok(set(grads) == set(params) and all(grads[k].shape == params[k].shape for k in 
 dmlm_logits = backend.cross_entropy_backward(1.0, cache.mlm_loss)    # the model's cache: its backend's
 decoder_share = mlm_head_backward(dmlm_logits, cache.mlm_head)[1][WORD]
 unused = np.setdiff1d(np.arange(40), input_ids)[0]
+print(f"   word {unused}: its gradient {grads[WORD][unused][:4]}..., the decoder's share {decoder_share[unused][:4]}...")
 ok(np.array_equal(grads[WORD][unused], decoder_share[unused]) and np.any(grads[WORD][unused] != 0),
    f"tied decoder: word {unused} is not in the input, yet gets a gradient - from the decoder alone")
 
-print("\n4. Gradient check of a few parameters, element by element, with dropout on.\n"
+stage("Gradient check of a few parameters, element by element, with dropout on.\n"
       "   Central differences of the loss are accurate to ~1e-9 absolute (float64 rounding / eps).")
 
 
@@ -94,13 +96,13 @@ for name in (WORD, "bert.embeddings.position_embeddings.weight", "bert.encoder.l
 print("   (every element of every parameter, with weights scaled up so no gradient is tiny:\n"
       "    npbert gradcheck --only bert_for_pretraining)")
 
-print("\n5. float32 (for training) agrees with float64 (for checking).")
+stage("float32 (for training) agrees with float64 (for checking).")
 params32 = {k: v.astype(np.float32) for k, v in params.items()}
 out32, _ = pretraining_forward(params32, config, **batch)
 ok(out32["loss"].dtype == np.float32 and abs(out32["loss"] - out["loss"]) < 1e-5 * out["loss"],
    f"float32 loss {out32['loss']:.6f} vs float64 {out['loss']:.6f}")
 
-print("\n6. Bad input gets a clear error, not a traceback from deep inside:")
+stage("Bad input gets a clear error, not a traceback from deep inside:")
 for bad in (dict(batch, input_ids=input_ids + 40), dict(batch, nsp_labels=np.array([0, 1])),
             dict(batch, attention_mask=np.zeros((B, T), np.int64))):
     try:
@@ -109,7 +111,7 @@ for bad in (dict(batch, input_ids=input_ids + 40), dict(batch, nsp_labels=np.arr
     except InputError as e:
         print(f"   InputError: {e}")
 
-print("\n7. Plain SGD on this one batch (no dropout): params -= 0.1 * grads. The loss goes down.")
+stage("Plain SGD on this one batch (no dropout): params -= 0.1 * grads. The loss goes down.")
 losses = []
 for step in range(50):
     out, cache = pretraining_forward(params, config, **batch)

@@ -1,4 +1,6 @@
-"""What every demo shares: run against this checkout's npbert, and print each check as it passes."""
+"""What every demo shares: run against this checkout's npbert, a command line with --step, stages
+that pause under --step, and each check printed as it passes."""
+import argparse
 import sys
 from pathlib import Path
 
@@ -6,7 +8,38 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkou
 
 import numpy as np  # noqa: E402
 
-np.set_printoptions(precision=4, suppress=True)
+np.set_printoptions(precision=4, suppress=True, linewidth=120)
+
+PROMPT = "   -- Enter: next stage --"
+_step = False                    # --step given: pause between stages
+_stages = 0                      # stages begun so far
+
+
+def arguments(doc, add=None) -> argparse.Namespace:
+    """The demo's command line: --step (pause after each stage until Enter), and whatever
+    add(parser) adds. -h prints the demo's docstring."""
+    global _step
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--step", action="store_true",
+                        help="pause after each stage until Enter (default: run straight through)")
+    if add is not None:
+        add(parser)
+    args = parser.parse_args()
+    _step = args.step
+    return args
+
+
+def stage(title):
+    """Begin the next stage: under --step, first wait for Enter (at the end of input, go on), then
+    print its number and title."""
+    global _stages
+    if _stages:
+        if _step:
+            print(PROMPT, end="", flush=True)
+            sys.stdin.readline()             # "" at end of input: no more pauses to wait for
+        print()
+    _stages += 1
+    print(f"{_stages}. {title}")
 
 
 def ok(condition, what):

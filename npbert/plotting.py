@@ -1,6 +1,9 @@
 """Pictures are optional: matplotlib is the `npbert[plot]` extra, never a dependency. Whatever
-draws asks `load_pyplot()` first and, given None, prints MISSING_NOTE and keeps its text output."""
+draws asks `load_pyplot()` first and, given None, prints MISSING_NOTE and keeps its text output;
+the drawing functions below take the pyplot it returned."""
 from __future__ import annotations
+
+import numpy as np
 
 MISSING_NOTE = "matplotlib is not installed (pip install 'npbert[plot]'): no pictures, text output only"
 
@@ -14,3 +17,44 @@ def load_pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> None:
+    """One PNG of a layer's attention probabilities, a heat map per head in a grid: probs (A, Tq, Tk),
+    queries down, keys across, each row summing to 1 (the colour scale is 0 to 1 in every panel)."""
+    num_heads = probs.shape[0]
+    cols = min(num_heads, 4)
+    rows = -(-num_heads // cols)                                       # ceil
+    inches = 1.0 + 0.25 * max(len(key_labels), 6)                      # per panel: room for the labels
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * inches, rows * inches), squeeze=False,
+                             layout="constrained")                     # room for every label
+    for head, ax in enumerate(axes.flat):
+        if head >= num_heads:
+            ax.axis("off")
+            continue
+        image = ax.imshow(probs[head], vmin=0.0, vmax=1.0, cmap="viridis")
+        ax.set_title(f"head {head}")
+        ax.set_xticks(range(len(key_labels)), key_labels, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(query_labels)), query_labels, fontsize=7)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="probability (query attends to key)")
+    fig.suptitle(title)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def gradient_norms(plt, stages, series, path, title="") -> None:
+    """One PNG of a backward's gradient norms: stages (labels, in the order the backward reaches
+    them) across, one line per series {name: norms}, on a log scale (a norm of exactly 0 is not drawn)."""
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(stages)), 4.0))
+    for name, norms in series.items():
+        norms = np.asarray(norms, dtype=np.float64)
+        ax.plot(range(len(stages)), np.where(norms > 0, norms, np.nan), marker="o", label=name)
+    ax.set_xticks(range(len(stages)), stages, rotation=30, ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("gradient norm (log scale; 0 not drawn)")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
