@@ -60,6 +60,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 from npbert.checkpoint import load_pretrained  # noqa: E402
 from npbert.data.pretraining_data import PretrainingData  # noqa: E402
+from npbert.errors import NpbertError  # noqa: E402
 from npbert.model import pretraining_backward, pretraining_forward  # noqa: E402
 from npbert.optim import decays  # noqa: E402
 from npbert.pretrain import HELDOUT_SPLIT, PretrainOptions, evaluate, pretraining_schedule  # noqa: E402
@@ -181,9 +182,9 @@ def main(argv=None) -> int:
     data_dir = args.data or opts.data or os.path.join(args.run, "data")
     start, stop, B = ckpt.position.step, args.steps or schedule.total_steps, opts.batch_size
     if load_vocab(os.path.join(data_dir, "vocab.txt")) != load_vocab(os.path.join(ckpt_dir, "vocab.txt")):
-        raise SystemExit(f"{data_dir} was prepared with another vocabulary than {ckpt_dir}'s")
+        raise NpbertError(f"{data_dir} was prepared with another vocabulary than {ckpt_dir}'s")
     if not start < stop <= schedule.total_steps or B < world:
-        raise SystemExit(f"nothing to continue: the run is at step {start} of {schedule.total_steps}, asked to "
+        raise NpbertError(f"nothing to continue: the run is at step {start} of {schedule.total_steps}, asked to "
                          f"stop at {stop}, batch size {B} on {world} ranks")
 
     reader = load_reader()
@@ -353,4 +354,7 @@ def come_back(model, ckpt_dir, out, reference) -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except NpbertError as e:                           # a run, checkpoint or data npbert cannot use: one line
+        sys.exit(f"continue_with_torch.py: error: {e}")
