@@ -14,7 +14,7 @@ from npbert.config import BertConfig
 
 T = 128
 MASKED_PER_SEQ = 20
-PRESETS = {"tiny": 32, "mini": 32, "small": 16}        # preset -> batch size
+PRESETS = {"tiny": 32, "mini": 32, "small": 16, "medium": 16, "base": 8}   # preset -> batch size
 VOCABS = (30522, 8192)
 
 

@@ -111,8 +111,7 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
         ckpt = saved if resume else new_checkpoint(opts, loaded, train_data, log)
         ckpt.backend = get_backend()
         check_data_fits(ckpt.config, train_data, ckpt_dir if resume else opts.model or f"the {opts.preset} preset")
-        schedule = Schedule(opts.steps, opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10,
-                            opts.learning_rate, opts.max_grad_norm)
+        schedule = pretraining_schedule(opts)
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=ckpt.position.step if resume else None)
         job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
@@ -206,6 +205,13 @@ def new_checkpoint(opts: PretrainOptions, loaded, train_data, log) -> TrainingCh
             "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
         params = init_params(config, np.random.default_rng(opts.seed), np.float32)
     return start_training(config, params, opts)
+
+
+def pretraining_schedule(opts: PretrainOptions) -> Schedule:
+    """The run's learning rate at every step and its clipping norm (warmup: 10% of the steps unless given).
+    tests/reference/continue_with_torch.py continues a run on PyTorch with this same schedule."""
+    warmup = opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 10
+    return Schedule(opts.steps, warmup, opts.learning_rate, opts.max_grad_norm)
 
 
 def check_options(opts: PretrainOptions) -> None:

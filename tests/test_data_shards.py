@@ -1,6 +1,7 @@
 """Shards, manifest, resumable preparation, and the batch reader (no tokenizer involved)."""
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from npbert.data.pretraining_data import PretrainingData, make_batch
 from npbert.data.shards import MANIFEST, VOCAB_FILE, pack_instances, read_shard
 from npbert.data.statistics import count_shard, format_report, length_histogram
 from npbert.errors import DataError
+from shard_reader_doc import load_reader, reader_code   # tests/ is on sys.path (conftest)
 
 # 40 documents; document d uses only the ids 10*d .. 10*d+9, so every token tells its document.
 TOKENS = [f"w{i}" for i in range(400)] + ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -222,6 +224,40 @@ def test_large_vocabularies_use_int32_ids():
     assert arrays["input_ids"].dtype == np.int32 and arrays["input_ids"][0, 1] == 70000
     small = Instance([2, 65535, 3, 5, 3], 1, [1], [65535], 1)
     assert pack_instances([small], 8, 2, vocab_size=65536, pad_id=0)["input_ids"].dtype == np.uint16
+
+
+@pytest.mark.parametrize("wide_ids", [False, True], ids=["uint16 ids", "int32 ids"])
+def test_the_numpy_reader_in_docs_reads_what_npbert_reads(prepared, tmp_path, wide_ids):
+    """docs/data.md's reader, run from the page: the same arrays, order and batches as PretrainingData."""
+    imports = re.findall(r"^(?:import|from) (\S+)", reader_code(), flags=re.M)
+    assert imports == ["json", "os", "numpy"]                                       # NumPy alone
+    reader = load_reader()
+    directory = prepared
+    if wide_ids:                                       # a vocabulary past 65,536 tokens: int32 ids
+        directory = tmp_path / "wide"
+        tokens = TOKENS + [f"x{i}" for i in range(66000)]
+        prep.write_pretraining_data(str(directory), documents(), tokens, options(), log=lambda *a: None)
+    for split in ("train", "heldout"):
+        ours, theirs = PretrainingData(directory, split).arrays, reader["read_split"](str(directory), split)
+        assert sorted(theirs) == sorted(ours)
+        for name in ours:
+            assert theirs[name].dtype == ours[name].dtype and np.array_equal(theirs[name], ours[name]), name
+    data, arrays = PretrainingData(directory), reader["read_split"](str(directory))
+    assert (arrays["input_ids"].dtype == np.int32) == wide_ids and arrays["input_ids"].max() > 65535 * wide_ids
+    for epoch in (0, 3):
+        order = reader["epoch_order"](len(data), 5, epoch)
+        assert np.array_equal(order, data.order(5, epoch))
+        for k, batch in enumerate(data.batches(8, seed=5, epoch=epoch, trim=False)):
+            inputs = reader["model_inputs"](arrays, order[8 * k:8 * (k + 1)])
+            for name in ("input_ids", "token_type_ids", "attention_mask"):
+                assert inputs[name].dtype == np.int64 and np.array_equal(inputs[name], batch[name]), name
+            assert np.array_equal(inputs["next_sentence_label"], batch["nsp_labels"])
+            used = inputs["masked_lm_labels"] != -100                                       # (B, P)
+            T = inputs["input_ids"].shape[1]
+            flat = inputs["masked_lm_positions"] + T * np.arange(len(used))[:, None]       # (B, P)
+            assert np.array_equal(flat[used], batch["mlm_positions"])
+            assert np.array_equal(inputs["masked_lm_labels"][used], batch["mlm_labels"])
+            assert (inputs["masked_lm_positions"][~used] == 0).all() and used.sum(1).min() >= 1
 
 
 def test_statistics_count_what_is_in_the_shard():
