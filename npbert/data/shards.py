@@ -104,5 +104,9 @@ def read_manifest(directory) -> dict:
 
 
 def file_sha256(path) -> str:
+    """The file's SHA-256 in hex, read a MiB at a time (a checkpoint's weights can be GBs)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

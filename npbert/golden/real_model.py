@@ -5,13 +5,13 @@ it and its weights file's SHA-256): a port loads the same directory.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 
 import numpy as np
 
 from npbert.backend import use_backend
 from npbert.checkpoint import WEIGHTS_FILE, load_pretrained
+from npbert.data.shards import file_sha256
 from npbert.errors import InputError
 from npbert.golden.cases import GoldenCase
 from npbert.model import bert_forward
@@ -23,13 +23,8 @@ DEFAULT_TEXTS = ("The man went to the store to buy a gallon of milk.",
 
 def checkpoint_identity(directory) -> dict:
     """The checkpoint's name and its weights file's SHA-256, so a port can tell it loaded the same one."""
-    weights = os.path.join(directory, WEIGHTS_FILE)
-    digest = hashlib.sha256()
-    with open(weights, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
     return {"name": os.path.basename(os.path.normpath(directory)), "weights_file": WEIGHTS_FILE,
-            "sha256": digest.hexdigest()}
+            "sha256": file_sha256(os.path.join(directory, WEIGHTS_FILE))}
 
 
 def check_checkpoint_for_golden(directory, texts) -> None:
