@@ -8,18 +8,24 @@ equal, and forward and backward must use the same one: we show what happens if t
 """
 import math
 
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, exit_with, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import ops
+from npbert.errors import NpbertError
 from npbert.gradcheck import check
 from npbert.ops.erf import erf
-from npbert.plotting import MISSING_NOTE, load_pyplot
-
+from npbert.plotting import MISSING_NOTE, check_png_path, load_pyplot, save_png
 
 args = arguments(__doc__, lambda p: p.add_argument("--plot", action="store_true",
                                                    help="also write gelu.png (needs matplotlib)"))
+PICTURE = "gelu.png"
+if args.plot:
+    try:
+        check_png_path(PICTURE)               # before any work: a gelu.png npbert did not draw is kept
+    except NpbertError as e:
+        exit_with(e)
 rng = np.random.default_rng(0)
 
 stage("A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")
@@ -70,10 +76,11 @@ if args.plot:
     if plt is None:
         print(f"   {MISSING_NOTE}")
     else:
-        plt.plot(grid, g_exact, label="gelu (exact)")
-        plt.plot(grid, g_tanh, "--", label="gelu_new (tanh)")
-        plt.xlim(-4, 4), plt.ylim(-0.5, 4), plt.legend(), plt.grid(True)
-        plt.savefig("gelu.png", dpi=100)
-        print("   wrote gelu.png")
+        fig, ax = plt.subplots()
+        ax.plot(grid, g_exact, label="gelu (exact)")
+        ax.plot(grid, g_tanh, "--", label="gelu_new (tanh)")
+        ax.set_xlim(-4, 4), ax.set_ylim(-0.5, 4), ax.legend(), ax.grid(True)
+        save_png(plt, fig, PICTURE)
+        print(f"   wrote {PICTURE}")
 
 print("\nall checks passed")

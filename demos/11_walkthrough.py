@@ -29,19 +29,19 @@ differences.
 """
 import math
 import os
-import sys
 
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, exit_with, ok, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import backend, ops
+from npbert.atomic import check_dir_path
 from npbert.checkpoint import load_pretrained
 from npbert.errors import CheckpointError, InputError, NpbertError
 from npbert.layers.attention import split_heads
 from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
 from npbert.model import WORD_EMBEDDINGS, bert_backward, bert_forward
-from npbert.plotting import MISSING_NOTE, attention_heads, gradient_norms, load_pyplot
+from npbert.plotting import MISSING_NOTE, attention_heads, check_png_path, gradient_norms, load_pyplot
 from npbert.trace import NO_TRACE, Trace
 
 SENTENCE = "the man went to the [MASK] to buy milk ."
@@ -49,6 +49,7 @@ MASK, PADS = "[MASK]", 2                # two [PAD]s after the sentence: the att
 SHADES = " .:-=+*#%@"                   # text heat map, probability 0 ... 1
 FALLBACK = os.path.join("runs", "walkthrough")
 NEAR_ZERO = 0.01                        # a GELU output this small: the unit is (nearly) off
+GRADIENT_PICTURE = "gradient_norms.png"
 
 
 def options(p):
@@ -139,6 +140,11 @@ def main():
     plt = load_pyplot() if args.plot else None
     if args.plot and plt is None:
         print(MISSING_NOTE)
+    if plt is not None:                                 # before any work: nothing of the user's is overwritten
+        check_dir_path(args.plot)
+        os.makedirs(args.plot, exist_ok=True)
+        for name in (f"attention_layer{args.layer}.png", GRADIENT_PICTURE):
+            check_png_path(os.path.join(args.plot, name))
     directory, what = find_checkpoint(args.model, args.pretrain_steps)
     config, params, tokenizer = load_pretrained(directory, np.float64)
     if tokenizer is None:
@@ -215,7 +221,7 @@ def embeddings(trace, params, config, tokens, n, m):
 
 def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
     name = f"bert.encoder.layer.{layer}.attention.self"
-    A, D = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+    A, D = config.num_attention_heads, config.head_size
     probs_all = trace[name + ".probs"][0]                                        # (A, T, T)
     entropy = -(probs_all[:, :n, :n] * np.log(probs_all[:, :n, :n] + 1e-30)).sum(-1).mean(-1)   # (A,)
     chosen = "chosen with --head" if head is not None else \
@@ -252,7 +258,6 @@ def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
           "   head of the layer does the same with its own q, k, v, and their contexts are concatenated.")
     if plt is not None:
         path = os.path.join(plot_dir, f"attention_layer{layer}.png")
-        os.makedirs(plot_dir, exist_ok=True)
         labels = [f"{i} {t}" for i, t in enumerate(tokens)]
         attention_heads(plt, probs_all[:, :n], labels[:n], labels, path, f"layer {layer}: attention of every head")
         print(f"   wrote {path}")
@@ -349,8 +354,7 @@ def backward(trace, params, config, logits, bert_cache, head_cache, target, targ
     top = [tokens[i] for i in np.argsort(-saliency) if i != m][:3]
     print(f"   the tokens the loss is most sensitive to, besides the [MASK] itself: {', '.join(top)}")
     if plt is not None:
-        path = os.path.join(plot_dir, "gradient_norms.png")
-        os.makedirs(plot_dir, exist_ok=True)
+        path = os.path.join(plot_dir, GRADIENT_PICTURE)
         labels = [x.replace("bert.encoder.layer.", "layer ").replace("bert.", "") for x in names]
         gradient_norms(plt, labels, {f"at {MASK}": norms[:, m],
                                      "at the other tokens": np.linalg.norm(np.delete(norms[:, :n], m, axis=1), axis=1)},
@@ -387,5 +391,4 @@ if __name__ == "__main__":
     try:
         main()
     except NpbertError as e:
-        print(f"{os.path.basename(sys.argv[0])}: error: {e}", file=sys.stderr)
-        sys.exit(2)
+        exit_with(e)

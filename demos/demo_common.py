@@ -1,6 +1,7 @@
 """What every demo shares: run against this checkout's npbert, a command line with --step, stages
 that pause under --step, and each check printed as it passes."""
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,12 @@ def stage(title):
         print()
     _stages += 1
     print(f"{_stages}. {title}")
+
+
+def exit_with(error):
+    """Bad input to a demo: one line `NAME: error: ...` on stderr and exit code 2, as npbert's commands."""
+    print(f"{os.path.basename(sys.argv[0])}: error: {error}", file=sys.stderr)
+    sys.exit(2)
 
 
 def ok(condition, what):

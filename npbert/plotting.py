@@ -1,10 +1,21 @@
 """Pictures are optional: matplotlib is the `npbert[plot]` extra, never a dependency. Whatever
 draws asks `load_pyplot()` first and, given None, prints MISSING_NOTE and keeps its text output;
-the drawing functions below take the pyplot it returned."""
+the drawing functions below take the pyplot it returned.
+
+Every PNG npbert writes goes through save_png: written atomically, marked with a "Software: npbert"
+text chunk, and only over a file npbert drew (check_png_path, called before any work is done).
+"""
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
+from npbert.atomic import atomic_write
+from npbert.errors import NpbertError
+
+SOFTWARE = "npbert"                                    # the PNG's tEXt "Software" value ("npbert plot" before)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MISSING_NOTE = "matplotlib is not installed (pip install 'npbert[plot]'): no pictures, text output only"
 
 
@@ -17,6 +28,34 @@ def load_pyplot():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
+
+
+def check_png_path(path) -> None:
+    """Refuse, before anything is computed or drawn, a path a PNG cannot go to or must not replace."""
+    if not path.lower().endswith(".png"):
+        raise NpbertError(f"{path}: the picture is a PNG; give a FILE.png")
+    if os.path.isdir(path):
+        raise NpbertError(f"{path} is a directory; give a FILE.png")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise NpbertError(f"{path}: the directory {parent} does not exist")
+    if os.path.exists(path) and not drawn_by_npbert(path):
+        raise NpbertError(f"{path} exists and was not drawn by npbert: not overwritten (move it, or write elsewhere)")
+
+
+def drawn_by_npbert(path) -> bool:
+    """A PNG whose text chunk says npbert made it (matplotlib writes it right after the header)."""
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    return head.startswith(PNG_SIGNATURE) and b"tEXtSoftware\x00" + SOFTWARE.encode() in head
+
+
+def save_png(plt, fig, path) -> None:
+    """Write the figure to path (checked with check_png_path first) in one step, marked as npbert's."""
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": SOFTWARE}))
+    finally:
+        plt.close(fig)
 
 
 def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> None:
@@ -38,8 +77,7 @@ def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> Non
         ax.set_yticks(range(len(query_labels)), query_labels, fontsize=7)
     fig.colorbar(image, ax=axes, shrink=0.6, label="probability (query attends to key)")
     fig.suptitle(title)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(plt, fig, path)
 
 
 def gradient_norms(plt, stages, series, path, title="") -> None:
@@ -56,5 +94,4 @@ def gradient_norms(plt, stages, series, path, title="") -> None:
     ax.legend()
     ax.set_title(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    save_png(plt, fig, path)

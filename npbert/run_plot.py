@@ -9,7 +9,7 @@ as one PNG of four panels, and a few lines saying what was drawn:
 
 A panel draws every field of the records that belongs to it, one colour per field, so a field's
 training and held-out values share a colour. The picture carries a "Software: npbert plot" text
-chunk: npbert overwrites a PNG it drew, never another file.
+chunk: npbert overwrites a PNG it drew, never another file (npbert.plotting.save_png).
 """
 from __future__ import annotations
 
@@ -17,13 +17,10 @@ import json
 import os
 
 from npbert import plotting
-from npbert.atomic import atomic_write
 from npbert.errors import JSON_ERRORS, DataError, NpbertError
 from npbert.training.run_dir import METRICS_FILE
 
 PICTURE_FILE = "metrics.png"
-SOFTWARE = "npbert plot"                               # the PNG's tEXt "Software" value
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 KINDS = ("baseline", "train", "eval", "test")
 NOT_SERIES = ("kind", "step", "epoch")
 TRAINING_ONLY = ("lr", "grad_norm", "tokens_per_s")  # how training went, not how well the model does
@@ -38,7 +35,7 @@ def plot_run(run_dir, out=None, log=print) -> str:
     RUN_DIR/metrics.png); returns the path written."""
     path = metrics_path(run_dir)
     out = out or os.path.join(run_dir, PICTURE_FILE)
-    check_picture_path(out)
+    plotting.check_png_path(out)
     records, skipped = read_metrics(path)
     pretraining = is_pretraining(records)
     for line in summary(path, records, skipped, pretraining):
@@ -47,10 +44,7 @@ def plot_run(run_dir, out=None, log=print) -> str:
     if plt is None:
         raise NpbertError(plotting.MISSING_NOTE)
     fig = draw(plt, records, pretraining, title=f"{os.path.abspath(run_dir)} ({run_kind(pretraining)})")
-    try:
-        atomic_write(out, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": SOFTWARE}))
-    finally:
-        plt.close(fig)
+    plotting.save_png(plt, fig, out)
     where = " (inside the run directory)" if os.path.dirname(os.path.abspath(out)) == os.path.abspath(run_dir) else ""
     against = "against the baselines" if series(records, "baseline") else "(no baseline in the log)"
     log(f"drew loss, {'MLM/NSP accuracy' if pretraining else 'task metrics'} {against}, learning rate and tokens/s "
@@ -207,26 +201,3 @@ def draw_panel(ax, records, names, belongs, title, ylabel) -> None:
         ax.legend(fontsize=7)
     else:
         ax.text(0.5, 0.5, "not in the log", ha="center", va="center", transform=ax.transAxes, color="grey")
-
-
-# --- the picture file ------------------------------------------------------------------------------
-
-def check_picture_path(out) -> None:
-    """Refuse, before anything is drawn, a path the PNG cannot go to or must not replace."""
-    if not out.lower().endswith(".png"):
-        raise NpbertError(f"--out {out}: the picture is a PNG; give a FILE.png")
-    if os.path.isdir(out):
-        raise NpbertError(f"--out {out} is a directory; give a FILE.png")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise NpbertError(f"--out {out}: the directory {parent} does not exist")
-    if os.path.exists(out) and not drawn_by_npbert(out):
-        raise NpbertError(f"{out} exists and was not drawn by `npbert plot`: not overwritten (move it, or give "
-                          "another --out)")
-
-
-def drawn_by_npbert(path) -> bool:
-    """A PNG whose text chunk says npbert plot made it (matplotlib writes it right after the header)."""
-    with open(path, "rb") as f:
-        head = f.read(4096)
-    return head.startswith(PNG_SIGNATURE) and b"tEXtSoftware\x00" + SOFTWARE.encode() in head

@@ -12,8 +12,8 @@ ROOT = os.path.dirname(npbert.__file__)
 LAYERS = [
     ("npbert.errors", 0),
     ("npbert.atomic", 1), ("npbert.config", 1), ("npbert.safetensors", 1), ("npbert.trace", 1),
-    ("npbert.allocator", 1), ("npbert.plotting", 1),
-    ("npbert.ops", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
+    ("npbert.allocator", 1),
+    ("npbert.ops", 2), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
     ("npbert.kernels", 3),
     ("npbert.backend", 4),
     ("npbert.layers", 5), ("npbert.optim", 5),

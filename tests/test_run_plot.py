@@ -11,8 +11,9 @@ from npbert import plotting
 from npbert.cli import main
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.finetune import FinetuneOptions, finetune
+from npbert.plotting import PNG_SIGNATURE
 from npbert.pretrain import PretrainOptions, pretrain
-from npbert.run_plot import PNG_SIGNATURE, draw, read_metrics
+from npbert.run_plot import draw, read_metrics
 
 needs_matplotlib = pytest.mark.skipif(plotting.load_pyplot() is None,
                                       reason="matplotlib is not installed (pip install 'npbert[plot]')")
@@ -146,8 +147,8 @@ def test_an_unfinished_last_line_is_skipped_and_said(tmp_path):
 
 
 @pytest.mark.parametrize("existing, message", [
-    (b"my notes", "exists and was not drawn by `npbert plot`: not overwritten"),
-    (PNG_SIGNATURE + b"\x00" * 100, "exists and was not drawn by `npbert plot`"),       # someone else's PNG
+    (b"my notes", "exists and was not drawn by npbert: not overwritten"),
+    (PNG_SIGNATURE + b"\x00" * 100, "exists and was not drawn by npbert"),       # someone else's PNG
 ])
 def test_a_file_npbert_did_not_draw_is_never_overwritten(tmp_path, capsys, existing, message):
     run = write_log(tmp_path, TRAIN)

@@ -107,6 +107,8 @@ def test_a_checkpoint_with_an_mlm_head_and_the_plots(with_head, tmp_path):
         png = (plots / name).read_bytes()
         assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 5000, name
         assert f"wrote {plots / name}" in r.stdout
+    again = run("--model", with_head, "--layer", "1", "--plot", str(plots), SENTENCE)   # its own: replaced
+    assert again.returncode == 0 and f"wrote {plots / 'gradient_norms.png'}" in again.stdout
 
 
 def test_step_waits_for_enter_after_each_stage(no_head):
@@ -160,6 +162,23 @@ def test_bad_input_is_one_line_and_exit_2(no_head, args, message, monkeypatch, c
     assert exit_.value.code == 2 and out == ""
     line = err.rstrip("\n")
     assert "\n" not in line and line.startswith(f"11_walkthrough.py: error: {message}"), err
+
+
+def test_plot_refuses_what_npbert_did_not_draw_before_any_work(no_head, tmp_path, monkeypatch, capsys):
+    if importlib.util.find_spec("matplotlib") is None:
+        pytest.skip("matplotlib is not installed: --plot draws nothing, so it replaces nothing")
+    (tmp_path / "gradient_norms.png").write_bytes(b"my picture")
+    (tmp_path / "a_file").write_text("mine")
+    monkeypatch.syspath_prepend(str(DEMO.parent))
+    for plot_dir, message in ((tmp_path, "gradient_norms.png exists and was not drawn by npbert"),
+                              (tmp_path / "a_file", "is an existing file, not a directory")):
+        monkeypatch.setattr(sys, "argv", [DEMO.name, "--model", no_head, "--plot", str(plot_dir), SENTENCE])
+        with pytest.raises(SystemExit) as exit_:
+            runpy.run_path(str(DEMO), run_name="__main__")
+        out, err = capsys.readouterr()
+        assert exit_.value.code == 2 and out == "" and message in err, err
+    assert (tmp_path / "gradient_norms.png").read_bytes() == b"my picture"
+    assert (tmp_path / "a_file").read_text() == "mine"
 
 
 def test_without_minilm_it_pretrains_a_small_bert_once(tmp_path):
