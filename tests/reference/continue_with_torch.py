@@ -60,6 +60,7 @@ from torch.nn.parallel import DistributedDataParallel  # noqa: E402
 
 from npbert.checkpoint import load_pretrained  # noqa: E402
 from npbert.data.pretraining_data import PretrainingData  # noqa: E402
+from npbert.atomic import check_dir_path  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
 from npbert.model import pretraining_backward, pretraining_forward  # noqa: E402
 from npbert.optim import decays  # noqa: E402
@@ -164,10 +165,14 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", help="an npbert pretraining run directory (RUN/checkpoint)")
     p.add_argument("--data", help="the prepared data it trained on (default: the run's --data, else RUN/data)")
-    p.add_argument("--out", required=True, help="where to save the continued model (a Hugging Face directory)")
+    p.add_argument("--out", required=True, help="a new or empty directory for the continued model (Hugging Face's "
+                                                "format)")
     p.add_argument("--steps", type=int, help="stop at this step (default: the end of the run's schedule)")
     p.add_argument("--log-every", type=int, default=100)
     args = p.parse_args(argv)
+    check_dir_path(args.out)                           # before anything runs: a file in the way, or ...
+    if os.path.isdir(args.out) and os.listdir(args.out):   # ... something of the user's, is never overwritten
+        raise NpbertError(f"--out {args.out} is not empty: give a new or empty directory")
 
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
