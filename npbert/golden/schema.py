@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from npbert.errors import InputError
+from npbert.gradcheck.checker import scaled_error
 
 SCHEMA, VERSION = "npbert-golden", 1
 MANIFEST = "manifest.json"
@@ -121,18 +122,13 @@ def is_golden_dir(directory) -> bool:
 
 def tensor_error(got, want, floor: float = 0.0) -> tuple:
     """(max abs error, error relative to the tensor's scale) of a port's tensor against the golden
-    one, as ERROR says; inf where an entry that must be equal is not, nan where the port has NaN.
+    one, as ERROR says: inf where an entry that must be equal is not, nan where the port has NaN.
     floor: the scale of a gradient that is 0 in exact arithmetic (the manifest's "floor")."""
     want64, got64 = np.asarray(want, np.float64), np.asarray(got, np.float64)
-    diff = np.abs(got64 - want64)
-    max_abs = float(np.max(diff, initial=0.0)) if not np.isnan(diff).any() else float("nan")
+    max_abs = float(np.max(np.abs(got64 - want64), initial=0.0))      # NaN propagates
     if np.issubdtype(np.asarray(want).dtype, np.integer) or np.asarray(want).dtype == bool:
         return max_abs, 0.0 if np.array_equal(got64, want64) else float("inf")
     exact = np.abs(want64) >= MASK_MAGNITUDE
     if (got64[exact] != want64[exact]).any():
         return max_abs, float("inf")
-    rest = ~exact
-    scale = max(float(np.max(np.abs(want64[rest]), initial=0.0)), floor, np.finfo(np.float64).tiny)
-    if np.isnan(got64[rest]).any():
-        return max_abs, float("nan")
-    return max_abs, float(np.max(diff[rest], initial=0.0)) / scale
+    return max_abs, scaled_error(got64[~exact], want64[~exact], floor)
