@@ -11,7 +11,7 @@ def register(sub):
     p.add_argument("run_dir", help="the run directory (the --out of npbert pretrain or npbert finetune)")
     p.add_argument("--out", default=None,
                    help="the PNG to write (default: RUN_DIR/metrics.png); an existing file is replaced only if "
-                        "npbert plot drew it")
+                        "npbert drew it")
     p.set_defaults(func=run)
 
 
