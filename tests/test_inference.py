@@ -1,0 +1,104 @@
+"""npbert.inference (the packed forward that skips padding) held to bert_forward and
+pretraining_forward: float64 to 1e-12 at every real position, float32 against the float64
+answer, on hypothesis-drawn batches (lengths, left padding, holes), both backends."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import npbert
+from npbert import BertConfig, InputError, init_params
+from npbert.gradcheck.checker import scaled_error
+from npbert.inference import Packing, bert_inference, pretraining_inference
+from npbert.model import bert_forward, pretraining_forward
+
+SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CONFIG = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,
+                    max_position_embeddings=16)
+
+
+def batch(seed, B, T, layout):
+    """A random batch; layout: "full" (no padding), "right" (padding after each sequence,
+    some of equal length), "any" (random holes: left padding, gaps)."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, CONFIG.vocab_size, (B, T))
+    if layout == "full":
+        mask = np.ones((B, T), np.int64)
+    elif layout == "right":
+        lengths = rng.choice([T, max(1, T - 2), rng.integers(1, T + 1)], B)
+        mask = (np.arange(T) < lengths[:, None]).astype(np.int64)
+    else:
+        mask = (rng.random((B, T)) < 0.6).astype(np.int64)
+        mask[np.arange(B), rng.integers(0, T, B)] = 1              # at least one real token a row
+    types = (rng.random((B, T)) < 0.5).astype(np.int64) * mask
+    real = np.flatnonzero(mask)
+    positions = rng.choice(real, min(len(real), 5), replace=False)
+    return dict(input_ids=np.where(mask == 1, ids, 0), token_type_ids=types, attention_mask=mask,
+                mlm_positions=positions, mlm_labels=rng.integers(0, CONFIG.vocab_size, len(positions)),
+                nsp_labels=rng.integers(0, 2, B))
+
+
+def models(seed):
+    p64 = init_params(CONFIG, np.random.default_rng(seed), dtype=np.float64)
+    p64 = {k: v + 0.05 * np.random.default_rng(seed + 1).standard_normal(v.shape) for k, v in p64.items()}
+    return p64, {k: v.astype(np.float32) for k, v in p64.items()}   # LN and biases non-trivial
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@SETTINGS
+@given(seed=st.integers(0, 999), B=st.integers(1, 5), T=st.integers(1, 16), layout=st.sampled_from(["full", "right", "any"]))
+def test_packed_forward_is_bert_forward_at_real_positions(backend, seed, B, T, layout):
+    b = batch(seed, B, T, layout)
+    p64, p32 = models(seed)
+    inputs = (b["input_ids"], b["token_type_ids"], b["attention_mask"])
+    real = b["attention_mask"][..., None] == 1                          # (B, T, 1)
+    with npbert.backend.use_backend(backend):
+        (h, pooled), _ = bert_forward(p64, CONFIG, *inputs)
+        h64, pooled64 = bert_inference(p64, CONFIG, *inputs)
+        h32, pooled32 = bert_inference(p32, CONFIG, *inputs)
+        out = pretraining_forward(p64, CONFIG, **b)[0]
+        out64, out32 = pretraining_inference(p64, CONFIG, **b), pretraining_inference(p32, CONFIG, **b)
+    assert np.abs(np.where(real, h64 - h, 0)).max() < 1e-12
+    assert (h64[~real[..., 0]] == 0).all() and (h32[~real[..., 0]] == 0).all()   # padding: not computed
+    # float32 against float64 (tolerances as the kernel tests': 2e-6 of each tensor's scale)
+    assert scaled_error(np.where(real, h32, 0), np.where(real, h, 0)) < 2e-6
+    # the pooler reads position 0: where that is padding, bert_forward pools a padded position
+    # and the packed forward its zero row, so only rows with a real [CLS] are compared
+    cls = b["attention_mask"][:, 0] == 1                                # (B,)
+    for got64, got32, exact in ((pooled64, pooled32, pooled), (out64["nsp_logits"], out32["nsp_logits"],
+                                                                out["nsp_logits"])):
+        assert np.abs(got64[cls] - exact[cls]).max(initial=0) < 1e-12
+        assert scaled_error(got32[cls], exact[cls]) < 2e-6
+    assert np.abs(out64["mlm_logits"] - out["mlm_logits"]).max() < 1e-12
+    assert scaled_error(out32["mlm_logits"], out["mlm_logits"]) < 2e-6
+    for key in ("loss", "mlm_loss", "nsp_loss") if cls.all() else ("mlm_loss",):
+        assert abs(out64[key] - out[key]) < 1e-12, key
+        assert abs(out32[key] - out[key]) < 2e-6 * max(1.0, abs(out[key])), key
+
+
+def test_packing_runs_batch_equal_lengths():
+    mask = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 0, 0]])
+    packing = Packing(mask)
+    assert packing.runs == [(0, 2, 2), (4, 1, 3), (7, 2, 1)]           # (first row, sequences, length)
+    assert Packing(np.ones((4, 5))).runs == [(0, 4, 5)]                # no padding: one batched call
+    x = np.arange(len(packing.flat))[:, None] * 1.0                    # (N, 1)
+    assert (packing.pack(packing.unpack(x)) == x).all()
+
+
+def test_mlm_position_on_padding_is_refused():
+    b = batch(0, 2, 6, "right")
+    b["attention_mask"][1, 3:] = 0
+    b["mlm_positions"] = np.array([1, 6 + 4])                          # sequence 1, position 4: padding
+    b["mlm_labels"] = np.array([3, 4])
+    with pytest.raises(InputError, match=r"sequence 1, position 4\), a padded position"):
+        pretraining_inference(models(0)[1], CONFIG, **b)
+
+
+def test_bad_input_gets_the_models_errors():
+    p32 = models(0)[1]
+    with pytest.raises(InputError, match="outside"):
+        bert_inference(p32, CONFIG, np.array([[1, 99]]))
+    with pytest.raises(InputError, match="longer than max_position_embeddings"):
+        bert_inference(p32, CONFIG, np.ones((1, 17), np.int64))
+    with pytest.raises(InputError, match="masks every token"):
+        bert_inference(p32, CONFIG, np.ones((2, 3), np.int64), attention_mask=np.array([[1, 1, 0], [0, 0, 0]]))
