@@ -28,13 +28,17 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="tiny")
     p.add_argument("--vocab", type=int, default=30522)
-    p.add_argument("--impls", default="numpy,numba,hf-masked")
+    p.add_argument("--impls", default="numpy,numba,hf-masked",
+                   help="numpy, numba, hf-masked, hf (torch + transformers), ort (onnx + onnxruntime, --kind infer)")
     p.add_argument("--kind", choices=("train", "infer"), default="train")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--padded", action="store_true", help="random lengths in [32, 128], [PAD] after them")
     p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="cpu: the calling thread's CPU time (default with --threads 1); wall: elapsed time")
     args = p.parse_args(argv)
+    if "ort" in args.impls.split(",") and args.kind != "infer":
+        p.error("ort is inference only: use --kind infer")
     args.clock = args.clock or ("cpu" if args.threads == 1 else "wall")
     if args.clock == "cpu" and args.threads != 1:
         p.error("--clock cpu counts the calling thread only: use it with --threads 1")
@@ -50,12 +54,16 @@ def main(argv=None) -> int:
     keep_freed_memory()
     config = workload.make_config(args.preset, args.vocab)
     B = workload.PRESETS[args.preset]
-    batch = workload.make_batch(config, B)
+    batch = workload.make_batch(config, B, padded=args.padded)
     steps = {}
     for impl in args.impls.split(","):
         if impl.startswith("hf"):
             from hf import hf_steps
             train, infer = hf_steps(config, batch, impl, args.threads)
+        elif impl == "ort":
+            from ort import ort_infer_step
+            infer, info = ort_infer_step(config, workload.init_params(config), batch, args.threads)
+            print(json.dumps(dict(kind="ort_check", **info)), file=sys.stderr)
         else:
             npbert.set_backend(impl)
             train, infer, _ = workload.npbert_steps(config, batch)
@@ -63,7 +71,7 @@ def main(argv=None) -> int:
     times = {impl: [] for impl in steps}
     for round_ in range(args.rounds + 1):
         for impl, step in steps.items():
-            if not impl.startswith("hf"):
+            if impl in npbert.backend.BACKENDS:
                 npbert.set_backend(impl)
             t0 = clock()
             step()
@@ -76,7 +84,7 @@ def main(argv=None) -> int:
     base = min(times[next(iter(times))])
     for impl, ts in times.items():
         print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, preset=args.preset, vocab=args.vocab,
-                              threads=args.threads, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
+                              threads=args.threads, padded=args.padded, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
                               median_step_s=statistics.median(ts), tokens_per_s=tokens / min(ts),
                               speedup_vs_first=base / min(ts), gflops=flops / min(ts) / 1e9,
                               matmul_2048_gflops=matmul, share_of_matmul=flops / min(ts) / 1e9 / matmul)))

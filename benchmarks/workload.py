@@ -14,6 +14,7 @@ from npbert.config import BertConfig
 
 T = 128
 MASKED_PER_SEQ = 20
+MIN_LENGTH = 32                                        # shortest sequence of a padded batch
 PRESETS = {"tiny": 32, "mini": 32, "small": 16, "medium": 16, "base": 8}   # preset -> batch size
 VOCABS = (30522, 8192)
 
@@ -22,16 +23,21 @@ def make_config(preset: str, vocab: int) -> BertConfig:
     return BertConfig.from_preset(preset, vocab_size=vocab)
 
 
-def make_batch(config: BertConfig, B: int, seed: int = 0) -> dict:
-    """Random full-length pairs: token types 0 then 1, no padding, 20 masked positions a sequence."""
+def make_batch(config: BertConfig, B: int, seed: int = 0, padded: bool = False) -> dict:
+    """Random pairs, 20 masked positions a sequence, token types 0 then 1 from the middle of
+    each sequence. padded=False: every sequence is T tokens long; padded=True: lengths drawn
+    uniformly from [MIN_LENGTH, T], [PAD] (id 0, type 0, attention mask 0) after them, as a
+    batch of real text is (the masked positions and the second segment inside each length)."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(5, config.vocab_size, (B, T))
-    types = (np.arange(T) >= T // 2).astype(np.int64) * np.ones((B, 1), np.int64)
-    pos = np.stack([np.sort(rng.choice(np.arange(1, T), MASKED_PER_SEQ, replace=False)) for _ in range(B)])
+    lengths = rng.integers(MIN_LENGTH, T + 1, B) if padded else np.full(B, T)
+    real = np.arange(T) < lengths[:, None]                                         # (B, T)
+    types = (np.arange(T) >= lengths[:, None] // 2) & real
+    pos = np.stack([np.sort(rng.choice(np.arange(1, n), MASKED_PER_SEQ, replace=False)) for n in lengths])
     positions = (pos + T * np.arange(B)[:, None]).reshape(-1)                       # flat into B*T
-    return dict(input_ids=ids, token_type_ids=types, attention_mask=np.ones((B, T), np.int64),
-                mlm_positions=positions, mlm_labels=rng.integers(5, config.vocab_size, len(positions)),
-                nsp_labels=rng.integers(0, 2, B))
+    return dict(input_ids=np.where(real, ids, 0), token_type_ids=types.astype(np.int64),
+                attention_mask=real.astype(np.int64), mlm_positions=positions,
+                mlm_labels=rng.integers(5, config.vocab_size, len(positions)), nsp_labels=rng.integers(0, 2, B))
 
 
 def forward_flops(config: BertConfig, B: int, masked: int) -> int:
@@ -51,13 +57,21 @@ def train_flops(config, B, masked):
     return 3 * forward_flops(config, B, masked)        # backward = 2x forward
 
 
-def npbert_steps(config: BertConfig, batch: dict, seed: int = 0):
-    """-> (train_step, infer_step, params): train = forward + backward + clip + AdamW, infer =
-    forward without dropout. float32 throughout."""
-    from npbert import optim
-    from npbert.model import init_params, pretraining_backward, pretraining_forward
+def init_params(config: BertConfig, seed: int = 0) -> dict:
+    """The benchmark's float32 weights (npbert's initialisation; ort.py builds its graph from them)."""
+    from npbert.model import init_params as npbert_init
+    return npbert_init(config, np.random.default_rng(seed), dtype=np.float32)
 
-    params = init_params(config, np.random.default_rng(seed), dtype=np.float32)
+
+def npbert_steps(config: BertConfig, batch: dict, seed: int = 0):
+    """-> (train_step, infer_step, optimizer): train = forward + backward + clip + AdamW; infer =
+    npbert.inference.pretraining_inference (no dropout, no caches, padding not computed).
+    float32 throughout."""
+    from npbert import optim
+    from npbert.inference import pretraining_inference
+    from npbert.model import pretraining_backward, pretraining_forward
+
+    params = init_params(config, seed)
     opt = optim.AdamW(params)
     rng = np.random.default_rng(seed + 1)
 
@@ -70,7 +84,6 @@ def npbert_steps(config: BertConfig, batch: dict, seed: int = 0):
         return float(out["loss"])
 
     def infer_step():
-        out, _ = pretraining_forward(params, config, **batch, rng=None)
-        return float(out["loss"])
+        return float(pretraining_inference(params, config, **batch)["loss"])
 
     return train_step, infer_step, opt
