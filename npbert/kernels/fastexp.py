@@ -11,6 +11,11 @@ x is clamped above at 88 / 709; the kernels only ever pass x <= 0.
 Measured error against np.exp: float64 <= 2.3e-16 relative (degree 13), float32 <= 1e-7
 relative (degree 7, computed in float32). `fast_exp` picks the version by the argument's
 type at compile time.
+
+n stays a float until it is converted to int32 for its exponent bits: with math.floor's
+int64, a loop calling fast_exp vectorised only where the CPU converts floats to int64 in
+vector registers (AVX-512DQ); on an AVX2 CPU LLVM left the whole loop scalar. Measured on an
+AVX2 EPYC (float32, in L1): 2.3 -> 0.72 ns an element, the same bits.
 """
 import math
 
@@ -39,7 +44,7 @@ def _bits_to_float(typingctx, bits):
 @njit(cache=True, inline="always")
 def _exp64(x):
     x = min(max(x, -708.7), 709.0)
-    n = math.floor(x * LOG2E + 0.5)
+    n = np.floor(x * LOG2E + 0.5)                      # a float: see _exp32
     r = (x - n * LN2_HI) - n * LN2_LO                  # |r| <= ln2 / 2
     p = 1.0 / 6227020800.0                             # 1/13!, Horner down to 1/0!
     p = p * r + 1.0 / 479001600.0
@@ -55,16 +60,15 @@ def _exp64(x):
     p = p * r + 0.5
     p = p * r + 1.0
     p = p * r + 1.0
-    y = p * _bits_to_float(np.int64(n + 1023) << 52)   # p * 2^n
+    y = p * _bits_to_float(np.int64(np.int32(n) + 1023) << 52)   # p * 2^n
     return y if x > -708.7 else 0.0
 
 
 @njit(cache=True, inline="always")
 def _exp32(x):
     x = min(max(x, F(-87.6)), F(88.0))
-    n = math.floor(x * LOG2E_32 + F(0.5))
-    nf = F(n)
-    r = (x - nf * LN2_HI_32) - nf * LN2_LO_32
+    nf = np.floor(x * LOG2E_32 + F(0.5))               # stays float32: math.floor's int64 has no AVX2
+    r = (x - nf * LN2_HI_32) - nf * LN2_LO_32          # vector conversion and kept the loop scalar
     p = F(1.0 / 5040.0) * r + F(1.0 / 720.0)           # 1/7!, Horner down to 1/0!
     p = p * r + F(1.0 / 120.0)
     p = p * r + F(1.0 / 24.0)
@@ -72,7 +76,7 @@ def _exp32(x):
     p = p * r + F(0.5)
     p = p * r + F(1.0)
     p = p * r + F(1.0)
-    y = p * _bits_to_float(np.int32((n + 127) << 23))  # p * 2^n
+    y = p * _bits_to_float(np.int32((np.int32(nf) + 127) << 23))  # p * 2^n; float -> int32 is one AVX2 op
     return y if x > F(-87.6) else F(0.0)
 
 
