@@ -1,5 +1,6 @@
 """npbert's benchmark: training-step and inference tokens/s for each backend, next to Hugging
-Face on PyTorch CPU when it is installed, in one run, with the machine's own matmul speed.
+Face on PyTorch CPU and ONNX Runtime (inference) when they are installed, in one run, with the
+machine's own matmul speed and the OpenBLAS core type it ran on.
 
     python benchmarks/bench.py            # full run, a few minutes
     python benchmarks/bench.py --quick    # tiny only, fewer steps
@@ -43,7 +44,7 @@ ALLOCATORS = {  # name -> extra environment of the worker process
     # the worker for every impl, PyTorch included): no mmap per large array, no trimming
     "glibc-keep": {},
 }
-IMPLS = ("numpy", "numba", "hf-masked", "hf")
+IMPLS = ("numpy", "numba", "hf-masked", "hf", "ort")
 
 
 def emit(record: dict) -> None:
@@ -74,21 +75,28 @@ def worker_run(args) -> None:
         assert keep_freed_memory(), "glibc's mallopt refused"
     config = workload.make_config(args.preset, args.vocab)
     B = workload.PRESETS[args.preset]
-    batch = workload.make_batch(config, B)
+    batch = workload.make_batch(config, B, padded=args.padded)
     masked = len(batch["mlm_positions"])
     if args.impl.startswith("hf"):
         from hf import hf_steps
         train, infer = hf_steps(config, batch, args.impl, args.threads)
         opt = None
+    elif args.impl == "ort":                           # inference only; its own process, its default spinning
+        from ort import ort_infer_step
+        infer, info = ort_infer_step(config, workload.init_params(config), batch, args.threads)
+        emit(dict(kind="ort_check", preset=args.preset, vocab=args.vocab, **info))
+        train, opt = None, None
     else:
         import npbert
         npbert.set_backend(args.impl)
         train, infer, opt = workload.npbert_steps(config, batch)
     base = dict(impl=args.impl, preset=args.preset, vocab=args.vocab, batch=B, seq=workload.T,
-                allocator=args.allocator)
+                allocator=args.allocator, padded=args.padded, real_tokens=int(batch["attention_mask"].sum()))
     tokens = B * workload.T
     for kind, step, flops in (("train", train, workload.train_flops(config, B, masked)),
                               ("infer", infer, workload.forward_flops(config, B, masked))):
+        if step is None:
+            continue
         step()                                         # warm-up: compilation, first-touch of buffers
         faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         times = [_timed(step) for _ in range(args.steps)]
@@ -180,7 +188,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny preset, vocab 30522, 2 timed steps, 1 round")
     p.add_argument("--presets", default="tiny,mini,small", help="model presets to measure, comma-separated")
     p.add_argument("--vocabs", default="30522,8192", help="vocabulary sizes to measure, comma-separated")
-    p.add_argument("--impls", default=",".join(IMPLS), help="numpy, numba, hf-masked, hf (hf* need torch)")
+    p.add_argument("--impls", default=",".join(IMPLS),
+                   help="numpy, numba, hf-masked, hf (hf*: torch + transformers), ort (inference: onnx + onnxruntime)")
+    p.add_argument("--padded", action="store_true",
+                   help="batches of random lengths in [32, 128] with [PAD] after them (tokens/s still counts B x 128)")
     p.add_argument("--allocators", default="glibc,glibc-keep", help=", ".join(ALLOCATORS))
     p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
     p.add_argument("--rounds", type=int, default=1, help="repeat every measurement, interleaved; best is kept")
@@ -222,18 +233,19 @@ def main(argv=None) -> int:
 
 def orchestrate(args) -> int:
     import hf
+    import machine
+    import ort
     wanted = args.impls.split(",")
-    impls = [i for i in wanted if not i.startswith("hf") or hf.available()]
+    impls = [i for i in wanted if (not i.startswith("hf") or hf.available()) and (i != "ort" or not ort.missing())]
     allocators = [a for a in args.allocators.split(",") if a in ALLOCATORS
                   and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
     args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
     progress("measuring the machine's matmul speed and the numba start-up time")
     records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), threads=args.threads,
                     python=platform.python_version(), numpy=np.__version__, **_numba_version(), **hf.versions(),
-                    **_matmul(args.threads))]
-    skipped = [i for i in wanted if i not in impls]
-    if skipped:
-        records.append(dict(kind="skipped", impls=skipped, missing=hf.missing()))
+                    **ort.versions(), **machine.openblas_info(), padded=args.padded, **_matmul(args.threads))]
+    for impl in (i for i in wanted if i not in impls):
+        records.append(dict(kind="skipped", impls=[impl], missing=ort.missing() if impl == "ort" else hf.missing()))
     records += start_times(args.threads)
     for round_ in range(args.rounds):
         for preset in args.presets.split(","):
@@ -259,7 +271,7 @@ def orchestrate(args) -> int:
 def _measure(args, preset, vocab, allocator, impl, round_) -> list:
     parts = args.parts and round_ == 0 and allocator == args.parts_allocator and not impl.startswith("hf")
     argv = ["--worker", "run", "--impl", impl, "--preset", preset, "--vocab", str(vocab), "--steps", str(args.steps),
-            "--threads", str(args.threads), "--allocator", allocator]
+            "--threads", str(args.threads), "--allocator", allocator] + (["--padded"] if args.padded else [])
     records = run_worker(argv + ([] if parts else ["--no-parts"]), ALLOCATORS[allocator], args.threads)
     return [dict(r, round=round_) for r in records]
 
@@ -280,13 +292,20 @@ def table(records: list) -> str:
     machine = records[0]
     peak = max([machine["matmul_f32_gflops_2048"]] + [r["matmul_f32_gflops_2048"] for r in records
                                                       if r["kind"] == "machine_after"])
-    lines = [f"{machine['threads']} thread(s) for every impl. "
+    import machine as machine_info
+    lines = [f"{machine['threads']} thread(s) for every impl, each measurement in its own process. "
              f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
-             f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})"]
+             f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})",
+             machine_info.describe(machine),
+             "batches: " + ("random lengths in [32, 128], padded to 128 (tokens/s counts B x 128)" if machine.get("padded")
+                            else "every sequence 128 tokens")]
     for r in records:
         if r["kind"] == "skipped":
-            lines.append(f"{', '.join(r['impls'])} skipped: Hugging Face needs {' and '.join(r['missing'])}, "
+            lines.append(f"{', '.join(r['impls'])} skipped: it needs {' and '.join(r['missing'])}, "
                          f"not installed (pip install {' '.join(r['missing'])})")
+        if r["kind"] == "ort_check":
+            lines.append(f"ort {r['preset']} {r['vocab']}: fused {r['fused']}; logits differ from npbert's by "
+                         f"{r['max_logit_diff']:.1e} at most (scale {r['logit_scale']:.2f})")
         if r["kind"] == "start":
             lines.append(f"numba backend, import + first tiny step, {r['cache']} cache: {r['seconds']:.1f} s")
         if r["kind"] == "error":
@@ -299,24 +318,30 @@ def table(records: list) -> str:
     head = (f"{'preset':6} {'vocab':>6} {'alloc':10} {'impl':9} | {'train tok/s':>11} {'GFLOP/s':>7} {'%mm':>4} "
             f"{'faults':>7} {'alloc MB':>8} {'RSS MB':>7} | {'infer tok/s':>11}")
     lines += ["", head, "-" * len(head)]
-    for (preset, vocab, alloc, impl, kind), r in runs.items():
-        if kind != "train":
-            continue
+    measured = list(dict.fromkeys(key[:4] for key in runs))  # (preset, vocab, alloc, impl) in run order
+    for preset, vocab, alloc, impl in measured:
+        r = runs.get((preset, vocab, alloc, impl, "train"))   # None: inference only (ort)
         inf = runs.get((preset, vocab, alloc, impl, "infer"), {})
-        gf = r.get("gflops")
-        lines.append(f"{preset:6} {vocab:>6} {alloc:10} {impl:9} | {r['tokens_per_s']:>11.0f} "
-                     f"{(f'{gf:.0f}' if gf else '-'):>7} {(f'{100 * gf / peak:.0f}' if gf else '-'):>4} "
-                     f"{r['page_faults_per_step']:>7.0f} {r.get('step_alloc_peak_mb', float('nan')):>8.0f} "
-                     f"{r['max_rss_mb']:>7.0f} | {inf.get('tokens_per_s', float('nan')):>11.0f}")
+        gf = r and r.get("gflops")
+        train_cells = (f"{r['tokens_per_s']:>11.0f} {(f'{gf:.0f}' if gf else '-'):>7} "
+                       f"{(f'{100 * gf / peak:.0f}' if gf else '-'):>4} {r['page_faults_per_step']:>7.0f} "
+                       f"{r.get('step_alloc_peak_mb', float('nan')):>8.0f}" if r else f"{'-':>11} {'':>7} {'':>4} "
+                       f"{'':>7} {'':>8}")
+        rss = max(x.get("max_rss_mb", 0) for x in (r or {}, inf))
+        lines.append(f"{preset:6} {vocab:>6} {alloc:10} {impl:9} | {train_cells} {rss:>7.0f} | "
+                     f"{inf.get('tokens_per_s', float('nan')):>11.0f}")
     lines += ["", "numba's speed-up (tokens/s ratio, same run) over each other measurement, train / infer:"]
-    for (preset, vocab, alloc, impl, kind), r in runs.items():
-        if impl != "numba" or kind != "train":
+
+    def ratio(key, other, kind):
+        mine, theirs = runs.get(key + (kind,)), runs.get(other + (kind,))
+        return f"{mine['tokens_per_s'] / theirs['tokens_per_s']:.2f}x" if mine and theirs else "-"
+
+    for preset, vocab, alloc, impl in measured:
+        if impl != "numba":
             continue
-        n_i = runs.get((preset, vocab, alloc, impl, "infer"))
-        cells = [f"{o_impl}[{o_alloc}] {r['tokens_per_s'] / o['tokens_per_s']:.2f}x / "
-                 f"{n_i['tokens_per_s'] / runs[(p, v, o_alloc, o_impl, 'infer')]['tokens_per_s']:.2f}x"
-                 for (p, v, o_alloc, o_impl, k), o in runs.items()
-                 if (p, v, k) == (preset, vocab, "train") and o_impl != "numba"]
+        key = (preset, vocab, alloc, impl)
+        cells = [f"{o[3]}[{o[2]}] {ratio(key, o, 'train')} / {ratio(key, o, 'infer')}"
+                 for o in measured if o[:2] == (preset, vocab) and o[3] != "numba"]
         lines.append(f"  {preset} {vocab} numba[{alloc}] vs " + ", ".join(cells))
     for r in records:
         if r["kind"] == "parts":

@@ -1,0 +1,41 @@
+"""What the BLAS under NumPy is doing on this machine: the OpenBLAS kernel family ("core type")
+it picked, its build, and the environment variables that change it.
+
+OpenBLAS chooses its kernels by CPU at load time unless OPENBLAS_CORETYPE forces one (some
+shared machines export OPENBLAS_CORETYPE=Haswell, which puts an AVX-512 CPU on AVX2 kernels
+at about half the float32 matmul speed), so a benchmark has to say which it measured.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+
+ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT",
+       "OMP_NUM_THREADS", "NPBERT_NUM_THREADS")
+
+
+def openblas_info() -> dict:
+    """{"blas_core": ..., "blas_config": ...} from the OpenBLAS this process loaded (None when
+    NumPy uses another BLAS), and the environment variables above that are set."""
+    import numpy  # noqa: F401  (loads the BLAS)
+    info = {"blas_core": None, "blas_config": None}
+    with open("/proc/self/maps") as f:
+        libraries = sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", f.read())))
+    for path in libraries:
+        library = ctypes.CDLL(path)
+        for prefix, suffix in (("scipy_", "64_"), ("", "64_"), ("", "")):
+            get_core = getattr(library, f"{prefix}openblas_get_corename{suffix}", None)
+            get_config = getattr(library, f"{prefix}openblas_get_config{suffix}", None)
+            if get_core is not None and get_config is not None:
+                get_core.restype = get_config.restype = ctypes.c_char_p
+                info.update(blas_core=get_core().decode(), blas_config=get_config().decode().strip())
+                break
+    info["env"] = {k: os.environ[k] for k in ENV if k in os.environ}
+    return info
+
+
+def describe(info: dict) -> str:
+    env = " ".join(f"{k}={v}" for k, v in info.get("env", {}).items()) or "none of them set"
+    core = info.get("blas_core") or "not OpenBLAS"
+    return f"OpenBLAS core type: {core} ({info.get('blas_config') or '-'}); environment: {env}"
