@@ -33,7 +33,9 @@ def main(argv=None) -> int:
     p.add_argument("--kind", choices=("train", "infer"), default="train")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--padded", action="store_true", help="random lengths in [32, 128], [PAD] after them")
+    p.add_argument("--padded", action="store_true", help="random lengths in [seq / 4, seq], [PAD] after them")
+    p.add_argument("--seq", type=int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
+    p.add_argument("--batch", type=int, default=None, help="sequences a batch (default: the preset's, 32 or 16)")
     p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="cpu: the calling thread's CPU time (default with --threads 1); wall: elapsed time")
     args = p.parse_args(argv)
@@ -53,8 +55,8 @@ def main(argv=None) -> int:
 
     keep_freed_memory()
     config = workload.make_config(args.preset, args.vocab)
-    B = workload.PRESETS[args.preset]
-    batch = workload.make_batch(config, B, padded=args.padded)
+    B, T = args.batch or workload.PRESETS[args.preset], args.seq
+    batch = workload.make_batch(config, B, padded=args.padded, T=T)
     steps = {}
     for impl in args.impls.split(","):
         if impl.startswith("hf"):
@@ -77,14 +79,14 @@ def main(argv=None) -> int:
             step()
             if round_:                                 # round 0 warms up (compilation, first touch)
                 times[impl].append(clock() - t0)
-    tokens = B * workload.T
+    tokens = B * T
     flops = (workload.train_flops if args.kind == "train" else workload.forward_flops)(
-        config, B, len(batch["mlm_positions"]))
+        config, B, len(batch["mlm_positions"]), T)
     matmul = matmul_gflops(2048, clock)                # the machine's own float32 matmul, same clock
     base = min(times[next(iter(times))])
     for impl, ts in times.items():
         print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, preset=args.preset, vocab=args.vocab,
-                              threads=args.threads, padded=args.padded, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
+                              threads=args.threads, batch=B, seq=T, padded=args.padded, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
                               median_step_s=statistics.median(ts), tokens_per_s=tokens / min(ts),
                               speedup_vs_first=base / min(ts), gflops=flops / min(ts) / 1e9,
                               matmul_2048_gflops=matmul, share_of_matmul=flops / min(ts) / 1e9 / matmul)))

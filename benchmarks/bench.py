@@ -74,8 +74,8 @@ def worker_run(args) -> None:
         from npbert.allocator import keep_freed_memory
         assert keep_freed_memory(), "glibc's mallopt refused"
     config = workload.make_config(args.preset, args.vocab)
-    B = workload.PRESETS[args.preset]
-    batch = workload.make_batch(config, B, padded=args.padded)
+    B, T = args.batch or workload.PRESETS[args.preset], args.seq
+    batch = workload.make_batch(config, B, padded=args.padded, T=T)
     masked = len(batch["mlm_positions"])
     if args.impl.startswith("hf"):
         from hf import hf_steps
@@ -90,11 +90,11 @@ def worker_run(args) -> None:
         import npbert
         npbert.set_backend(args.impl)
         train, infer, opt = workload.npbert_steps(config, batch)
-    base = dict(impl=args.impl, preset=args.preset, vocab=args.vocab, batch=B, seq=workload.T,
+    base = dict(impl=args.impl, preset=args.preset, vocab=args.vocab, batch=B, seq=T,
                 allocator=args.allocator, padded=args.padded, real_tokens=int(batch["attention_mask"].sum()))
-    tokens = B * workload.T
-    for kind, step, flops in (("train", train, workload.train_flops(config, B, masked)),
-                              ("infer", infer, workload.forward_flops(config, B, masked))):
+    tokens = B * T
+    for kind, step, flops in (("train", train, workload.train_flops(config, B, masked, T)),
+                              ("infer", infer, workload.forward_flops(config, B, masked, T))):
         if step is None:
             continue
         step()                                         # warm-up: compilation, first-touch of buffers
@@ -191,7 +191,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--impls", default=",".join(IMPLS),
                    help="numpy, numba, hf-masked, hf (hf*: torch + transformers), ort (inference: onnx + onnxruntime)")
     p.add_argument("--padded", action="store_true",
-                   help="batches of random lengths in [32, 128] with [PAD] after them (tokens/s still counts B x 128)")
+                   help="batches of random lengths in [seq / 4, seq] with [PAD] after them (tokens/s still counts B x seq)")
+    p.add_argument("--seq", type=int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
+    p.add_argument("--batch", type=int, default=None, help="sequences a batch (default: the preset's: 32, small 16)")
     p.add_argument("--allocators", default="glibc,glibc-keep", help=", ".join(ALLOCATORS))
     p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
     p.add_argument("--rounds", type=int, default=1, help="repeat every measurement, interleaved; best is kept")
@@ -243,7 +245,7 @@ def orchestrate(args) -> int:
     progress("measuring the machine's matmul speed and the numba start-up time")
     records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), threads=args.threads,
                     python=platform.python_version(), numpy=np.__version__, **_numba_version(), **hf.versions(),
-                    **ort.versions(), **machine.openblas_info(), padded=args.padded, **_matmul(args.threads))]
+                    **ort.versions(), **machine.openblas_info(), padded=args.padded, seq=args.seq, **_matmul(args.threads))]
     for impl in (i for i in wanted if i not in impls):
         records.append(dict(kind="skipped", impls=[impl], missing=ort.missing() if impl == "ort" else hf.missing()))
     records += start_times(args.threads)
@@ -271,7 +273,8 @@ def orchestrate(args) -> int:
 def _measure(args, preset, vocab, allocator, impl, round_) -> list:
     parts = args.parts and round_ == 0 and allocator == args.parts_allocator and not impl.startswith("hf")
     argv = ["--worker", "run", "--impl", impl, "--preset", preset, "--vocab", str(vocab), "--steps", str(args.steps),
-            "--threads", str(args.threads), "--allocator", allocator] + (["--padded"] if args.padded else [])
+            "--threads", str(args.threads), "--allocator", allocator, "--seq", str(args.seq)]
+    argv += (["--padded"] if args.padded else []) + (["--batch", str(args.batch)] if args.batch else [])
     records = run_worker(argv + ([] if parts else ["--no-parts"]), ALLOCATORS[allocator], args.threads)
     return [dict(r, round=round_) for r in records]
 
@@ -297,8 +300,8 @@ def table(records: list) -> str:
              f"NumPy float32 matmul: {machine['matmul_f32_gflops_1024']:.0f} GFLOP/s at 1024, "
              f"{machine['matmul_f32_gflops_2048']:.0f} at 2048 (best of the run's two 2048 measurements: {peak:.0f})",
              machine_info.describe(machine),
-             "batches: " + ("random lengths in [32, 128], padded to 128 (tokens/s counts B x 128)" if machine.get("padded")
-                            else "every sequence 128 tokens")]
+             f"batches of {machine.get('seq', 128)} tokens a sequence" + (
+                 ": random lengths from a quarter of that, padded (tokens/s counts every position)" if machine.get("padded") else "")]
     for r in records:
         if r["kind"] == "skipped":
             lines.append(f"{', '.join(r['impls'])} skipped: it needs {' and '.join(r['missing'])}, "

@@ -10,8 +10,6 @@ off for LayerNorm and biases, as npbert), as npbert's step in workload.py.
 """
 from __future__ import annotations
 
-from workload import T
-
 
 def hf_steps(config, batch: dict, variant: str, threads: int, seed: int = 0):
     import torch
@@ -27,7 +25,7 @@ def hf_steps(config, batch: dict, variant: str, threads: int, seed: int = 0):
     no_decay = [p for n, p in model.named_parameters() if n.endswith(".bias") or "LayerNorm" in n]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-4, eps=1e-6)
-    B = batch["input_ids"].shape[0]
+    B, T = batch["input_ids"].shape
     ids, types, mask = (torch.from_numpy(batch[k]) for k in ("input_ids", "token_type_ids", "attention_mask"))
     positions, labels = torch.from_numpy(batch["mlm_positions"]), torch.from_numpy(batch["mlm_labels"])
     nsp = torch.from_numpy(batch["nsp_labels"])

@@ -12,9 +12,8 @@ import numpy as np
 
 from npbert.config import BertConfig
 
-T = 128
-MASKED_PER_SEQ = 20
-MIN_LENGTH = 32                                        # shortest sequence of a padded batch
+T = 128                                                # default sequence length
+MASKED_PER_SEQ = 20                                    # at T 128; 80 at 512, as BERT's max_predictions_per_seq
 PRESETS = {"tiny": 32, "mini": 32, "small": 16, "medium": 16, "base": 8}   # preset -> batch size
 VOCABS = (30522, 8192)
 
@@ -23,24 +22,25 @@ def make_config(preset: str, vocab: int) -> BertConfig:
     return BertConfig.from_preset(preset, vocab_size=vocab)
 
 
-def make_batch(config: BertConfig, B: int, seed: int = 0, padded: bool = False) -> dict:
+def make_batch(config: BertConfig, B: int, seed: int = 0, padded: bool = False, T: int = T) -> dict:
     """Random pairs, 20 masked positions a sequence, token types 0 then 1 from the middle of
     each sequence. padded=False: every sequence is T tokens long; padded=True: lengths drawn
-    uniformly from [MIN_LENGTH, T], [PAD] (id 0, type 0, attention mask 0) after them, as a
+    uniformly from [T / 4, T], [PAD] (id 0, type 0, attention mask 0) after them, as a
     batch of real text is (the masked positions and the second segment inside each length)."""
     rng = np.random.default_rng(seed)
+    masked = MASKED_PER_SEQ * T // 128
     ids = rng.integers(5, config.vocab_size, (B, T))
-    lengths = rng.integers(MIN_LENGTH, T + 1, B) if padded else np.full(B, T)
+    lengths = rng.integers(T // 4, T + 1, B) if padded else np.full(B, T)
     real = np.arange(T) < lengths[:, None]                                         # (B, T)
     types = (np.arange(T) >= lengths[:, None] // 2) & real
-    pos = np.stack([np.sort(rng.choice(np.arange(1, n), MASKED_PER_SEQ, replace=False)) for n in lengths])
+    pos = np.stack([np.sort(rng.choice(np.arange(1, n), masked, replace=False)) for n in lengths])
     positions = (pos + T * np.arange(B)[:, None]).reshape(-1)                       # flat into B*T
     return dict(input_ids=np.where(real, ids, 0), token_type_ids=types.astype(np.int64),
                 attention_mask=real.astype(np.int64), mlm_positions=positions,
                 mlm_labels=rng.integers(5, config.vocab_size, len(positions)), nsp_labels=rng.integers(0, 2, B))
 
 
-def forward_flops(config: BertConfig, B: int, masked: int) -> int:
+def forward_flops(config: BertConfig, B: int, masked: int, T: int = T) -> int:
     """Matmul FLOPs of pretraining_forward: 2 m n k per matmul."""
     H, I, L, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
     N = B * T
@@ -53,8 +53,8 @@ def forward_flops(config: BertConfig, B: int, masked: int) -> int:
     return L * per_layer + heads
 
 
-def train_flops(config, B, masked):
-    return 3 * forward_flops(config, B, masked)        # backward = 2x forward
+def train_flops(config, B, masked, T=T):
+    return 3 * forward_flops(config, B, masked, T)        # backward = 2x forward
 
 
 def init_params(config: BertConfig, seed: int = 0) -> dict:

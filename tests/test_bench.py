@@ -28,6 +28,9 @@ def bench(monkeypatch):
     import hf                                            # benchmarks/hf.py, on the path the script set
     monkeypatch.setattr(hf, "missing", lambda: ["torch", "transformers"])
     monkeypatch.setattr(hf, "versions", lambda: {})
+    import ort                                           # benchmarks/ort.py
+    monkeypatch.setattr(ort, "missing", lambda: ["onnx", "onnxruntime"])
+    monkeypatch.setattr(ort, "versions", lambda: {})
 
     def run(*argv):
         p = argparse.ArgumentParser()
@@ -42,8 +45,7 @@ def test_the_report_is_the_table_and_says_why_hugging_face_was_skipped(bench, ca
     captured = capsys.readouterr()
     out = captured.out.splitlines()
     assert not any(line.startswith("{") for line in out)
-    assert "hf skipped: Hugging Face needs torch and transformers, not installed (pip install torch " \
-           "transformers)" in out
+    assert "hf skipped: it needs torch and transformers, not installed (pip install torch transformers)" in out
     assert any(line.startswith("tiny    30522 glibc      numpy     |        1300") for line in out)
     assert "measuring numpy tiny vocab 30522 glibc" in captured.err              # progress: stderr
 
@@ -56,3 +58,10 @@ def test_json_on_request(bench, capsys, tmp_path):
     assert "hf skipped" in capsys.readouterr().out                                # the table, and the file
     assert [json.loads(line) for line in (tmp_path / "b.jsonl").read_text().splitlines()] == records
 
+
+
+def test_onnx_runtime_skipped_with_the_reason_and_the_blas_core_named(bench, capsys):
+    assert bench("--impls", "numpy,ort") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "ort skipped: it needs onnx and onnxruntime, not installed (pip install onnx onnxruntime)" in out
+    assert any(line.startswith("OpenBLAS core type: ") for line in out)       # which kernels the BLAS ran
