@@ -318,9 +318,9 @@ def spy_on_updates(monkeypatch):
     from npbert.optim import AdamW, global_norm
     seen, real = [], AdamW.step
 
-    def step(self, params, grads, lr):
+    def step(self, params, grads, lr, frozen=frozenset()):
         seen.append((lr, global_norm(grads)))
-        return real(self, params, grads, lr)
+        return real(self, params, grads, lr, frozen)
     monkeypatch.setattr(AdamW, "step", step)
     return seen
 
