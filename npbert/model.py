@@ -26,6 +26,9 @@ from npbert.trace import NO_TRACE, Trace
 
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 POOLER_WEIGHT = "bert.pooler.dense.weight"   # absent in HF models built without a pooler
+# what only next-sentence prediction trains in BertForPreTraining: its head and the pooler it reads
+NSP_ONLY_PARAMS = frozenset({POOLER_WEIGHT, "bert.pooler.dense.bias", "cls.seq_relationship.weight",
+                             "cls.seq_relationship.bias"})
 
 
 # --- parameters ---------------------------------------------------------------------------------

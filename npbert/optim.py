@@ -59,12 +59,16 @@ class AdamW:
         self.v = {k: np.zeros_like(p) for k, p in params.items()}
         self.t = 0                                      # number of updates done
 
-    def step(self, params: dict, grads: dict, lr: float) -> None:
+    def step(self, params: dict, grads: dict, lr: float, frozen=frozenset()) -> None:
+        """One update of every parameter but those named in `frozen`, which stay exactly as they
+        are (no weight decay either) and keep zero moments."""
         self.t += 1
         b1, b2 = self.betas
         c1 = 1.0 - b1 ** self.t if self.bias_correction else 1.0
         c2 = 1.0 - b2 ** self.t if self.bias_correction else 1.0
         for k, p in params.items():
+            if k in frozen:
+                continue
             # one hot op per tensor (npbert.ops.adamw: the formula, its order; the numba backend fuses it)
             wd = self.weight_decay if decays(k) else 0.0
             backend.adamw_update(p, grads[k], self.m[k], self.v[k], lr, b1, b2, self.eps, c1, c2, wd)

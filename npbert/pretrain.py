@@ -1,4 +1,5 @@
-"""Pretraining: masked LM + next-sentence prediction on prepared instances.
+"""Pretraining: masked LM + next-sentence prediction on prepared instances (or masked LM alone,
+no_nsp: the same instances, no NSP loss, the NSP head and the pooler never updated).
 
     for step in range(steps):
         batch = next batch of the epoch's permutation          (resumable: epoch, index)
@@ -9,7 +10,7 @@
 The loop itself (progress, checkpoints, resume, Ctrl-C) is npbert/training/loop.py, shared with
 fine-tuning; what is pretraining's own is here: the data (a prepared directory, or a corpus
 prepared into OUT/data), the model (a preset, or a checkpoint with --model), and held-out MLM
-and NSP accuracy against their baselines.
+and NSP accuracy against their baselines (MLM only without NSP).
 """
 from __future__ import annotations
 
@@ -23,8 +24,9 @@ import numpy as np
 from npbert.backend import get_backend
 from npbert.checkpoint import VOCAB_FILE, load_pretrained
 from npbert.config import PRESETS, BertConfig
+from npbert.data.instances import canonical_mask_mix
 from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.model import NSP_ONLY_PARAMS, init_params, pretraining_backward, pretraining_forward
 from npbert.task_models import pretraining_config
 from npbert.tokenizer import BertTokenizer, load_vocab
 from npbert.training.loop import Job, Schedule, train
@@ -51,11 +53,15 @@ class PretrainOptions:
     dupe_factor: int | None = None
     max_documents: int | None = None
     heldout_fraction: float | None = None  # documents held out for evaluation (None: prepare's 0.02)
+    mask_mix: str | None = None       # MASK/SAME/RND for a corpus (None: 80/10/10); with data, the data's (another
+                                      # is an error); the checkpoint records the data's
     do_lower_case: bool | None = None  # for a corpus: None lower-cases (with --model: the checkpoint's casing)
     preset: str = "tiny"
     model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
                                       # preset), a new optimizer and schedule; for a corpus, its vocab.txt and casing
     model_overrides: dict | None = None  # BertConfig fields to change from the preset (e.g. a smaller test model)
+    no_nsp: bool = False              # masked LM only (the paper's "No NSP"): the same sentence-pair instances, no
+                                      # NSP loss; the NSP head and the pooler, which only NSP trains, never updated
     steps: int = 1200                 # the defaults finish in about 2.5 minutes on 2 cores (tiny, builtin)
     batch_size: int = 32
     learning_rate: float = 3e-3
@@ -102,10 +108,14 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
     data = None
     if opts.data is not None or resume:
         data = load_prepared(opts.data or os.path.join(opts.out, DATA_DIR))
+        opts = with_data_mask_mix(opts, data[0])
     else:
         check_corpus(opts.corpus)                      # read and prepared into OUT/data below
     with open_run(opts.out, "pretrain", resume, overwrite, log) as run:
-        train_data, heldout_data = data or prepare_corpus(opts, log)
+        if data is None:
+            data = prepare_corpus(opts, log)
+            opts = with_data_mask_mix(opts, data[0])
+        train_data, heldout_data = data
         if resume:
             note_backend_change(saved.backend, log)
         ckpt = saved if resume else new_checkpoint(opts, loaded, train_data, log)
@@ -116,11 +126,12 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
                              keep_until_step=ckpt.position.step if resume else None)
         job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
         if heldout_data is not None and not resume:
-            metrics.write(kind="baseline", step=0, mlm_acc=job.mlm_baseline, nsp_acc=job.nsp_baseline)
+            metrics.write(kind="baseline", step=0, **job.baselines())
         c = ckpt.config
         log(f"pretraining {opts.model or opts.preset} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, vocab "
             f"{c.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, peak lr "
-            f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+            f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}"
+            + ("; masked LM only (--no-nsp): the NSP head and the pooler stay as they are" if opts.no_nsp else ""))
         # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
         tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
 
@@ -139,55 +150,73 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
             f"figures are in {os.path.join(opts.out, METRICS_FILE)}")
         log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
         return dict(step=ckpt.position.step, checkpoint=ckpt_dir, stopped=False)
-    final = evaluate(ckpt.params, ckpt.config, heldout_data, opts.batch_size, max_batches=None)
+    final = evaluate(ckpt.params, ckpt.config, heldout_data, opts.batch_size, max_batches=None, nsp=job.nsp)
     log(f"held-out MLM accuracy {final['mlm_acc']:.3f}  (most-frequent-token baseline {job.mlm_baseline:.3f}, "
         f"{final['mlm_acc'] / max(job.mlm_baseline, 1e-9):.1f}x)")
-    log(f"held-out NSP accuracy {final['nsp_acc']:.3f}  (majority-class baseline {job.nsp_baseline:.3f}: "
-        f"{job.nsp_notnext:.0%} of the held-out pairs are NotNext)")
+    if job.nsp:
+        log(f"held-out NSP accuracy {final['nsp_acc']:.3f}  (majority-class baseline {job.nsp_baseline:.3f}: "
+            f"{job.nsp_notnext:.0%} of the held-out pairs are NotNext)")
+    else:
+        log("no NSP accuracy: pretrained without next-sentence prediction (--no-nsp); the NSP head and the pooler "
+            "are as they were at step 0")
     log(f"model saved to {ckpt_dir}  (try: npbert fill-mask {ckpt_dir} \"... [MASK] ...\")")
-    return dict(final, baseline_mlm_acc=job.mlm_baseline, baseline_nsp_acc=job.nsp_baseline,
+    return dict(final, **{f"baseline_{k}": v for k, v in job.baselines().items()},
                 step=ckpt.position.step, checkpoint=ckpt_dir, stopped=False)
 
 
 class PretrainingJob(Job):
     """Masked LM + NSP on prepared instances: the epoch's permutation of the training split,
     held-out evaluation every eval_every steps against the two baselines (none for data
-    prepared with --heldout-fraction 0)."""
+    prepared with --heldout-fraction 0). With no_nsp, masked LM alone on the same batches: the
+    NSP labels are left out (no NSP loss, so zero gradients for the NSP head and the pooler,
+    which are frozen as well, so that weight decay does not shrink them either), and nothing
+    reports an NSP accuracy."""
     name = "pretrain"
 
     def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
         self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log
         self.train_data, self.heldout_data = train_data, heldout_data
         self.batches_per_epoch = train_data.num_batches(opts.batch_size)
+        self.nsp = not opts.no_nsp
+        self.frozen = frozenset() if self.nsp else NSP_ONLY_PARAMS
         if heldout_data is not None:
             self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
             self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
             self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
         self.watch = RisingLossWatch(ckpt.extra.get("heldout_losses"))
 
+    def baselines(self) -> dict:
+        """The held-out baselines the accuracies are measured against."""
+        return keep_nsp(dict(mlm_acc=self.mlm_baseline, nsp_acc=self.nsp_baseline), self.nsp)
+
     def batches(self, epoch, start):
         return self.train_data.batches(self.opts.batch_size, self.opts.seed, epoch, start)
 
     def forward(self, params, batch, rng):
+        if not self.nsp:
+            batch = dict(batch, nsp_labels=None)       # no label counted: NSP loss 0, its gradients 0
         return pretraining_forward(params, self.config, **batch, rng=rng)
 
     def backward(self, cache):
         return pretraining_backward(cache)
 
     def step_metrics(self, out, batch):
-        return step_metrics(out)
+        return keep_nsp(step_metrics(out), self.nsp)
 
     def describe(self, m, epoch):
-        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | nsp acc {m['nsp_acc']:.3f}"
+        nsp = f"nsp acc {m['nsp_acc']:.3f}" if self.nsp else "nsp off"
+        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | {nsp}"
 
     def after_step(self, position, epoch_ended, done):
         step = position.step
         if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
             return
-        e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches)
-        self.log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {self.mlm_baseline:.3f}) | nsp acc "
-                 f"{e['nsp_acc']:.3f} (baseline {self.nsp_baseline:.3f}) | mlm loss {e['mlm_loss']:.3f} | "
-                 f"nsp loss {e['nsp_loss']:.3f}")
+        e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches,
+                     nsp=self.nsp)
+        nsp_acc = f" | nsp acc {e['nsp_acc']:.3f} (baseline {self.nsp_baseline:.3f})" if self.nsp else ""
+        nsp_loss = f" | nsp loss {e['nsp_loss']:.3f}" if self.nsp else ""
+        self.log(f"  held-out: mlm acc {e['mlm_acc']:.3f} (baseline {self.mlm_baseline:.3f}){nsp_acc} | mlm loss "
+                 f"{e['mlm_loss']:.3f}{nsp_loss}")
         self.metrics.write(kind="eval", step=step, **e)
         warning = self.watch.add(step, e["mlm_loss"])
         if warning:
@@ -222,6 +251,8 @@ def check_options(opts: PretrainOptions) -> None:
                   fractions=("heldout_fraction", "hidden_dropout_prob", "attention_probs_dropout_prob"))
     if opts.preset not in PRESETS:
         raise NpbertError(f"unknown --preset {opts.preset!r}; choose one of {', '.join(PRESETS)}")
+    if opts.mask_mix is not None:
+        canonical_mask_mix(opts.mask_mix)              # a DataError naming it
 
 
 def dropout_options(opts: PretrainOptions) -> dict:
@@ -280,6 +311,16 @@ def start_from_checkpoint(opts: PretrainOptions, loaded, data, log) -> tuple:
     return config, params
 
 
+def with_data_mask_mix(opts: PretrainOptions, data) -> PretrainOptions:
+    """opts recording the mask mix the data were prepared with (the checkpoint keeps it); a
+    --mask-mix they were not prepared with is an error, not a run on another mix."""
+    if opts.mask_mix is not None and canonical_mask_mix(opts.mask_mix) != data.mask_mix:
+        raise DataError(f"{data.directory} was prepared with --mask-mix {data.mask_mix}, not {opts.mask_mix}: the mix "
+                        f"is fixed when the shards are made; prepare the corpus again with `npbert prepare --mask-mix "
+                        f"{opts.mask_mix}`, or leave --mask-mix out to train on the data's")
+    return dataclasses.replace(opts, mask_mix=data.mask_mix)
+
+
 def load_prepared(directory):
     """(train, held-out) splits of a directory made by `npbert prepare`; held-out is None when it
     was prepared with --heldout-fraction 0."""
@@ -305,13 +346,18 @@ def prepare_corpus(opts: PretrainOptions, log):
     t0 = time.perf_counter()
     kwargs = dict(corpus=opts.corpus, out=directory, vocab=opts.vocab, vocab_size=opts.vocab_size,
                   max_seq_length=opts.max_seq_length, seed=opts.seed, max_documents=opts.max_documents)
-    for name in ("dupe_factor", "do_lower_case", "heldout_fraction"):   # None: prepare's default
+    for name in ("dupe_factor", "do_lower_case", "heldout_fraction", "mask_mix"):   # None: prepare's default
         if getattr(opts, name) is not None:
             kwargs[name] = getattr(opts, name)
     log(f"preparing {opts.corpus} into {directory} ...")
     prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None, notes=log)
     log(f"prepared {opts.corpus} in {time.perf_counter() - t0:.1f} s")
     return load_prepared(directory)
+
+
+def keep_nsp(metrics: dict, nsp: bool) -> dict:
+    """metrics, less the NSP ones when NSP is off (an untrained head's accuracy means nothing)."""
+    return metrics if nsp else {k: v for k, v in metrics.items() if not k.startswith("nsp_")}
 
 
 def step_metrics(out) -> dict:
@@ -326,8 +372,9 @@ def accuracy_counts(logits, labels, ignore_index=-100):
     return int((logits.argmax(axis=-1)[counted] == labels[counted]).sum()), int(counted.sum())
 
 
-def evaluate(params, config, data, batch_size, max_batches=None) -> dict:
-    """Held-out MLM and NSP loss and accuracy, without dropout, over a fixed order of batches."""
+def evaluate(params, config, data, batch_size, max_batches=None, nsp=True) -> dict:
+    """Held-out MLM and NSP loss and accuracy (nsp=False: MLM only), without dropout, over a
+    fixed order of batches."""
     totals = dict(mlm_loss=0.0, nsp_loss=0.0, mlm_hits=0, mlm_n=0, nsp_hits=0, nsp_n=0)
     for i, batch in enumerate(data.batches(batch_size, seed=0, epoch=0)):
         if max_batches is not None and i >= max_batches:
@@ -339,10 +386,10 @@ def evaluate(params, config, data, batch_size, max_batches=None) -> dict:
         totals["nsp_loss"] += float(out["nsp_loss"]) * nn
         for k, v in (("mlm_hits", mh), ("mlm_n", mn), ("nsp_hits", nh), ("nsp_n", nn)):
             totals[k] += v
-    return dict(mlm_loss=totals["mlm_loss"] / max(totals["mlm_n"], 1),
-                nsp_loss=totals["nsp_loss"] / max(totals["nsp_n"], 1),
-                mlm_acc=totals["mlm_hits"] / max(totals["mlm_n"], 1),
-                nsp_acc=totals["nsp_hits"] / max(totals["nsp_n"], 1))
+    return keep_nsp(dict(mlm_loss=totals["mlm_loss"] / max(totals["mlm_n"], 1),
+                         nsp_loss=totals["nsp_loss"] / max(totals["nsp_n"], 1),
+                         mlm_acc=totals["mlm_hits"] / max(totals["mlm_n"], 1),
+                         nsp_acc=totals["nsp_hits"] / max(totals["nsp_n"], 1)), nsp)
 
 
 def masked_labels(data) -> np.ndarray:

@@ -2,8 +2,8 @@
 as one PNG of four panels, and a few lines saying what was drawn:
 
     loss                  training (thin line) and held-out or dev (dots) losses, a test loss (star)
-    accuracy / metrics    MLM and NSP accuracy, or the task's metrics, and the baseline (dashed)
-                          each must beat
+    accuracy / metrics    MLM and NSP accuracy (MLM only for a run with --no-nsp), or the task's
+                          metrics, and the baseline (dashed) each must beat
     learning rate         warmup, then linear decay
     tokens/s              training speed
 
@@ -47,7 +47,7 @@ def plot_run(run_dir, out=None, log=print) -> str:
     plotting.save_png(plt, fig, out)
     where = " (inside the run directory)" if os.path.dirname(os.path.abspath(out)) == os.path.abspath(run_dir) else ""
     against = "against the baselines" if series(records, "baseline") else "(no baseline in the log)"
-    log(f"drew loss, {'MLM/NSP accuracy' if pretraining else 'task metrics'} {against}, learning rate and tokens/s "
+    log(f"drew loss, {scores_title(records, pretraining)} {against}, learning rate and tokens/s "
         f"into {out}{where}")
     return out
 
@@ -111,6 +111,13 @@ def is_pretraining(records) -> bool:
     return any(field.startswith(("mlm_", "nsp_")) for r in records for field in r)
 
 
+def scores_title(records, pretraining) -> str:
+    """What the accuracy panel holds (a run pretrained with --no-nsp logs no NSP figure)."""
+    if not pretraining:
+        return "dev metrics"
+    return "MLM and NSP accuracy" if any(field.startswith("nsp_") for r in records for field in r) else "MLM accuracy"
+
+
 def run_kind(pretraining) -> str:
     return "pretraining" if pretraining else "fine-tuning"
 
@@ -171,7 +178,7 @@ def draw(plt, records, pretraining, title):
     fig, ((loss_ax, score_ax), (lr_ax, speed_ax)) = plt.subplots(2, 2, figsize=(12, 8), constrained_layout=True)
     fig.suptitle(title, fontsize=10)
     names = kind_names(pretraining)
-    scores = "MLM and NSP accuracy" if pretraining else "dev metrics"
+    scores = scores_title(records, pretraining)
     draw_panel(loss_ax, records, names, is_loss, "loss", "loss")
     draw_panel(score_ax, records, names, is_score, scores + (" against the baselines" if series(records, "baseline")
                                                              else ""), "fraction")

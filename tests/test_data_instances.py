@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from npbert.data.instances import (IS_NEXT, NOT_NEXT, InstanceOptions, VocabIds, create_instances,
+from npbert.data.instances import (IS_NEXT, NOT_NEXT, InstanceOptions, VocabIds, canonical_mask_mix, create_instances,
                                    create_instances_from_document, create_masked_lm_predictions, num_to_predict,
                                    truncate_seq_pair)
 from npbert.errors import DataError
@@ -155,6 +155,84 @@ def test_a_single_document_is_a_data_error():
 def test_bad_options_are_data_errors(bad):
     with pytest.raises(DataError):
         InstanceOptions(**bad)
+
+
+@pytest.mark.parametrize("mix, message", [
+    ("80/10", "three whole percentages MASK/SAME/RND"), ("80/10/10/0", "three whole percentages"),
+    ("80.0/10/10", "three whole percentages"), ("-10/10/100", "three whole percentages"),
+    ("a/b/c", "three whole percentages"), ("", "three whole percentages"), (None, "got None"),
+    ((80, 10, 10), r"got \(80, 10, 10\)"), ("80/10/20", "80/10/20 sums to 110%, not 100%"),
+    ("0/0/0", "sums to 0%")])
+def test_a_bad_mask_mix_is_a_data_error_naming_it(mix, message):
+    with pytest.raises(DataError, match="mask_mix.*" + message):
+        InstanceOptions(mask_mix=mix)
+
+
+def test_a_mask_mix_is_recorded_in_one_spelling():
+    assert canonical_mask_mix(" 080/10/010") == "80/10/10" and canonical_mask_mix("0/0/100") == "0/0/100"
+
+
+MIDDLE = [CLS] + list(range(30)) + [SEP] + list(range(30, 59)) + [SEP]   # 59 candidates, 9 chosen
+
+
+def test_the_default_mix_is_the_original_80_10_10_to_the_bit():
+    """The original's constants written out (u < 0.8: [MASK]; else v >= 0.5: random; else kept),
+    replayed on the same Generator: the default mask mix changes no draw and no outcome."""
+    for seed in range(300):
+        masked, positions, _ = create_masked_lm_predictions(MIDDLE, VOCAB, InstanceOptions(), np.random.default_rng(seed))
+        replay = np.random.default_rng(seed)
+        replay.shuffle(list(range(59)))                 # the candidates' shuffle: same draws for any 59 items
+        n = len(positions)
+        action, keep_or_random, random_ids = replay.random(n), replay.random(n), replay.integers(VOCAB.vocab_size, size=n)
+        expected = list(MIDDLE)
+        for k, p in enumerate(positions):
+            if action[k] < 0.8:
+                expected[p] = MASK
+            elif keep_or_random[k] >= 0.5:
+                expected[p] = int(random_ids[k])
+        assert masked == expected, seed
+
+
+TABLE_8 = ["80/10/10", "100/0/0", "80/0/20", "80/20/0", "0/20/80", "0/0/100"]
+
+
+@pytest.mark.parametrize("mix", TABLE_8)
+def test_every_mix_chooses_the_same_positions_and_consumes_the_same_draws(mix):
+    """Mixes differ only in what the chosen positions show: an ablation over them compares the
+    same targets, and the Generator is left in the same state for what follows."""
+    for seed in range(50):
+        default_rng, mix_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        _, positions, labels = create_masked_lm_predictions(MIDDLE, VOCAB, InstanceOptions(), default_rng)
+        _, mix_positions, mix_labels = create_masked_lm_predictions(MIDDLE, VOCAB, InstanceOptions(mask_mix=mix), mix_rng)
+        assert (positions, labels) == (mix_positions, mix_labels)
+        assert default_rng.random() == mix_rng.random()
+
+
+@pytest.mark.parametrize("mix", TABLE_8)
+def test_realised_mix_matches_the_asked_one(mix):
+    """Shares of the chosen positions shown as [MASK] / themselves / another token. A random
+    replacement is uniform over the whole vocabulary, so with probability 1/V each it draws the
+    original id (shows as kept) or [MASK] itself (as the original does): a zero share is exactly
+    zero, the others within 4 standard errors of their expectation."""
+    mask, same, rnd = (int(x) / 100 for x in mix.split("/"))
+    rng = np.random.default_rng(11)
+    instances = create_instances(random_documents(rng, num_documents=100, sentences=(20, 40)), range(100), VOCAB,
+                                 InstanceOptions(max_seq_length=64, mask_mix=mix), rng)
+    shown = np.array([(i.tokens[p], label) for i in instances for p, label in zip(i.masked_lm_positions,
+                                                                                   i.masked_lm_labels)])
+    n = len(shown)
+    as_mask = np.mean(shown[:, 0] == MASK)
+    kept = np.mean(shown[:, 0] == shown[:, 1])
+    other = np.mean((shown[:, 0] != MASK) & (shown[:, 0] != shown[:, 1]))
+    V = VOCAB.vocab_size
+    expected = dict(as_mask=mask + rnd / V, kept=same + rnd / V, other=rnd * (1 - 2 / V))
+    assert n > 2000
+    for name, got in (("as_mask", as_mask), ("kept", kept), ("other", other)):
+        p = expected[name]
+        if p == 0:
+            assert got == 0, name
+        else:
+            assert abs(got - p) < 4 * np.sqrt(p * (1 - p) / n) + 1e-12, (name, got, p)
 
 
 def test_same_seed_same_instances_other_seed_other_instances():

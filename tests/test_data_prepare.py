@@ -11,6 +11,7 @@ from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.data.pretraining_data import PretrainingData
 from npbert.data.shards import MANIFEST, VOCAB_FILE
+from npbert.errors import DataError
 from npbert.model import init_params, pretraining_forward
 
 QUIET = dict(log=lambda *a: None)
@@ -153,6 +154,42 @@ def test_the_command_prints_the_statistics(tmp_path, capsys):
     assert json.load(open(os.path.join(out, MANIFEST)))["options"]["whole_word_mask"] is True
     assert main(["prepare", "--max-documents", "41", "--dupe-factor", "1", "--out", out]) == 2
     assert "max_documents=40 (now 41)" in capsys.readouterr().err
+
+
+def test_a_mask_mix_is_printed_recorded_and_refused_when_it_differs(tmp_path, capsys):
+    out = str(tmp_path / "mix")
+    command = ["prepare", "--max-documents", "40", "--dupe-factor", "1", "--out", out, "--mask-mix"]
+    assert main(command + ["100/0/0"]) == 0
+    assert "[MASK] 100.0% / same 0.0% / random 0.0% (mask mix 100/0/0)" in capsys.readouterr().out
+    manifest = json.load(open(os.path.join(out, MANIFEST)))
+    assert manifest["options"]["mask_mix"] == "100/0/0" and manifest["splits"]["train"]["summary"]["mask_share"] == 1.0
+    data = PretrainingData(out)
+    a = data.arrays
+    predicted = np.arange(a["masked_lm_positions"].shape[1]) < a["num_masked"][:, None]            # (n, P)
+    shown = np.take_along_axis(a["input_ids"], a["masked_lm_positions"].astype(np.int64), axis=1)  # (n, P)
+    assert data.mask_mix == "100/0/0" and (shown[predicted] == manifest["special_ids"]["mask"]).all()
+    assert main(command + ["80/10/10"]) == 2
+    assert "mask_mix='100/0/0' (now '80/10/10')" in capsys.readouterr().err
+    assert main(command + ["100/00/0"]) == 0                          # the same mix, spelt otherwise
+    assert "already prepared" in capsys.readouterr().out
+    assert main(command + ["90/20/0"]) == 2
+    err = capsys.readouterr().err
+    assert err == "npbert prepare: error: mask_mix 90/20/0 sums to 110%, not 100%: MASK/SAME/RND share out the " \
+                  "chosen positions\n"
+
+
+def test_data_prepared_before_the_mask_mix_existed_was_masked_80_10_10(tmp_path):
+    out = tmp_path / "old"
+    opts = PrepareOptions(out=str(out), max_documents=30, dupe_factor=1)
+    assert prepare(opts, **QUIET)["options"]["mask_mix"] == "80/10/10"
+    manifest = json.load(open(out / MANIFEST))
+    del manifest["options"]["mask_mix"]                               # as npbert wrote it before the option
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    log = []
+    prepare(opts, log=log.append)
+    assert log == [f"{out} is already prepared with these options"] and PretrainingData(str(out)).mask_mix == "80/10/10"
+    with pytest.raises(DataError, match=r"mask_mix='80/10/10' \(now '0/0/100'\)"):
+        prepare(PrepareOptions(out=str(out), max_documents=30, dupe_factor=1, mask_mix="0/0/100"), **QUIET)
 
 
 def test_a_text_corpus_without_vocabulary_trains_one_and_reuses_it_on_resume(tmp_path, monkeypatch):

@@ -48,6 +48,21 @@ def test_weight_decay_excludes_layernorm_and_biases():
     assert np.allclose(p["a.weight"], 0.95) and (p["a.bias"] == 1).all() and (p["a.LayerNorm.weight"] == 1).all()
 
 
+def test_a_frozen_parameter_is_not_updated_not_even_decayed():
+    """frozen: no update at all, though its gradient is not zero and weight decay is large; the
+    others take exactly the step they take without it."""
+    def run(frozen):
+        p = {"a.weight": np.ones(3), "b.weight": np.ones(3)}
+        opt = AdamW(p, weight_decay=0.5)
+        for _ in range(3):
+            opt.step(p, {k: np.full(3, 0.2) for k in p}, lr=0.1, frozen=frozen)
+        return p, opt
+    p, opt = run(frozenset({"b.weight"}))
+    free, _ = run(frozenset())
+    assert (p["b.weight"] == 1).all() and not opt.m["b.weight"].any() and not opt.v["b.weight"].any()
+    assert np.array_equal(p["a.weight"], free["a.weight"]) and not np.allclose(free["b.weight"], 1)
+
+
 def test_schedule_values():
     lr = [linear_warmup_decay(s, 1e-3, 10, 110) for s in range(111)]
     assert lr[0] == 0.0 and lr[5] == pytest.approx(5e-4) and lr[10] == pytest.approx(1e-3)

@@ -100,6 +100,18 @@ def test_a_finetuning_run_is_drawn_with_its_dev_and_test_scores(runs, tmp_path, 
     assert main(["plot", ft, "--out", picture]) == 0                 # its own picture: replaced
 
 
+@needs_matplotlib
+def test_a_run_pretrained_without_nsp_is_drawn_as_mlm_only(tmp_path, capsys):
+    records = [dict(kind="baseline", step=0, mlm_acc=0.08),
+               dict(kind="train", step=1, lr=0.1, grad_norm=1.0, tokens_per_s=10.0, loss=5.0, mlm_loss=5.0, mlm_acc=0.1),
+               dict(kind="eval", step=1, mlm_loss=4.9, mlm_acc=0.11)]
+    run = write_log(tmp_path, "".join(json.dumps(r) + "\n" for r in records))
+    assert main(["plot", run]) == 0
+    assert "drew loss, MLM accuracy against the baselines," in capsys.readouterr().out
+    assert set(panels(run)["MLM accuracy against the baselines"]) == {"train mlm_acc", "held-out mlm_acc",
+                                                                       "baseline mlm_acc"}
+
+
 def test_without_matplotlib_it_says_how_to_install_it(runs, tmp_path, monkeypatch, capsys):
     pt, _ = runs
     monkeypatch.setattr(plotting, "load_pyplot", lambda: None)

@@ -31,6 +31,10 @@ def register(subparsers):
     p.add_argument("--dupe-factor", type=int, default=None,
                    help="passes over the corpus, each masked differently (default: 5 for builtin, 2 otherwise)")
     p.add_argument("--whole-word-mask", action="store_true", help="mask whole words (a token and its ## pieces)")
+    p.add_argument("--mask-mix", default=DEFAULTS.mask_mix, metavar="MASK/SAME/RND",
+                   help="percentages of the chosen positions shown as [MASK], left unchanged, replaced by a random "
+                        "token, summing to 100 (the BERT paper's Table 8: 80/10/10, 100/0/0, 80/0/20, 80/20/0, "
+                        "0/20/80, 0/0/100)")
     p.add_argument("--seed", type=int, default=DEFAULTS.seed,
                    help="seed of the split, the masking and the NotNext segments")
     p.add_argument("--heldout-fraction", type=float, default=DEFAULTS.heldout_fraction,
@@ -46,7 +50,7 @@ def run(args) -> int:
                           vocab_size=args.vocab_size, max_seq_length=args.max_seq_length,
                           max_predictions_per_seq=args.max_predictions_per_seq, masked_lm_prob=args.masked_lm_prob,
                           short_seq_prob=args.short_seq_prob, dupe_factor=args.dupe_factor,
-                          whole_word_mask=args.whole_word_mask, seed=args.seed,
+                          whole_word_mask=args.whole_word_mask, mask_mix=args.mask_mix, seed=args.seed,
                           heldout_fraction=args.heldout_fraction, max_documents=args.max_documents,
                           do_lower_case=not args.cased)
     prepare(opts)

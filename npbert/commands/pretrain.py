@@ -29,12 +29,19 @@ def register(sub):
                    help="use the first N documents of --corpus; builtin: generate N (default: all; builtin 4000)")
     p.add_argument("--cased", dest="do_lower_case", action="store_false", default=None,
                    help="keep case when preparing --corpus (default: lower-case, or the --model checkpoint's casing)")
+    p.add_argument("--mask-mix", default=None, metavar="MASK/SAME/RND",
+                   help="percentages of the masked positions shown as [MASK], left unchanged, replaced by a random "
+                        "token, for --corpus (default: 80/10/10; with --data, the mix it was prepared with, and "
+                        "another one is refused)")
     p.add_argument("--preset", choices=list(PRESETS), default=d.preset,
                    help="size of a new model (`npbert info PRESET` shows it)")
     p.add_argument("--model", default=None,
                    help="a checkpoint (npbert or Hugging Face) to pretrain further instead of a new --preset model: "
                         "its weights and vocabulary, a new optimizer and learning-rate schedule (default: none)")
     p.add_argument("--steps", type=int, default=d.steps, help="training steps (batches)")
+    p.add_argument("--no-nsp", action="store_true",
+                   help="masked LM only (the BERT paper's \"No NSP\"): the same sentence-pair instances and batches, "
+                        "no next-sentence loss; the NSP head and the pooler are kept but never updated")
     add_optimizer_arguments(p, d)
     p.add_argument("--warmup-steps", type=int, default=None,
                    help="steps over which the learning rate rises from 0 (default: 10%% of --steps)")

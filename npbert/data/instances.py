@@ -14,7 +14,8 @@ numpy Generator as the only source of randomness:
   * [CLS] A [SEP] B [SEP], segment ids 0 then 1;
   * num_to_predict = min(max_predictions_per_seq, max(1, round(len(tokens) * masked_lm_prob)))
     positions among the shuffled candidates (never [CLS]/[SEP]); each chosen one becomes
-    [MASK] 80%, a uniformly random vocabulary id 10%, itself 10%. With whole-word masking a
+    [MASK] 80%, itself 10%, a uniformly random vocabulary id 10% (the mask mix MASK/SAME/RND,
+    80/10/10 unless options.mask_mix says otherwise: the BERT paper's Table 8). With whole-word masking a
     candidate is a word (a token and its following ## pieces), and a word that would overshoot
     num_to_predict is skipped, as in the original.
 
@@ -25,6 +26,7 @@ NSP labels follow Hugging Face: 0 = IsNext, 1 = NotNext.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -32,6 +34,7 @@ from npbert.errors import DataError
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 IS_NEXT, NOT_NEXT = 0, 1
+DEFAULT_MASK_MIX = "80/10/10"   # MASK/SAME/RND percentages of the chosen positions, the paper's order
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class InstanceOptions:
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
     whole_word_mask: bool = False
+    mask_mix: str = DEFAULT_MASK_MIX
 
     def __post_init__(self):
         if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
@@ -78,6 +82,36 @@ class InstanceOptions:
             raise DataError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob!r}")
         if not 0.0 <= self.short_seq_prob <= 1.0:
             raise DataError(f"short_seq_prob must be in [0, 1], got {self.short_seq_prob!r}")
+        parse_mask_mix(self.mask_mix)
+
+
+def parse_mask_mix(mix) -> tuple:
+    """"MASK/SAME/RND", e.g. "80/10/10" -> (80, 10, 10): whole percentages of the chosen positions
+    shown as [MASK], left as they are, replaced by a random token; a DataError otherwise."""
+    match = re.fullmatch(r"(\d{1,3})/(\d{1,3})/(\d{1,3})", mix.strip(), re.ASCII) if isinstance(mix, str) else None
+    if match is None:
+        raise DataError(f"mask_mix must be three whole percentages MASK/SAME/RND (the share of the chosen positions "
+                        f"shown as [MASK], left unchanged, replaced by a random token), e.g. 80/10/10 or 100/0/0; "
+                        f"got {mix!r}")
+    shares = tuple(int(g) for g in match.groups())
+    if sum(shares) != 100:
+        raise DataError(f"mask_mix {mix} sums to {sum(shares)}%, not 100%: MASK/SAME/RND share out the chosen positions")
+    return shares
+
+
+def canonical_mask_mix(mix) -> str:
+    """The mix as recorded in manifests and checkpoints: " 080/10/10" -> "80/10/10"."""
+    return "/".join(map(str, parse_mask_mix(mix)))
+
+
+def mask_thresholds(mix) -> tuple:
+    """(mask_below, random_from): a chosen position whose first draw is below mask_below becomes
+    [MASK]; otherwise it becomes a random token if its second draw is at least random_from, and
+    stays itself if not. 80/10/10 gives (0.8, 0.5), the original's constants to the bit, and every
+    mix makes the same draws, so mixes differ only in what the chosen positions show."""
+    mask, same, random = parse_mask_mix(mix)
+    rest = same + random
+    return mask / 100, same / rest if rest else 1.0
 
 
 class Instance(NamedTuple):
@@ -183,12 +217,13 @@ def create_masked_lm_predictions(tokens, vocab: VocabIds, options: InstanceOptio
     chosen.sort()
     n = len(chosen)
     action, keep_or_random, random_ids = rng.random(n), rng.random(n), rng.integers(vocab.vocab_size, size=n)
+    mask_below, random_from = mask_thresholds(options.mask_mix)
     masked = list(tokens)
     labels = [tokens[p] for p in chosen]
     for k, p in enumerate(chosen):
-        if action[k] < 0.8:
-            masked[p] = vocab.mask_id                     # 80%: [MASK]
-        elif keep_or_random[k] >= 0.5:
-            masked[p] = int(random_ids[k])               # 10%: a random token
-        # else 10%: unchanged, so the model cannot assume a visible token is never a target
+        if action[k] < mask_below:
+            masked[p] = vocab.mask_id                     # MASK (80%): [MASK]
+        elif keep_or_random[k] >= random_from:
+            masked[p] = int(random_ids[k])               # RND (10%): a random token
+        # else SAME (10%): unchanged, so the model cannot assume a visible token is never a target
     return masked, chosen, labels

@@ -25,7 +25,7 @@ from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
-from npbert.data.instances import InstanceOptions, VocabIds, create_instances
+from npbert.data.instances import DEFAULT_MASK_MIX, InstanceOptions, VocabIds, canonical_mask_mix, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
                                 id_dtype, pack_instances, read_manifest, read_shard, write_json,
                                 write_shard)
@@ -50,6 +50,7 @@ class PrepareOptions:
     short_seq_prob: float = 0.1
     dupe_factor: int | None = None     # None: 5 for builtin, 2 otherwise (big corpora need fewer passes)
     whole_word_mask: bool = False
+    mask_mix: str = DEFAULT_MASK_MIX   # MASK/SAME/RND percentages of the chosen positions (the paper's Table 8)
     seed: int = 12345
     heldout_fraction: float = 0.02
     max_documents: int | None = None   # builtin: how many stories to generate (default 4000)
@@ -87,7 +88,8 @@ def resolved_options(opts: PrepareOptions) -> dict:
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
                    vocab_size=None if opts.vocab or builtin else opts.vocab_size,
                    max_seq_length=default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128),
-                   dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2))
+                   dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2),
+                   mask_mix=canonical_mask_mix(opts.mask_mix))
     check_options(options)
     return options
 
@@ -112,7 +114,7 @@ def check_options(options):
 
 def instance_options(options) -> InstanceOptions:
     return InstanceOptions(**{k: options[k] for k in ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob",
-                                                         "short_seq_prob", "whole_word_mask")})
+                                                         "short_seq_prob", "whole_word_mask", "mask_mix")})
 
 
 def existing_manifest(out_dir, options):

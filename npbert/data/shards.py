@@ -21,12 +21,15 @@ import zipfile
 import numpy as np
 
 from npbert.atomic import atomic_write
+from npbert.data.instances import DEFAULT_MASK_MIX
 from npbert.errors import JSON_ERRORS, DataError
 
 FORMAT = "npbert-pretraining-data"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 VOCAB_FILE = "vocab.txt"
+# options added after format_version 1: a manifest without one was made with this value
+OPTIONS_ADDED_LATER = dict(mask_mix=DEFAULT_MASK_MIX)
 FIELDS = ("input_ids", "token_type_ids", "lengths", "masked_lm_positions", "masked_lm_ids", "num_masked",
           "next_sentence_labels")
 
@@ -100,6 +103,8 @@ def read_manifest(directory) -> dict:
     if manifest.get("format_version") != FORMAT_VERSION:
         raise DataError(f"{path} has format_version {manifest.get('format_version')!r}; this npbert reads "
                         f"version {FORMAT_VERSION}: prepare the data again")
+    if isinstance(manifest.get("options"), dict):
+        manifest["options"] = {**OPTIONS_ADDED_LATER, **manifest["options"]}
     return manifest
 
 

@@ -38,7 +38,8 @@ def merge_counts(counts_list, max_seq_length) -> dict:
 
 
 def summarize(counts) -> dict:
-    """Counts -> the rates that matter: mask rate over non-special tokens, the 80/10/10 split, IsNext share."""
+    """Counts -> the rates that matter: mask rate over non-special tokens, the realised mask mix
+    ([MASK] / unchanged / random), IsNext share."""
     def share(a, b):
         return a / b if b else 0.0
     return dict(mask_rate=share(counts["predicted"], counts["content_tokens"]),
@@ -68,8 +69,8 @@ def format_report(manifest) -> str:
             f"{name}: {split['documents']:,} documents -> {c['instances']:,} instances in {len(split['shards'])} "
             f"shard(s), {c['tokens']:,} tokens (mean length {s['mean_length']:.1f})",
             f"  masked LM: {c['predicted']:,} predicted = {100 * s['mask_rate']:.2f}% of non-special tokens; "
-            f"[MASK] {100 * s['mask_share']:.1f}% / random {100 * s['random_share']:.1f}% / "
-            f"unchanged {100 * s['unchanged_share']:.1f}%",
+            f"[MASK] {100 * s['mask_share']:.1f}% / same {100 * s['unchanged_share']:.1f}% / "
+            f"random {100 * s['random_share']:.1f}% (mask mix {manifest['options']['mask_mix']})",
             f"  next sentence: IsNext {100 * s['is_next_share']:.1f}%, NotNext {100 - 100 * s['is_next_share']:.1f}%",
         ]
         if name == "train":
