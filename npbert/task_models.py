@@ -137,22 +137,21 @@ def label_names_of(config: BertConfig):
     return [id2label[str(i)] if str(i) in id2label else id2label[i] for i in range(len(id2label))]
 
 
-# --- BertForSequenceClassification -------------------------------------------------------------------
+# --- the heads on what they read, with their losses --------------------------------------------------
+# Each takes the encoder output it reads (the BertFor* models below: the pooled [CLS] or the
+# sequence output; the feature-based models of npbert/feature_based.py: a frozen encoder's
+# features) and returns (outputs, cache); its backward returns (d input, the head's grads).
 
-class SequenceClassificationCache(NamedTuple):
-    bert: BertCache
-    head: ClassifierCache
+class SequenceHeadCache(NamedTuple):
+    classifier: ClassifierCache
     loss: CrossEntropyCache | MseCache | None    # MSE when num_labels == 1 (regression); None without labels
     num_labels: int
 
 
-def sequence_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                                    labels=None, rng=None, trace=None):
-    """-> ({"logits": (B, K), "loss"}, cache). K == 1 is regression: loss = MSE(logits[:, 0], labels).
-    trace: a npbert.trace.Trace, as for bert_forward (the head adds "classifier" and "loss")."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-    pooled = require_pooler(pooled, "sequence classification")
-    logits, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng, bert_cache.trace)  # (B, K)
+def sequence_head_forward(x, params, config, labels, rng, trace):
+    """x: (B, F) -> ({"logits": (B, K), "loss", "labels"}, cache): dropout + classifier, then
+    cross-entropy, or MSE(logits[:, 0], labels) when K == 1 (regression)."""
+    logits, head_cache = classifier_forward(x, params, classifier_dropout(config), rng, trace)   # (B, K)
     B, K = logits.shape
     loss = loss_cache = None
     if labels is not None:
@@ -162,100 +161,99 @@ def sequence_classification_forward(params, config, input_ids, token_type_ids=No
         else:
             labels = _int_labels("labels", labels, (B,), K, "num_labels")
             loss, loss_cache = backend.cross_entropy_forward(logits, labels)
-        bert_cache.trace.record("loss", loss)
-    return dict(logits=logits, loss=loss, labels=labels), SequenceClassificationCache(bert_cache, head_cache,
-                                                                                       loss_cache, K)
+        trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), SequenceHeadCache(head_cache, loss_cache, K)
 
 
-def sequence_classification_backward(cache: SequenceClassificationCache, dloss=1.0):
+def sequence_head_backward(cache: SequenceHeadCache, dloss, trace):
+    # -> dx: (B, F), the classifier's grads
     if cache.num_labels == 1:
         dlogits = mse_backward(dloss, cache.loss)[:, None]                         # (B, 1)
     else:
         dlogits = backend.cross_entropy_backward(dloss, cache.loss)                # (B, K)
-    dpooled, g_head = classifier_backward(dlogits, cache.head, cache.bert.trace)   # (B, H)
-    grads = bert_backward(None, dpooled, cache.bert)
-    grads.update(g_head)
-    return grads
+    return classifier_backward(dlogits, cache.classifier, trace)                   # (B, F)
 
 
-# --- BertForTokenClassification ----------------------------------------------------------------------
-
-class TokenClassificationCache(NamedTuple):
-    bert: BertCache
-    head: ClassifierCache
+class TokenHeadCache(NamedTuple):
+    classifier: ClassifierCache
     loss: CrossEntropyCache | None
     logits_shape: tuple          # (B, T, K)
 
 
-def token_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                                 labels=None, rng=None, trace=None):
-    """-> ({"logits": (B, T, K), "loss"}, cache); labels (B, T), IGNORE_INDEX where not scored
-    (padding, special tokens, and every WordPiece of a word but the first)."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-    logits, head_cache = classifier_forward(h, params, classifier_dropout(config), rng, bert_cache.trace)  # (B, T, K)
+def token_head_forward(x, params, config, labels, rng, trace):
+    """x: (B, T, F) -> ({"logits": (B, T, K), "loss", "labels"}, cache); labels (B, T),
+    IGNORE_INDEX where not scored (padding, special tokens, every WordPiece of a word but the first)."""
+    logits, head_cache = classifier_forward(x, params, classifier_dropout(config), rng, trace)  # (B, T, K)
     B, T, K = logits.shape
     loss = loss_cache = None
     if labels is not None:
         labels = _int_labels("labels", labels, (B, T), K, "num_labels")
         loss, loss_cache = backend.cross_entropy_forward(logits.reshape(B * T, K), labels.reshape(-1))
-        bert_cache.trace.record("loss", loss)
-    return dict(logits=logits, loss=loss, labels=labels), TokenClassificationCache(bert_cache, head_cache, loss_cache,
-                                                                                    logits.shape)
+        trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), TokenHeadCache(head_cache, loss_cache, logits.shape)
 
 
-def token_classification_backward(cache: TokenClassificationCache, dloss=1.0):
+def token_head_backward(cache: TokenHeadCache, dloss, trace):
+    # -> dx: (B, T, F), the classifier's grads
     dlogits = backend.cross_entropy_backward(dloss, cache.loss).reshape(cache.logits_shape)   # (B, T, K)
-    dh, g_head = classifier_backward(dlogits, cache.head, cache.bert.trace)                   # (B, T, H)
-    grads = bert_backward(dh, None, cache.bert)
-    grads.update(g_head)
-    return grads
+    return classifier_backward(dlogits, cache.classifier, trace)                              # (B, T, F)
 
 
-# --- BertForQuestionAnswering -------------------------------------------------------------------------
-
-class QuestionAnsweringCache(NamedTuple):
-    bert: BertCache
-    head: LinearCache            # qa_outputs
+class SpanHeadCache(NamedTuple):
+    qa_outputs: LinearCache
     loss: SpanLossCache | None
 
 
-def question_answering_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                               start_positions=None, end_positions=None, rng=None, trace=None):
-    """-> ({"start_logits": (B, T), "end_logits": (B, T), "loss"}, cache); positions (B,) token
-    indices (see layers/question_answering.py for positions outside the window)."""
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-    logits, head_cache = qa_head_forward(h, params, bert_cache.trace)                        # (B, T, 2)
+def span_head_forward(x, params, start_positions, end_positions, trace):
+    """x: (B, T, F) -> ({"start_logits": (B, T), "end_logits": (B, T), "loss", positions}, cache);
+    positions (B,) token indices (see layers/question_answering.py for positions outside the window)."""
+    logits, head_cache = qa_head_forward(x, params, trace)                          # (B, T, 2)
     B = logits.shape[0]
     loss = loss_cache = None
     if start_positions is not None or end_positions is not None:
         start_positions = _positions("start_positions", start_positions, B)
         end_positions = _positions("end_positions", end_positions, B)
         loss, loss_cache = span_loss_forward(logits, start_positions, end_positions)
-        bert_cache.trace.record("loss", loss)
+        trace.record("loss", loss)
     out = dict(start_logits=logits[..., 0], end_logits=logits[..., 1], loss=loss,
                start_positions=start_positions, end_positions=end_positions)
-    return out, QuestionAnsweringCache(bert_cache, head_cache, loss_cache)
+    return out, SpanHeadCache(head_cache, loss_cache)
 
 
-def question_answering_backward(cache: QuestionAnsweringCache, dloss=1.0):
+def span_head_backward(cache: SpanHeadCache, dloss, trace):
+    # -> dx: (B, T, F), qa_outputs' grads
     dlogits = span_loss_backward(dloss, cache.loss)                                 # (B, T, 2)
-    dh, g_head = qa_head_backward(dlogits, cache.head, cache.bert.trace)            # (B, T, H)
-    grads = bert_backward(dh, None, cache.bert)
-    grads.update(g_head)
-    return grads
+    return qa_head_backward(dlogits, cache.qa_outputs, trace)                       # (B, T, F)
 
 
-# --- BertForMultipleChoice ----------------------------------------------------------------------------
-
-class MultipleChoiceCache(NamedTuple):
-    bert: BertCache              # over the B * C flattened choices
-    head: ClassifierCache
+class ChoiceHeadCache(NamedTuple):
+    classifier: ClassifierCache
     loss: CrossEntropyCache | None
 
 
-def multiple_choice_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                            labels=None, rng=None, trace=None):
-    """input_ids (B, C, T): C choices per example, each a whole sequence -> ({"logits": (B, C), "loss"}, cache)."""
+def choice_head_forward(x, num_choices, params, config, labels, rng, trace):
+    """x: (B*C, F), one row per choice -> ({"logits": (B, C), "loss", "labels"}, cache): a score
+    per choice (dropout + classifier (1, F)), cross-entropy over the choices."""
+    scores, head_cache = classifier_forward(x, params, classifier_dropout(config), rng, trace)   # (B*C, 1)
+    logits = scores.reshape(-1, num_choices)                                                    # (B, C)
+    trace.record("logits", logits)
+    loss = loss_cache = None
+    if labels is not None:
+        labels = _int_labels("labels", labels, (logits.shape[0],), num_choices, "number of choices")
+        loss, loss_cache = backend.cross_entropy_forward(logits, labels)
+        trace.record("loss", loss)
+    return dict(logits=logits, loss=loss, labels=labels), ChoiceHeadCache(head_cache, loss_cache)
+
+
+def choice_head_backward(cache: ChoiceHeadCache, dloss, trace):
+    # -> dx: (B*C, F), the classifier's grads
+    dlogits = backend.cross_entropy_backward(dloss, cache.loss)                   # (B, C)
+    trace.record_grad("logits", dlogits)
+    return classifier_backward(dlogits.reshape(-1, 1), cache.classifier, trace)   # (B*C, F)
+
+
+def flatten_choices(input_ids, token_type_ids, attention_mask):
+    """(B, C, T) inputs -> the B*C choices as sequences (B*C, T) each, and C."""
     input_ids = np.asarray(input_ids)
     if input_ids.ndim != 3:
         raise InputError("multiple choice input_ids must be 3-D (batch, choices, seq_len), got shape "
@@ -264,25 +262,77 @@ def multiple_choice_forward(params, config, input_ids, token_type_ids=None, atte
 
     def flat(a):
         return None if a is None else _same_shape(a, input_ids.shape).reshape(B * C, T)       # (B*C, T)
-    (h, pooled), bert_cache = bert_forward(params, config, flat(input_ids), flat(token_type_ids),
-                                           flat(attention_mask), rng, trace)                 # pooled (B*C, H)
+    return flat(input_ids), flat(token_type_ids), flat(attention_mask), C
+
+
+# --- the BertFor* models: BertModel + a head, trained end to end ---------------------------------------
+
+class TaskModelCache(NamedTuple):
+    bert: BertCache
+    head: SequenceHeadCache | TokenHeadCache | SpanHeadCache | ChoiceHeadCache
+
+
+def sequence_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                    labels=None, rng=None, trace=None):
+    """BertForSequenceClassification -> ({"logits": (B, K), "loss"}, cache). K == 1 is regression.
+    trace: a npbert.trace.Trace, as for bert_forward (the head adds "classifier" and "loss")."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    pooled = require_pooler(pooled, "sequence classification")
+    out, head_cache = sequence_head_forward(pooled, params, config, labels, rng, bert_cache.trace)  # logits (B, K)
+    return out, TaskModelCache(bert_cache, head_cache)
+
+
+def sequence_classification_backward(cache: TaskModelCache, dloss=1.0):
+    dpooled, g_head = sequence_head_backward(cache.head, dloss, cache.bert.trace)   # (B, H)
+    grads = bert_backward(None, dpooled, cache.bert)
+    grads.update(g_head)
+    return grads
+
+
+def token_classification_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                 labels=None, rng=None, trace=None):
+    """BertForTokenClassification -> ({"logits": (B, T, K), "loss"}, cache); labels (B, T)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    out, head_cache = token_head_forward(h, params, config, labels, rng, bert_cache.trace)     # logits (B, T, K)
+    return out, TaskModelCache(bert_cache, head_cache)
+
+
+def token_classification_backward(cache: TaskModelCache, dloss=1.0):
+    dh, g_head = token_head_backward(cache.head, dloss, cache.bert.trace)          # (B, T, H)
+    grads = bert_backward(dh, None, cache.bert)
+    grads.update(g_head)
+    return grads
+
+
+def question_answering_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                               start_positions=None, end_positions=None, rng=None, trace=None):
+    """BertForQuestionAnswering -> ({"start_logits": (B, T), "end_logits": (B, T), "loss"}, cache)."""
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+    out, head_cache = span_head_forward(h, params, start_positions, end_positions, bert_cache.trace)
+    return out, TaskModelCache(bert_cache, head_cache)
+
+
+def question_answering_backward(cache: TaskModelCache, dloss=1.0):
+    dh, g_head = span_head_backward(cache.head, dloss, cache.bert.trace)           # (B, T, H)
+    grads = bert_backward(dh, None, cache.bert)
+    grads.update(g_head)
+    return grads
+
+
+def multiple_choice_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                            labels=None, rng=None, trace=None):
+    """BertForMultipleChoice: input_ids (B, C, T), C choices per example, each a whole sequence
+    -> ({"logits": (B, C), "loss"}, cache)."""
+    input_ids, token_type_ids, attention_mask, C = flatten_choices(input_ids, token_type_ids, attention_mask)
+    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng,
+                                           trace)                                            # pooled (B*C, H)
     pooled = require_pooler(pooled, "multiple choice")
-    scores, head_cache = classifier_forward(pooled, params, classifier_dropout(config), rng,
-                                            bert_cache.trace)                                # (B*C, 1)
-    logits = scores.reshape(B, C)                                                            # (B, C)
-    bert_cache.trace.record("logits", logits)
-    loss = loss_cache = None
-    if labels is not None:
-        labels = _int_labels("labels", labels, (B,), C, "number of choices")
-        loss, loss_cache = backend.cross_entropy_forward(logits, labels)
-        bert_cache.trace.record("loss", loss)
-    return dict(logits=logits, loss=loss, labels=labels), MultipleChoiceCache(bert_cache, head_cache, loss_cache)
+    out, head_cache = choice_head_forward(pooled, C, params, config, labels, rng, bert_cache.trace)  # (B, C)
+    return out, TaskModelCache(bert_cache, head_cache)
 
 
-def multiple_choice_backward(cache: MultipleChoiceCache, dloss=1.0):
-    dlogits = backend.cross_entropy_backward(dloss, cache.loss)                   # (B, C)
-    cache.bert.trace.record_grad("logits", dlogits)
-    dpooled, g_head = classifier_backward(dlogits.reshape(-1, 1), cache.head, cache.bert.trace)  # (B*C, H)
+def multiple_choice_backward(cache: TaskModelCache, dloss=1.0):
+    dpooled, g_head = choice_head_backward(cache.head, dloss, cache.bert.trace)    # (B*C, H)
     grads = bert_backward(None, dpooled, cache.bert)
     grads.update(g_head)
     return grads
