@@ -14,6 +14,10 @@ by Hugging Face's names for the same classes, so checkpoints map one-to-one:
 Every forward is f(params, config, input_ids, token_type_ids, attention_mask, <labels>, rng)
 -> (outputs dict, cache); outputs["loss"] is None without labels. Every backward is
 f(cache, dloss=1.0) -> grads for every bert.* and head parameter.
+
+FEATURE_MODELS are the feature-based twins (npbert/feature_based.py): the same heads on a frozen
+encoder's features (at [CLS] where the model above reads the pooled output), their backward
+giving the head's (and the scalar mix's) grads only. model_of(config, kind) picks by config.
 """
 from __future__ import annotations
 
@@ -25,7 +29,11 @@ import numpy as np
 from npbert import backend
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
+from npbert.feature_based import (FIELD, FINE_TUNE, FeaturesCache, feature_choice, feature_width, features_backward,
+                                  features_forward, mix_shapes, with_features)
 from npbert.layers.classifier import ClassifierCache, classifier_backward, classifier_forward
+from npbert.layers.scalar_mix import GAMMA
+from npbert.layers.scalar_mix import W as MIX_W
 from npbert.layers.question_answering import (SpanLossCache, qa_head_backward, qa_head_forward, span_loss_backward,
                                               span_loss_forward)
 from npbert.model import (IGNORE_INDEX, BertCache, _check_range, bert_backward, bert_forward, require_pooler,
@@ -37,7 +45,7 @@ ARCHITECTURES = dict(sequence_classification="BertForSequenceClassification",
                      token_classification="BertForTokenClassification",
                      question_answering="BertForQuestionAnswering", multiple_choice="BertForMultipleChoice")
 # config.json fields that name a task head (HF's names); a pretraining config has none of them
-HEAD_FIELDS = ("architectures", "num_labels", "id2label", "label2id", "problem_type")
+HEAD_FIELDS = ("architectures", "num_labels", "id2label", "label2id", "problem_type", FIELD)
 HEAD_NAME = dict(sequence_classification="classifier", token_classification="classifier",
                  question_answering="qa_outputs", multiple_choice="classifier")
 
@@ -45,41 +53,62 @@ HEAD_NAME = dict(sequence_classification="classifier", token_classification="cla
 # --- head parameters -------------------------------------------------------------------------------
 
 def head_shapes(config: BertConfig, kind: str, num_labels: int = 2) -> dict:
-    """name -> shape of the head's parameters; QA has 2 outputs (start, end), multiple choice 1."""
+    """name -> shape of the head's parameters; QA has 2 outputs (start, end), multiple choice 1.
+    A feature-based model's head reads its features (feature_width: 4H when four hidden states
+    are concatenated) and a weighted choice adds the scalar mix (npbert/feature_based.py)."""
     check_kind(kind)
     K = {"question_answering": 2, "multiple_choice": 1}.get(kind, num_labels)
     W = HEAD_NAME[kind]
-    return {W + ".weight": (K, config.hidden_size), W + ".bias": (K,)}
+    return {W + ".weight": (K, feature_width(config)), W + ".bias": (K,), **mix_shapes(config)}
 
 
 def init_head(config: BertConfig, kind: str, num_labels: int, rng, dtype=np.float32) -> dict:
-    """BERT's initialisation for a new head: weight ~ truncated normal(0, initializer_range), bias 0."""
+    """BERT's initialisation for a new head: weight ~ truncated normal(0, initializer_range), bias 0;
+    a scalar mix starts as the plain mean: weights 0, gamma 1."""
     return {name: (truncated_normal(rng, shape, config.initializer_range) if len(shape) == 2
-                   else np.zeros(shape)).astype(dtype)
+                   else np.ones(shape) if name == GAMMA else np.zeros(shape)).astype(dtype)
             for name, shape in head_shapes(config, kind, num_labels).items()}
 
 
 def check_head(params, config: BertConfig, kind: str, where) -> int:
-    """The head's parameters are present and fit the model's hidden size; returns num_labels."""
-    W = HEAD_NAME[kind]
+    """The head's parameters are present and fit the model's hidden size (a feature-based model's:
+    its features' width, and the scalar mix exactly when its choice has one); returns num_labels."""
+    feature_choice(config, where)                        # a choice it records is known and fits its layers
+    W, F = HEAD_NAME[kind], feature_width(config)
     if W + ".weight" not in params or W + ".bias" not in params:
         raise CheckpointError(f"{where} has no {W}.weight/{W}.bias: it is not a fine-tuned "
                               f"{ARCHITECTURES[kind]} checkpoint")
     w, b = params[W + ".weight"], params[W + ".bias"]
-    if w.ndim != 2 or w.shape[1] != config.hidden_size or b.shape != (w.shape[0],):
+    if w.ndim != 2 or w.shape[1] != F or b.shape != (w.shape[0],):
+        width = f"hidden_size {F}" if F == config.hidden_size else \
+            f"the width {F} of its features ({FIELD} {config.extra[FIELD]})"
         raise CheckpointError(f"{where}: {W}.weight has shape {w.shape} and {W}.bias {b.shape}, which do not "
-                              f"fit hidden_size {config.hidden_size} (expected (num_labels, {config.hidden_size}))")
-    expected = head_shapes(config, kind, w.shape[0])[W + ".weight"]
-    if w.shape != expected:
-        raise CheckpointError(f"{where}: {W}.weight has shape {w.shape}, {ARCHITECTURES[kind]} needs {expected}")
+                              f"fit {width} (expected (num_labels, {F}))")
+    expected = head_shapes(config, kind, w.shape[0])
+    if w.shape != expected[W + ".weight"]:
+        raise CheckpointError(f"{where}: {W}.weight has shape {w.shape}, {ARCHITECTURES[kind]} needs "
+                              f"{expected[W + '.weight']}")
+    mix = {n: tuple(np.shape(params[n])) if n in params else None for n in (MIX_W, GAMMA)}
+    wanted = {n: expected.get(n) for n in (MIX_W, GAMMA)}
+    if mix != wanted:
+        choice = config.extra.get(FIELD, FINE_TUNE)
+        raise CheckpointError(f"{where}: its scalar mix ({_shapes_text(mix)}) does not fit {FIELD} {choice} "
+                              f"(which needs {_shapes_text(wanted)})")
     return int(w.shape[0])
+
+
+def _shapes_text(shapes: dict) -> str:
+    found = [f"{n} {s}" for n, s in shapes.items() if s is not None]
+    return ", ".join(found) if found else "none"
 
 
 def check_head_fits_task(config: BertConfig, task, where) -> None:
     """A fine-tuned checkpoint's config.json fits task (a tasks.registry.Task): the same head
     (architectures), regression or classification alike, and for a task that fixes its labels
-    the same label names (in any order: the checkpoint's order is the one used). A config that
-    names no head is left to check_head, which looks at the weights."""
+    the same label names (in any order: the checkpoint's order is the one used), and a
+    feature-based choice npbert knows that fits its layers. A config that names no head is left
+    to check_head, which looks at the weights."""
+    feature_choice(config, where)
     saved, wanted = config.extra.get("architectures") or [], ARCHITECTURES[task.kind]
     if saved and wanted not in saved:
         hint = "" if set(saved) & set(ARCHITECTURES.values()) else \
@@ -109,9 +138,10 @@ def classifier_dropout(config: BertConfig) -> float:
 
 # --- the Hugging Face config fields of a fine-tuned model ---------------------------------------------
 
-def finetuned_config(config: BertConfig, kind: str, label_names=None) -> BertConfig:
+def finetuned_config(config: BertConfig, kind: str, label_names=None, features=FINE_TUNE) -> BertConfig:
     """A copy of config whose extra fields say, in HF's names, which head the weights hold:
-    architectures, and for the classifiers num_labels, id2label, label2id (and problem_type)."""
+    architectures, and for the classifiers num_labels, id2label, label2id (and problem_type);
+    and in npbert's own field, the features a feature-based head reads (npbert/feature_based.py)."""
     check_kind(kind)
     extra = {k: v for k, v in config.extra.items() if k not in HEAD_FIELDS}
     extra["architectures"] = [ARCHITECTURES[kind]]
@@ -121,7 +151,7 @@ def finetuned_config(config: BertConfig, kind: str, label_names=None) -> BertCon
                      label2id={n: i for i, n in enumerate(names)})
         if kind == "sequence_classification":
             extra["problem_type"] = "regression" if len(names) == 1 else "single_label_classification"
-    return dataclasses.replace(config, extra=extra)
+    return with_features(dataclasses.replace(config, extra=extra), features)
 
 
 def pretraining_config(config: BertConfig) -> BertConfig:
@@ -342,6 +372,90 @@ MODELS = dict(sequence_classification=(sequence_classification_forward, sequence
               token_classification=(token_classification_forward, token_classification_backward),
               question_answering=(question_answering_forward, question_answering_backward),
               multiple_choice=(multiple_choice_forward, multiple_choice_backward))
+
+# --- the feature-based models: a frozen encoder's features + the same heads (npbert/feature_based.py) ---
+# No pooler: it was trained on the last layer's [CLS] only, so the heads on a sentence read the
+# chosen features at [CLS] directly. The backward ends at the features: no encoder gradient.
+
+class FeatureModelCache(NamedTuple):
+    features: FeaturesCache
+    head: SequenceHeadCache | TokenHeadCache | SpanHeadCache | ChoiceHeadCache
+
+
+def feature_based_sequence_classification_forward(params, config, input_ids, token_type_ids=None,
+                                                  attention_mask=None, labels=None, rng=None, trace=None):
+    """The [CLS] features -> sequence_head -> ({"logits": (B, K), "loss"}, cache)."""
+    x, features_cache = features_forward(params, config, input_ids, token_type_ids, attention_mask, True,
+                                         trace)                                                 # (B, F)
+    out, head_cache = sequence_head_forward(x, params, config, labels, rng, features_cache.trace)
+    return out, FeatureModelCache(features_cache, head_cache)
+
+
+def feature_based_sequence_classification_backward(cache: FeatureModelCache, dloss=1.0):
+    dx, grads = sequence_head_backward(cache.head, dloss, cache.features.trace)    # (B, F)
+    grads.update(features_backward(dx, cache.features))
+    return grads
+
+
+def feature_based_token_classification_forward(params, config, input_ids, token_type_ids=None,
+                                               attention_mask=None, labels=None, rng=None, trace=None):
+    """Every token's features -> token_head -> ({"logits": (B, T, K), "loss"}, cache)."""
+    x, features_cache = features_forward(params, config, input_ids, token_type_ids, attention_mask, False,
+                                         trace)                                                 # (B, T, F)
+    out, head_cache = token_head_forward(x, params, config, labels, rng, features_cache.trace)
+    return out, FeatureModelCache(features_cache, head_cache)
+
+
+def feature_based_token_classification_backward(cache: FeatureModelCache, dloss=1.0):
+    dx, grads = token_head_backward(cache.head, dloss, cache.features.trace)       # (B, T, F)
+    grads.update(features_backward(dx, cache.features))
+    return grads
+
+
+def feature_based_question_answering_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                             start_positions=None, end_positions=None, rng=None, trace=None):
+    """Every token's features -> span_head -> ({"start_logits", "end_logits": (B, T), "loss"}, cache)."""
+    x, features_cache = features_forward(params, config, input_ids, token_type_ids, attention_mask, False,
+                                         trace)                                                 # (B, T, F)
+    out, head_cache = span_head_forward(x, params, start_positions, end_positions, features_cache.trace)
+    return out, FeatureModelCache(features_cache, head_cache)
+
+
+def feature_based_question_answering_backward(cache: FeatureModelCache, dloss=1.0):
+    dx, grads = span_head_backward(cache.head, dloss, cache.features.trace)        # (B, T, F)
+    grads.update(features_backward(dx, cache.features))
+    return grads
+
+
+def feature_based_multiple_choice_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                                          labels=None, rng=None, trace=None):
+    """(B, C, T) -> each choice's [CLS] features (B*C, F) -> choice_head -> ({"logits": (B, C), "loss"}, cache)."""
+    input_ids, token_type_ids, attention_mask, C = flatten_choices(input_ids, token_type_ids, attention_mask)
+    x, features_cache = features_forward(params, config, input_ids, token_type_ids, attention_mask, True,
+                                         trace)                                                 # (B*C, F)
+    out, head_cache = choice_head_forward(x, C, params, config, labels, rng, features_cache.trace)
+    return out, FeatureModelCache(features_cache, head_cache)
+
+
+def feature_based_multiple_choice_backward(cache: FeatureModelCache, dloss=1.0):
+    dx, grads = choice_head_backward(cache.head, dloss, cache.features.trace)      # (B*C, F)
+    grads.update(features_backward(dx, cache.features))
+    return grads
+
+
+FEATURE_MODELS = dict(
+    sequence_classification=(feature_based_sequence_classification_forward,
+                             feature_based_sequence_classification_backward),
+    token_classification=(feature_based_token_classification_forward, feature_based_token_classification_backward),
+    question_answering=(feature_based_question_answering_forward, feature_based_question_answering_backward),
+    multiple_choice=(feature_based_multiple_choice_forward, feature_based_multiple_choice_backward))
+
+
+def model_of(config: BertConfig, kind: str) -> tuple:
+    """(forward, backward) of the model config describes: BertFor<kind>, or, when it records a
+    feature-based choice, the head on the frozen encoder's features."""
+    check_kind(kind)
+    return (MODELS if feature_choice(config) is None else FEATURE_MODELS)[kind]
 
 
 # --- label checks: a clear message instead of an IndexError deep inside ---------------------------------
