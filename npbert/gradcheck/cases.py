@@ -378,11 +378,11 @@ def head_cases(d: Dims, params, batch, rng):
         data = inputs_of(kind)
         forward, backward = tm.FEATURE_MODELS[kind]
         labels, shapes = same_as[kind]
-        add(f"feature_based_{kind}[{choice}]", hp,
+        add(f"feature_based[{kind}]", hp,
             lambda p, fconfig=fconfig, data=data, labels=labels, forward=forward: _loss_of(
                 forward({**frozen, **p}, fconfig, **data, **labels, rng=d.rng())),
             lambda dl, c, backward=backward: backward(c, dl),
-            f"{shapes} L={fconfig.num_hidden_layers} head{',mix' if MIX_W in hp else ''}", dict(data, **labels),
+            f"{choice}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
             golden=False)
     return cases
 
