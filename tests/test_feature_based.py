@@ -148,6 +148,9 @@ def test_a_run_trains_only_the_head_records_its_choice_and_evaluate_reproduces_i
         assert all(np.array_equal(saved[k], start[k]) for k in start), "the encoder is frozen"
         assert set(saved) == set(start) | head
     assert json.loads((tmp_path / "run" / "best" / "config.json").read_text())[FIELD] == features
+    capsys.readouterr()
+    assert main(["info", result["best"]]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].endswith(f"on the frozen encoder's features ({features})")
     state = json.loads((tmp_path / "run" / "checkpoint" / "training_state.json").read_text())
     assert set(state["frozen"]) == set(start)                               # every bert.* tensor, pooler too
     capsys.readouterr()
