@@ -1,4 +1,5 @@
-"""Fine-tuning: a pretrained BERT + a task head, trained end to end on a labelled task.
+"""Fine-tuning: a pretrained BERT + a task head, trained end to end on a labelled task (or, with
+--features, the feature-based approach: the encoder frozen, only a head on its features trained).
 
     for epoch in range(epochs):
         for batch in the epoch's permutation of the training features   (resumable: epoch, index)
@@ -25,7 +26,8 @@ from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
-from npbert.task_models import ARCHITECTURES, MODELS, check_head, finetuned_config, init_head, label_names_of
+from npbert.feature_based import CHOICES, FEATURES, FIELD, FINE_TUNE, features_named, frozen_names, with_features
+from npbert.task_models import ARCHITECTURES, check_head, finetuned_config, init_head, label_names_of, model_of
 from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, majority_baseline, score
 from npbert.tasks.registry import get_task, label_names, read_examples
@@ -59,6 +61,7 @@ class FinetuneOptions:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
+    features: str = FINE_TUNE            # or a feature-based choice (npbert/feature_based.py): encoder frozen
     hidden_dropout_prob: float | None = None        # default: the checkpoint's (HF's and the presets':
     attention_probs_dropout_prob: float | None = None  # 0.1; npbert pretrain saves 0, see docs/finetuning.md)
     max_train_examples: int | None = None           # the first n examples only (quick runs)
@@ -107,14 +110,14 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     labels = label_names(task, train_examples)
     if not resume:
         config, params, tokenizer = start_model(opts, task, labels, log)
-    config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels)
+    config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels, opts.features)
     check_max_length(config, max_len)
     train_set = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
     dev_set = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
     with open_run(opts.out, "finetune", resume, overwrite, log) as run:
         if resume:
             note_backend_change(saved.backend, log)
-        ckpt = saved if resume else start_training(config, params, opts)
+        ckpt = saved if resume else start_training(config, params, opts, frozen_names(config, params))
         ckpt.config, ckpt.backend = config, get_backend()
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=ckpt.position.step if resume else None)
@@ -126,6 +129,10 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
             f"{len(train_examples):,} examples ({len(train_set.features):,} sequences), dev {len(dev_examples):,}: "
             f"{opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+        if opts.features != FINE_TUNE:
+            log(f"feature-based ({opts.features}): the encoder is frozen; the head reads "
+                f"{FEATURES[opts.features].about} and trains "
+                f"{sum(p.size for p in ckpt.optimizer.m.values()):,} parameters")
         baseline = majority_baseline(task, train_examples, dev_examples, labels)
         log(f"dev baseline (always the most frequent training answer): {format_scores(baseline)}")
         if not resume:
@@ -162,7 +169,7 @@ class FinetuningJob(Job):
         self.metrics, self.log = metrics, log
         self.train_set, self.dev_examples, self.dev_set, self.labels = train_set, dev_examples, dev_set, labels
         self.batches_per_epoch = math.ceil(len(train_set.features) / opts.batch_size)
-        self.model_forward, self.model_backward = MODELS[task.kind]
+        self.model_forward, self.model_backward = model_of(ckpt.config, task.kind)
 
     def batches(self, epoch, start):
         features, pad_id = self.train_set.features, self.tokenizer.pad_token_id
@@ -207,6 +214,8 @@ def check_options(opts: FinetuneOptions) -> None:
                                   "n_best_size", "max_answer_length"),
                   non_negative=("save_every", "learning_rate", "weight_decay", "max_grad_norm"),
                   fractions=("warmup_proportion", "hidden_dropout_prob", "attention_probs_dropout_prob"))
+    if opts.features not in CHOICES:
+        raise NpbertError(f"--features {opts.features!r} is not one of {', '.join(CHOICES)}")
 
 
 def _default_split(task, split):
@@ -229,7 +238,8 @@ def format_scores(scores) -> str:
 
 def start_model(opts, task, labels, log):
     """(config, params with a head, tokenizer): a checkpoint's BertModel, or a random one
-    (--from-scratch); a checkpoint's own head is kept if it fits the task, else a new one."""
+    (--from-scratch); a checkpoint's own head is kept if it fits the task and --features, else a
+    new one. The config records --features (and the model must have the hidden states it takes)."""
     if (opts.model is None) == (opts.from_scratch is None):
         raise NpbertError("give exactly one of --model CHECKPOINT_DIR and --from-scratch PRESET")
     num_labels = 1 if task.regression else len(labels) if labels else 2
@@ -238,7 +248,7 @@ def start_model(opts, task, labels, log):
     if opts.from_scratch:
         tokenizer = scratch_tokenizer(opts, task)
         config = BertConfig.from_preset(opts.from_scratch, vocab_size=tokenizer.vocab_size, **overrides)
-        params = init_params(config, np.random.default_rng(opts.seed), np.float32, heads=False)
+        params, head = init_params(config, np.random.default_rng(opts.seed), np.float32, heads=False), {}
         log(f"from scratch: {opts.from_scratch} preset, random weights, vocabulary of {tokenizer.vocab_size:,}")
     else:
         loaded = load_pretrained(opts.model, strict=False)
@@ -247,20 +257,28 @@ def start_model(opts, task, labels, log):
         config, tokenizer = dataclasses.replace(loaded.config, **overrides), loaded.tokenizer
         params = {k: v for k, v in loaded.params.items() if k.startswith("bert.")}   # drop MLM/NSP heads
         head = {k: v for k, v in loaded.params.items() if not k.startswith(("bert.", "cls."))}
-        if head and keeps_head(head, config, task, labels, num_labels, opts.model, log):
-            params.update(head)
-            return config, params, tokenizer
+    features_named(opts.features, config.num_hidden_layers, "--features", NpbertError)   # states it has
+    if head and keeps_head(head, config, task, labels, num_labels, opts, log):
+        params.update(head)
+        return config, params, tokenizer
+    if opts.model:
         log(f"from {opts.model}: {config.num_hidden_layers} layers, hidden {config.hidden_size}; new "
             f"{task.kind} head")
+    config = with_features(config, opts.features)
     params.update(init_head(config, task.kind, num_labels, np.random.default_rng([opts.seed, 2]), np.float32))
     return config, params, tokenizer
 
 
-def keeps_head(head, config, task, labels, num_labels, where, log) -> bool:
-    """A fine-tuned checkpoint's head is trained further if it is the same head with the same labels;
-    another architecture's head is dropped."""
+def keeps_head(head, config, task, labels, num_labels, opts, log) -> bool:
+    """A fine-tuned checkpoint's head is trained further if it is the same head with the same labels,
+    reading the same features; another architecture's head, or one on other features, is dropped."""
+    where = opts.model
     if config.extra.get("architectures") != [ARCHITECTURES[task.kind]]:
         log(f"from {where}: dropping its {', '.join(config.extra.get('architectures') or ['unknown'])} head")
+        return False
+    if config.extra.get(FIELD, FINE_TUNE) != opts.features:
+        log(f"from {where}: dropping its head (--features {config.extra.get(FIELD, FINE_TUNE)}; this run: "
+            f"{opts.features})")
         return False
     k = check_head(head, config, task.kind, where)             # a head that does not fit: an error
     same = k == num_labels and (labels is None or label_names_of(config) in (None, labels))
@@ -284,7 +302,7 @@ def scratch_tokenizer(opts, task):
 def run_model(params, config, kind, features, batch_size, pad_id) -> tuple:
     """The model's outputs for every feature (without padding), in feature order, and the mean
     loss over the batches (None without labels). No dropout."""
-    forward, _ = MODELS[kind]
+    forward, _ = model_of(config, kind)
     outputs, loss_sum, loss_n = [None] * len(features), 0.0, 0
     for rows in eval_batches(features, batch_size):
         feats = [features[i] for i in rows]

@@ -1,6 +1,7 @@
 """The BERT model: parameters, initialisation, and forward/backward written out layer by layer.
 
     bert_forward:  embeddings -> encoder stack -> pooler           (BertModel)
+    bert_hidden_states: the embeddings' and every layer's output, forward only (frozen features)
     pretraining_forward: bert_forward -> MLM head + NSP head -> losses   (BertForPreTraining)
 
 The backward functions call the layer backwards in exactly the reverse order. Parameters
@@ -17,7 +18,8 @@ from npbert import backend
 from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.layers.embeddings import EmbeddingsCache, bert_embeddings_backward, bert_embeddings_forward
-from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward
+from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward, layer_params
+from npbert.layers.encoder_layer import encoder_layer_forward
 from npbert.layers.mlm_head import MlmHeadCache, mlm_head_backward, mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import PoolerCache, pooler_backward, pooler_forward
@@ -183,6 +185,21 @@ def bert_backward(dh, dpooled, cache: BertCache):
     grads.update(g_enc)
     grads.update(bert_embeddings_backward(dx, cache.embeddings, trace.scope("bert.embeddings")))
     return grads
+
+
+def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention_mask=None, layers=None) -> list:
+    """Hugging Face's hidden_states in evaluation mode (no dropout): [the embeddings' output, layer
+    1's output, ..., layer L's], L + 1 arrays (B, T, H); with `layers`, only the first layers + 1
+    (the deeper layers are not run). Forward only, nothing kept for a backward: the frozen encoder
+    of the feature-based approach (npbert/feature_based.py)."""
+    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    mask_bias = attention_mask_bias(attention_mask, params[WORD_EMBEDDINGS].dtype)           # (B, T)
+    x, _ = bert_embeddings_forward(input_ids, token_type_ids, params, config, None)           # (B, T, H)
+    states = [x]
+    for i in range(config.num_hidden_layers if layers is None else layers):
+        x, _ = encoder_layer_forward(x, mask_bias, layer_params(params, i), config, None)    # (B, T, H)
+        states.append(x)
+    return states
 
 
 def require_pooler(pooled, what: str):

@@ -51,7 +51,9 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> float:
 
 
 class AdamW:
-    """Decoupled weight-decay Adam over a flat dict of parameters, updated in place."""
+    """Decoupled weight-decay Adam over a flat dict of parameters, updated in place. It updates
+    the parameters it was made with: the others in the dict step() is given are left alone
+    (a frozen encoder, npbert/feature_based.py)."""
 
     def __init__(self, params: dict, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6, bias_correction=True):
         self.weight_decay, self.betas, self.eps, self.bias_correction = weight_decay, betas, eps, bias_correction
@@ -59,16 +61,16 @@ class AdamW:
         self.v = {k: np.zeros_like(p) for k, p in params.items()}
         self.t = 0                                      # number of updates done
 
-    def step(self, params: dict, grads: dict, lr: float, frozen=frozenset()) -> None:
-        """One update of every parameter but those named in `frozen`, which stay exactly as they
-        are (no weight decay either) and keep zero moments."""
+    def step(self, params: dict, grads: dict, lr: float) -> None:
+        """One update of every parameter this optimizer was made with; the others in `params`
+        (frozen ones: a frozen encoder, or the NSP head of pretraining without NSP) stay exactly
+        as they are, weight decay included."""
         self.t += 1
         b1, b2 = self.betas
         c1 = 1.0 - b1 ** self.t if self.bias_correction else 1.0
         c2 = 1.0 - b2 ** self.t if self.bias_correction else 1.0
-        for k, p in params.items():
-            if k in frozen:
-                continue
+        for k in self.m:
+            p = params[k]
             # one hot op per tensor (npbert.ops.adamw: the formula, its order; the numba backend fuses it)
             wd = self.weight_decay if decays(k) else 0.0
             backend.adamw_update(p, grads[k], self.m[k], self.v[k], lr, b1, b2, self.eps, c1, c2, wd)

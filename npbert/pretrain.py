@@ -178,7 +178,6 @@ class PretrainingJob(Job):
         self.train_data, self.heldout_data = train_data, heldout_data
         self.batches_per_epoch = train_data.num_batches(opts.batch_size)
         self.nsp = not opts.no_nsp
-        self.frozen = frozenset() if self.nsp else NSP_ONLY_PARAMS
         if heldout_data is not None:
             self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
             self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
@@ -233,7 +232,7 @@ def new_checkpoint(opts: PretrainOptions, loaded, train_data, log) -> TrainingCh
         config = BertConfig.from_preset(opts.preset, **{
             "vocab_size": train_data.vocab_size, **dropout_options(opts), **(opts.model_overrides or {})})
         params = init_params(config, np.random.default_rng(opts.seed), np.float32)
-    return start_training(config, params, opts)
+    return start_training(config, params, opts, frozen=sorted(NSP_ONLY_PARAMS) if opts.no_nsp else ())
 
 
 def pretraining_schedule(opts: PretrainOptions) -> Schedule:

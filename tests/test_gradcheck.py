@@ -43,7 +43,7 @@ def test_whole_pretraining_model_gradient(d):
 
 
 COMPOSITES = ["self_attention", "feedforward", "encoder_layer", "encoder", "bert_embeddings", "pooler", "mlm_head",
-              "nsp_head", "classifier", "qa_head", "span_loss"]
+              "nsp_head", "classifier", "qa_head", "span_loss", "scalar_mix"]
 
 
 def test_every_layer_has_a_gradient_check():

@@ -18,12 +18,13 @@ LAYERS = [
     ("npbert.backend", 4),
     ("npbert.layers", 5), ("npbert.optim", 5),
     ("npbert.model", 6),
-    ("npbert.task_models", 7), ("npbert.checkpoint", 7), ("npbert.fill_mask", 7),
-    ("npbert.gradcheck", 8), ("npbert.golden", 9), ("npbert.training", 8), ("npbert.data", 8),
-    ("npbert.tasks", 9), ("npbert.run_plot", 9),
-    ("npbert.pretrain", 10), ("npbert.finetune", 10), ("npbert.bow_baseline", 10),
-    ("npbert.commands", 11),
-    ("npbert.cli", 12),
+    ("npbert.feature_based", 7), ("npbert.inference", 7),
+    ("npbert.task_models", 8), ("npbert.checkpoint", 8), ("npbert.fill_mask", 8),
+    ("npbert.gradcheck", 9), ("npbert.golden", 10), ("npbert.training", 9), ("npbert.data", 9),
+    ("npbert.tasks", 10), ("npbert.run_plot", 10),
+    ("npbert.pretrain", 11), ("npbert.finetune", 11), ("npbert.bow_baseline", 11),
+    ("npbert.commands", 12),
+    ("npbert.cli", 13),
 ]
 
 

@@ -1,6 +1,7 @@
 """`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
 from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training, track_typed
 from npbert.config import PRESETS
+from npbert.feature_based import CHOICES
 
 
 def register(sub):
@@ -31,6 +32,11 @@ def register(sub):
     p.add_argument("--max-seq-length", type=int, default=None,
                    help="tokens per sequence (default: the task's; docs/finetuning.md lists them)")
     p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the training examples")
+    p.add_argument("--features", default=d.features, choices=CHOICES,
+                   help="fine-tune: train the whole model; any other: the feature-based approach, the encoder "
+                        "frozen and a head trained on the embeddings' output, the second-to-last or last hidden "
+                        "state, a learned weighted sum (ELMo) or concatenation of the last four, or a weighted sum "
+                        "of all hidden states (docs/finetuning.md, \"Feature-based\")")
     add_optimizer_arguments(p, d)
     p.add_argument("--warmup-proportion", type=float, default=d.warmup_proportion,
                    help="share of the steps over which the learning rate rises from 0")

@@ -22,15 +22,16 @@ def register(sub):
 
 def run(args):
     from npbert.backend import get_backend
-    from npbert.gradcheck import TOL, Dims, iter_gradchecks
+    from npbert.gradcheck import TOL, Dims, iter_gradchecks, op_cases
     d = Dims(dropout=args.dropout, hidden_act=args.hidden_act, lengths=(3, 5), seed=args.seed)
     results = iter_gradchecks(d, names=args.only)     # unknown names: an error before anything is printed
+    width = max(map(len, op_cases(d)))                # the longest row name: the columns line up for any --only
     print(f"central differences in float64, eps=1e-6; pass if max relative error < {TOL:g}; backend "
           f"{get_backend()}; dropout={d.dropout}, hidden_act={d.hidden_act}, padding rows {d.lengths}")
-    print(f"{'op':34s} {'shapes':44s} {'max rel err':>11s}  result")
+    print(f"{'op':{width}s} {'shapes':44s} {'max rel err':>11s}  result")
     failed = 0
     for r in results:
         failed += not r.passed
-        print(f"{r.name:34s} {r.shapes:44s} {r.max_error:11.2e}  {'pass' if r.passed else 'FAIL'}", flush=True)
+        print(f"{r.name:{width}s} {r.shapes:44s} {r.max_error:11.2e}  {'pass' if r.passed else 'FAIL'}", flush=True)
     print(f"{'all passed' if not failed else f'{failed} FAILED'}")
     return 1 if failed else 0

@@ -35,12 +35,15 @@ def run(args):
 
 def heads(config, shapes) -> str:
     """The heads a checkpoint's tensors hold, by name, with a task head's class and labels."""
+    from npbert.feature_based import FIELD
     from npbert.task_models import label_names_of
     found = [what for prefix, what in (("cls.predictions.", "masked LM"), ("cls.seq_relationship.", "next sentence"))
              if any(n.startswith(prefix) for n in shapes)]
     task = sorted({n.rsplit(".", 1)[0] for n in shapes if not n.startswith(("bert.", "cls."))})
     if task:
         labels = label_names_of(config)
+        features = config.extra.get(FIELD)
         found.append(f"{'/'.join(config.extra.get('architectures') or ['a task head'])} ({', '.join(task)}"
-                     + (f"; {len(labels)} labels: {', '.join(labels)})" if labels else ")"))
+                     + (f"; {len(labels)} labels: {', '.join(labels)})" if labels else ")")
+                     + (f" on the frozen encoder's features ({features})" if features else ""))
     return ", ".join(found) or "none (encoder and pooler: a BertModel)"

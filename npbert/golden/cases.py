@@ -1,5 +1,6 @@
-"""The golden cases: every gradient-check case (npbert/gradcheck/cases.py: each op, layer, head and
-whole model) run once, forward and backward, with every tensor it reads or makes named by role.
+"""The golden cases: every gradient-check case of BERT's (npbert/gradcheck/cases.py: each op, layer,
+head and whole model; not npbert's own feature-based ones) run once, forward and backward, with
+every tensor it reads or makes named by role.
 
 The sizes are small and all different (B 3, T 7, A 2, head 5, H 10, I 13, V 17, P 9), so a
 transposed weight or a swapped axis cannot pass by accident; rows are padded (lengths 7, 4, 5)
@@ -87,7 +88,7 @@ def golden_cases(seed: int = 0, dtypes=DTYPES, names=None) -> list:
     with use_backend("numpy"):
         for dtype in sorted(set(dtypes) | {"float64"}, key=DTYPES.index):
             cases = op_cases(golden_dims(seed, dtype))
-            for name in (cases if names is None else names):
+            for name in ([n for n in cases if cases[n].golden] if names is None else names):
                 case = golden_case(name, cases[name], dtype, seed)
                 if dtype == "float64":
                     grads = {k: v for k, (role, v) in case.tensors.items() if role in ("grad", "intermediate_grad")}

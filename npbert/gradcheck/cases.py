@@ -9,6 +9,7 @@ the composites, checks the backend in force: `npbert gradcheck --backend numba` 
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
@@ -28,7 +29,10 @@ from npbert.layers.feedforward import feedforward_backward, feedforward_forward
 from npbert.layers.mlm_head import WORD, mlm_head_backward, mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
+from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
+from npbert.layers.scalar_mix import W as MIX_W
 from npbert.layers.question_answering import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
+from npbert.feature_based import with_features
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
@@ -86,6 +90,7 @@ class Case(NamedTuple):
     shapes: str
     fixed: dict                                        # what run also reads, not differentiated: ids, masks, constants
     model: ModelCall | None = None
+    golden: bool = True                                # False: npbert's own (feature-based), not BERT's: no golden
 
 
 def _normal(rng, *shape):
@@ -111,10 +116,7 @@ def op_cases(d: Dims):
     rng = np.random.default_rng(d.seed)
     B, T, H, I, V, A = d.B, d.T, d.H, d.I, d.V, d.heads
     config = d.config()
-    params = init_params(config, rng, np.float64)
-    for k in params:                                   # make biases/LN non-trivial so they are tested
-        params[k] = params[k] + 0.1 * _normal(rng, *params[k].shape) if params[k].ndim == 1 else params[k] * 10
-    params = {k: v.astype(d.dtype) for k, v in params.items()}
+    params = _case_params(config, rng, d.dtype)
     mask = d.attention_mask()
     mask_bias = ops.attention_mask_bias(mask, d.dtype)
     layer0 = layer_params(params, 0)
@@ -224,6 +226,14 @@ def op_cases(d: Dims):
     return cases
 
 
+def _case_params(config, rng, dtype):
+    """init_params with non-trivial biases and LayerNorm (so they are tested) and larger weights."""
+    params = init_params(config, rng, np.float64)
+    for k in params:
+        params[k] = params[k] + 0.1 * _normal(rng, *params[k].shape) if params[k].ndim == 1 else params[k] * 10
+    return {k: v.astype(dtype) for k, v in params.items()}
+
+
 def _merge(dx_and_grads, name="x"):
     dx, grads = dx_and_grads
     return {name: dx, **grads}
@@ -279,11 +289,11 @@ def head_cases(d: Dims, params, batch, rng):
     config = d.config()
     cases = {}
 
-    def add(name, inputs, run, backward, shapes, fixed=None, model=None):
+    def add(name, inputs, run, backward, shapes, fixed=None, model=None, golden=True):
         cases[name] = Case({k: np.asarray(v, d.dtype) for k, v in inputs.items()}, run, backward, shapes,
-                           fixed or {}, model)
+                           fixed or {}, model, golden)
 
-    def head(kind, k):
+    def head(kind, k, config=config):
         p = tm.init_head(config, kind, k, rng, np.float64)
         return {n: (a * 10 if a.ndim == 2 else a + 0.1 * _normal(rng, *a.shape)).astype(d.dtype) for n, a in p.items()}
 
@@ -326,10 +336,13 @@ def head_cases(d: Dims, params, batch, rng):
         ("bert_for_multiple_choice", "multiple_choice", 1,
          dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
     ]
+
+    def inputs_of(kind):
+        return inputs3 if kind == "multiple_choice" else {k2: batch[k2] for k2 in inputs3}
     for name, kind, k, labels, shapes in models:
         hp = head(kind, k)
         fixed = {**base, **hp}
-        data = inputs3 if kind == "multiple_choice" else {k2: batch[k2] for k2 in inputs3}
+        data = inputs_of(kind)
         forward, backward = tm.MODELS[kind]
         pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and kind in ("sequence_classification",
                                                                                    "multiple_choice")]
@@ -341,6 +354,36 @@ def head_cases(d: Dims, params, batch, rng):
                 forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
             lambda dl, c, backward=backward: backward(c, dl), f"{shapes} head,{'pooler,' if pooler else ''}emb",
             model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
+
+    # the feature-based approach (npbert/feature_based.py), npbert's own, not BERT's: not golden vectors
+    # (and drawn from rng after every golden case, which stay as they were). The scalar mix alone, then
+    # the head and the mix on the features of a frozen encoder of 3 layers or more (the last four hidden
+    # states must exist): each kind once, each way of combining the hidden states once.
+    states = [_normal(rng, B, T, H) for _ in range(3)]
+    add("scalar_mix", {MIX_W: _normal(rng, 3), GAMMA: 1 + _normal(rng, 1)},
+        lambda p: scalar_mix_forward(states, p),
+        lambda dy, c: scalar_mix_backward(dy, c), f"3 x ({B},{T},{H})->({B},{T},{H})",
+        dict(states=np.stack(states)), golden=False)
+    frozen_config = dataclasses.replace(d, layers=max(d.layers, 3)).config()
+    frozen = {k: v for k, v in _case_params(frozen_config, rng, d.dtype).items() if not k.startswith("cls.")}
+    same_as = {kind: (labels, shapes) for name, kind, k, labels, shapes in models
+               if name != "bert_for_sequence_regression"}                 # each kind's targets and shapes
+    for kind, k, choice in (("sequence_classification", K, "weighted-last-four"),
+                            ("token_classification", K, "concat-last-four"),
+                            ("question_answering", 2, "weighted-all"), ("multiple_choice", 1, "second-to-last")):
+        fconfig = with_features(frozen_config, choice)
+        hp = head(kind, k, fconfig)
+        if MIX_W in hp:
+            hp[MIX_W] = _normal(rng, *hp[MIX_W].shape).astype(d.dtype)     # unequal layer weights
+        data = inputs_of(kind)
+        forward, backward = tm.FEATURE_MODELS[kind]
+        labels, shapes = same_as[kind]
+        add(f"feature_based[{kind}]", hp,
+            lambda p, fconfig=fconfig, data=data, labels=labels, forward=forward: _loss_of(
+                forward({**frozen, **p}, fconfig, **data, **labels, rng=d.rng())),
+            lambda dl, c, backward=backward: backward(c, dl),
+            f"{choice}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
+            golden=False)
     return cases
 
 

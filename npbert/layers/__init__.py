@@ -9,4 +9,5 @@ intermediates into a trace when given one (npbert/trace.py).
     encoder_layer.py, encoder.py
     pooler.py, mlm_head.py, nsp_head.py          BertForPreTraining's heads
     classifier.py, question_answering.py         the fine-tuning heads
+    scalar_mix.py                                ELMo's weighted sum of layers (feature-based approach)
 """

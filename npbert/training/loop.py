@@ -3,7 +3,7 @@
     loss, cache = forward(params, batch, dropout rng)       stop if the loss is not finite
     grads = backward(cache)
     norm = clip_by_global_norm(grads, max_grad_norm)        stop if the norm is not finite
-    AdamW step at the warmup + linear-decay learning rate     (the job's `frozen` parameters left as they are)
+    AdamW step at the warmup + linear-decay learning rate     (frozen parameters, not in the optimizer, left as they are)
 
 then the progress line and metrics record every `log_every` steps, the job's evaluation when
 it is due, and a checkpoint every `save_every` steps, at the end, at each epoch end if the job
@@ -47,7 +47,6 @@ class Job:
     """What a kind of training brings to the loop. Subclasses set these and override the methods."""
     name = "train"                                     # the command, for "continue with `npbert NAME ...`"
     batches_per_epoch = 0
-    frozen = frozenset()                               # parameter names no step updates (not even weight decay)
     save_at_epoch_end = False
 
     def batches(self, epoch: int, start: int):
@@ -138,7 +137,7 @@ def update(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, batch):
     grads = job.backward(cache)
     grad_norm = clip_by_global_norm(grads, schedule.max_grad_norm)
     check_finite("gradient norm", grad_norm, step + 1)
-    ckpt.optimizer.step(ckpt.params, grads, lr, frozen=job.frozen)
+    ckpt.optimizer.step(ckpt.params, grads, lr)
     return out, lr, grad_norm
 
 

@@ -5,7 +5,8 @@ files beside the weights:
 
     training_state.npz    the AdamW moments m/<param name>, v/<param name>
     training_state.json   step, data position, the dropout Generator's state, options, backend,
-                          and the loop's running state (metrics window, best dev score, ...)
+                          the parameters the optimizer leaves alone (frozen), and the loop's
+                          running state (metrics window, best dev score, ...)
 
 Both are written in the same atomic directory swap as the weights, so they always agree; a
 save killed half-way is undone by recover_checkpoint (npbert/atomic.py's recover_dir).
@@ -48,21 +49,29 @@ class TrainingCheckpoint:
     options: dict                                   # the run's options, as it was started
     backend: str = ""                               # the hot-op backend it ran on ("" in older checkpoints)
     extra: dict = field(default_factory=dict)       # the loop's and the job's running state (JSON)
+    frozen: tuple = ()                              # parameters saved with the model but never updated
 
 
-def start_training(config, params, opts) -> TrainingCheckpoint:
-    """Step 0 of a run: a fresh AdamW, the data at its start, the dropout Generator (seeded by
-    [seed, 1]: the only randomness of a step), and the options the run is started with (less
-    stop_after, which belongs to one invocation, not to the run)."""
+def trained(params: dict, frozen) -> dict:
+    """The parameters the optimizer updates: all but the frozen ones."""
+    return {k: p for k, p in params.items() if k not in frozen}
+
+
+def start_training(config, params, opts, frozen=()) -> TrainingCheckpoint:
+    """Step 0 of a run: a fresh AdamW over the parameters not frozen, the data at its start, the
+    dropout Generator (seeded by [seed, 1]: the only randomness of a step), and the options the
+    run is started with (less stop_after, which belongs to one invocation, not to the run)."""
     options = dataclasses.asdict(opts)
     options.pop("stop_after", None)
-    return TrainingCheckpoint(config, params, AdamW(params, weight_decay=opts.weight_decay), Position(),
-                              np.random.default_rng([opts.seed, 1]), options)
+    frozen = tuple(frozen)
+    return TrainingCheckpoint(config, params, AdamW(trained(params, frozen), weight_decay=opts.weight_decay),
+                              Position(), np.random.default_rng([opts.seed, 1]), options, frozen=frozen)
 
 
 def save_training_checkpoint(directory, ckpt: TrainingCheckpoint, vocab) -> None:
     state = dict(position=vars(ckpt.position), optimizer_t=ckpt.optimizer.t, backend=ckpt.backend,
-                 rng_state=ckpt.rng.bit_generator.state, options=ckpt.options, extra=ckpt.extra)
+                 rng_state=ckpt.rng.bit_generator.state, options=ckpt.options, frozen=list(ckpt.frozen),
+                 extra=ckpt.extra)
     buf = io.BytesIO()
     np.savez(buf, **ckpt.optimizer.state_arrays())
     save_pretrained(directory, ckpt.config, ckpt.params, vocab,
@@ -92,12 +101,16 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
         rng.bit_generator.state = state["rng_state"]
         position = Position(**state["position"])
         options = dict(state["options"])
-        optimizer = AdamW(loaded.params, weight_decay=options.get("weight_decay", 0.01))
+        frozen = tuple(state.get("frozen", ()))             # older checkpoints: nothing frozen
+        unknown = [name for name in frozen if name not in loaded.params]
+        if unknown:
+            raise CheckpointError(f"{directory}: the training state freezes {unknown[0]}, which the model lacks")
+        optimizer = AdamW(trained(loaded.params, frozen), weight_decay=options.get("weight_decay", 0.01))
         optimizer.load_state_arrays(moments, state["optimizer_t"])
     except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, *JSON_ERRORS) as e:
         raise CheckpointError(f"{directory}: the training state is corrupt ({str(e)[:200]})") from None
     return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
-                              state.get("backend", ""), state.get("extra", {}))
+                              state.get("backend", ""), state.get("extra", {}), frozen)
 
 
 def note_backend_change(saved_backend: str, log) -> None:
