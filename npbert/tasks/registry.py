@@ -72,6 +72,7 @@ TASKS = {t.name: t for t in [
     _builtin("builtin-tagging", "token_classification", ("entity_f1", "token_accuracy"), "built-in: PER/LOC/ORG"),
     _builtin("builtin-qa", "question_answering", ("f1", "exact_match"), "built-in: questions on a story", 128),
     _builtin("builtin-choice", "multiple_choice", ACCURACY, "built-in: the sentence that continues (4)"),
+    _builtin("builtin-qnli", "sequence_classification", ACCURACY, "built-in: does the sentence answer the question (2)"),
 ]}
 
 
