@@ -203,21 +203,24 @@ def report(args) -> int:
     results = load(os.path.abspath(args.out))
     seeds = [int(s) for s in args.seeds.split(",")]
 
-    def pt(preset, s, nsp=True, mix="80/10/10", key="mlm_acc"):
-        return results.get(pretrain_unit(preset, s, nsp, mix)[0], {}).get(key)
+    def pt(preset, s, nsp=True, mix="80/10/10", key="mlm_acc", corpus="builtin"):
+        return results.get(pretrain_unit(preset, s, nsp, mix, corpus)[0], {}).get(key)
 
     def ft(preset, s, task, features="fine-tune", nsp=True, mix="80/10/10"):
-        name = finetune_unit(pretrain_unit(preset, s, nsp, mix)[0], task, s, features)[0]
+        name = finetune_unit(pretrain_unit(preset, s, nsp, mix, CORPUS[task])[0], task, s, features)[0]
         return results.get(name, {}).get("score")
 
     print("## NSP on vs off (tiny, seeds " + ",".join(map(str, seeds)) + ")\n")
-    print("| | held-out MLM acc | NSP acc | builtin-qnli acc | rt-polarity acc |\n|---|---|---|---|---|")
-    rows = {nsp: [[pt("tiny", s, nsp) for s in seeds], [pt("tiny", s, nsp, key="nsp_acc") for s in seeds],
-                  [ft("tiny", s, "pair", nsp=nsp) for s in seeds], [ft("tiny", s, "single", nsp=nsp) for s in seeds]]
-            for nsp in (True, False)}
+    print("| | built-in corpus: held-out MLM acc | NSP acc | builtin-qnli acc | IMDB: held-out MLM acc | NSP acc "
+          "| rt-polarity acc |\n|---|---|---|---|---|---|---|")
+    rows = {nsp: [[pt("tiny", s, nsp, corpus=c, key=k) for s in seeds] for c in ("builtin", "imdb")
+                  for k in ("mlm_acc", "nsp_acc", "task")] for nsp in (True, False)}
+    for nsp in (True, False):                          # the task column of each corpus: its fine-tuning
+        rows[nsp][2] = [ft("tiny", s, "pair", nsp=nsp) for s in seeds]
+        rows[nsp][5] = [ft("tiny", s, "single", nsp=nsp) for s in seeds]
     for nsp, label in ((True, "NSP + MLM"), (False, "MLM only")):
         print(f"| {label} | " + " | ".join(mean(col) for col in rows[nsp]) + " |")
-    print("| on - off (paired) | " + " | ".join(paired(a, b) if i != 1 else "-"
+    print("| on - off (paired) | " + " | ".join(paired(a, b) if i not in (1, 4) else "-"
                                                  for i, (a, b) in enumerate(zip(rows[True], rows[False]))) + " |\n")
 
     mseeds = [s for s in seeds if s < 2]
@@ -235,17 +238,17 @@ def report(args) -> int:
               + f" | {diffs} |")
 
     print("\n## Model size (same steps and tokens)\n")
-    print("| preset | layers / hidden / heads | seeds | held-out MLM acc | qnli acc | rt-polarity acc |\n|---|---|---|---|---|---|")
+    print("| preset | layers / hidden / heads | seeds | held-out MLM acc | qnli acc | tagging F1 |\n|---|---|---|---|---|---|")
     shape = {"tiny": "2 / 128 / 2", "mini": "4 / 256 / 4", "small": "4 / 512 / 8"}
     for preset in ("tiny", "mini", "small"):
         have = [s for s in seeds if pt(preset, s) is not None]
         print(f"| {preset} | {shape[preset]} | {','.join(map(str, have)) or '-'} | {mean(pt(preset, s) for s in have)} | "
-              f"{mean(ft(preset, s, 'pair') for s in have)} | {mean(ft(preset, s, 'single') for s in have)} |")
+              f"{mean(ft(preset, s, 'pair') for s in have)} | {mean(ft(preset, s, 'tagging') for s in have)} |")
     for big in ("mini", "small"):
         both = [s for s in seeds if pt(big, s) is not None]
         print(f"\n{big} - tiny (paired by seed): MLM acc {paired([pt(big, s) for s in both], [pt('tiny', s) for s in both])}, "
-              f"qnli {paired([ft(big, s, 'pair') for s in both], [ft('tiny', s, 'pair') for s in both])}, rt-polarity "
-              f"{paired([ft(big, s, 'single') for s in both], [ft('tiny', s, 'single') for s in both])}")
+              f"qnli {paired([ft(big, s, 'pair') for s in both], [ft('tiny', s, 'pair') for s in both])}, tagging F1 "
+              f"{paired([ft(big, s, 'tagging') for s in both], [ft('tiny', s, 'tagging') for s in both])}")
 
     print("\n## Feature-based vs fine-tuning (mini, builtin-tagging entity F1, seeds " + ",".join(map(str, mseeds)) + ")\n")
     print("| approach | dev entity F1 | vs fine-tuning (paired) |\n|---|---|---|")
