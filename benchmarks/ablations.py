@@ -205,8 +205,29 @@ def mean(values) -> str:
     return f"{sum(values) / len(values):.3f}" if values else "-"
 
 
+def common_heldout_accuracy(out, model) -> float | None:
+    """Held-out MLM accuracy of a pretrained model on the 80/10/10 data's held-out split (the
+    same 40 batches for every model, whatever mix it was trained with), cached in results/."""
+    path = os.path.join(out, "results", f"heldout8010-{model}.json")
+    if not os.path.exists(path):
+        if not os.path.isdir(os.path.join(out, model, "checkpoint")):
+            return None
+        from npbert import set_backend
+        from npbert.checkpoint import load_pretrained
+        from npbert.pretrain import evaluate, load_prepared
+        set_backend("numba")
+        loaded = load_pretrained(os.path.join(out, model, "checkpoint"))
+        heldout = load_prepared(os.path.join(out, "data", "builtin-80-10-10"))[1]
+        scores = evaluate(loaded.params, loaded.config, heldout, 32, max_batches=40, nsp=False)
+        with open(path, "w") as f:
+            json.dump(dict(name=f"heldout8010-{model}", **scores), f)
+    with open(path) as f:
+        return json.load(f)["mlm_acc"]
+
+
 def report(args) -> int:
-    results = load(os.path.abspath(args.out))
+    out = os.path.abspath(args.out)
+    results = load(out)
     seeds = [int(s) for s in args.seeds.split(",")]
 
     def pt(preset, s, nsp=True, mix="80/10/10", key="mlm_acc", corpus="builtin"):
@@ -231,7 +252,7 @@ def report(args) -> int:
 
     mseeds = [s for s in seeds if s < 2]
     print("## Masking mixes (tiny, seeds " + ",".join(map(str, mseeds)) + ")\n")
-    print("| MASK/SAME/RND | held-out MLM acc | qnli acc (fine-tune) | tagging F1 (fine-tune) | tagging F1 (feature-based, last) | "
+    print("| MASK/SAME/RND | held-out MLM acc, own mix / 80/10/10 | qnli acc (fine-tune) | tagging F1 (fine-tune) | tagging F1 (feature-based, last) | "
           "each vs 80/10/10: qnli / F1 ft / F1 feat |\n|---|---|---|---|---|---|")
     base = [[ft("tiny", s, t, f) for s in mseeds] for t, f in (("pair", "fine-tune"), ("tagging", "fine-tune"),
                                                                ("tagging", "last"))]
@@ -240,7 +261,8 @@ def report(args) -> int:
                                                                              ("tagging", "fine-tune"),
                                                                              ("tagging", "last"))]
         diffs = " / ".join(paired(c, b) for c, b in zip(cols, base)) if mix != MIXES[0] else "-"
-        print(f"| {mix} | {mean(pt('tiny', s, mix=mix) for s in mseeds)} | " + " | ".join(mean(c) for c in cols)
+        common = mean(common_heldout_accuracy(out, pretrain_unit("tiny", s, mix=mix)[0]) for s in mseeds)
+        print(f"| {mix} | {mean(pt('tiny', s, mix=mix) for s in mseeds)} / {common} | " + " | ".join(mean(c) for c in cols)
               + f" | {diffs} |")
 
     print("\n## Model size (same steps and tokens)\n")
@@ -268,6 +290,8 @@ def report(args) -> int:
     total = {}
     for r in results.values():
         kind = r["name"].split("-")[0]
+        if kind == "heldout8010":
+            continue
         total[kind] = total.get(kind, 0.0) + r.get("seconds", 0.0)
     print(", ".join(f"{k}: {v / 60:.1f} min over {sum(n.startswith(k) for n in results)} runs" for k, v in total.items()))
     return 0
