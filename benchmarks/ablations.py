@@ -304,7 +304,10 @@ def main(argv=None) -> int:
     p.add_argument("--studies", default=",".join(STUDIES))
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--jobs", type=int, default=2, help="units side by side (one core each)")
+    p.add_argument("--tiny-lr", type=float, default=None,
+                   help="peak pretraining learning rate of the tiny models (default: npbert's 3e-3); named in the runs")
     args = p.parse_args(argv)
+    PRETRAIN_LR["tiny"] = args.tiny_lr
     return run(args) if args.what == "run" else report(args)
 
 
