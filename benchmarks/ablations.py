@@ -210,7 +210,7 @@ def common_heldout_accuracy(out, model) -> float | None:
     same 40 batches for every model, whatever mix it was trained with), cached in results/."""
     path = os.path.join(out, "results", f"heldout8010-{model}.json")
     if not os.path.exists(path):
-        if not os.path.isdir(os.path.join(out, model, "checkpoint")):
+        if not os.path.exists(os.path.join(out, "results", model + ".json")):   # not (yet) pretrained to the end
             return None
         from npbert import set_backend
         from npbert.checkpoint import load_pretrained
