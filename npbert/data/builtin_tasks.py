@@ -53,13 +53,19 @@ def check_task(task):
         raise DataError(f"unknown built-in task {task!r}; choose one of {', '.join(TASKS)}")
 
 
+def split_documents(split, num_documents, seed, task_seed):
+    """(the split's stories, the task's Generator): the stories depend on (seed, split) only, so
+    every task of a split reads the same ones; task_seed gives each task its own random stream."""
+    documents = world.generate_documents(num_documents or DEFAULT_NUM_DOCUMENTS[split], [seed, SPLITS[split]])
+    return documents, np.random.default_rng([seed, SPLITS[split], task_seed])
+
+
 def make_task(task, split, num_documents=None, seed=0) -> list:
     """The records of one split of a built-in task (see the module docstring)."""
     check_task(task)
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    documents = world.generate_documents(num_documents or DEFAULT_NUM_DOCUMENTS[split], [seed, SPLITS[split]])
-    rng = np.random.default_rng([seed, SPLITS[split], TASKS.index(task)])
+    documents, rng = split_documents(split, num_documents, seed, TASKS.index(task))
     return dict(topic=topic_examples, facts=facts_examples, entities=entity_examples,
                 qa=qa_examples)[task](documents, rng)
 

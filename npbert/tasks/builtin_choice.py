@@ -16,15 +16,14 @@ from __future__ import annotations
 import numpy as np
 
 from npbert.data import builtin_corpus as world
-from npbert.data.builtin_tasks import DEFAULT_NUM_DOCUMENTS, SPLITS
+from npbert.data.builtin_tasks import split_documents
 
 NUM_CHOICES = 4
 TASK_SEED = 4   # after builtin_tasks' 0..3, so no task shares a random stream
 
 
 def choice_examples(split, num_documents=None, seed=0) -> list:
-    documents = world.generate_documents(num_documents or DEFAULT_NUM_DOCUMENTS[split], [seed, SPLITS[split]])
-    rng = np.random.default_rng([seed, SPLITS[split], TASK_SEED])
+    documents, rng = split_documents(split, num_documents, seed, TASK_SEED)
     records = []
     for doc in documents:
         values = world.slot_values(doc.person, rng)

@@ -16,10 +16,9 @@ profession, shared by the question and both sentences, says nothing either.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from npbert.data import builtin_corpus as world
-from npbert.data.builtin_tasks import DEFAULT_NUM_DOCUMENTS, QUESTIONS, SPLITS
+from npbert.data.builtin_tasks import QUESTIONS, split_documents
 
 LABELS = ("entailment", "not_entailment")     # GLUE QNLI's label names, in its order
 # "Every morning, Anna goes to the bakery." half-answers "Where does Anna work?": not a non-answer
@@ -29,8 +28,7 @@ TASK_SEED = 5   # after builtin_tasks' 0..3 and builtin_choice's 4, so no task s
 
 
 def qnli_examples(split, num_documents=None, seed=0) -> list:
-    documents = world.generate_documents(num_documents or DEFAULT_NUM_DOCUMENTS[split], [seed, SPLITS[split]])
-    rng = np.random.default_rng([seed, SPLITS[split], TASK_SEED])
+    documents, rng = split_documents(split, num_documents, seed, TASK_SEED)
     records = []
     for doc in documents:
         values = world.slot_values(doc.person, rng)
