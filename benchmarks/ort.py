@@ -138,11 +138,11 @@ def ort_infer_step(config, params, batch: dict, threads: int, spinning: bool = T
     B, T = batch["input_ids"].shape
     model = build_graph(config, params, B, T, len(batch["mlm_positions"]))
     onnx.checker.check_model(model)
-    path = os.path.join(tempfile.mkdtemp(prefix="npbert-ort-"), "bert.onnx")
-    onnx.save(model, path)
+    with tempfile.TemporaryDirectory(prefix="npbert-ort-") as directory:   # the session keeps the model in memory
+        path = os.path.join(directory, "bert.onnx")
+        onnx.save(model, path)
+        session = ort_session(path, threads, spinning)
     ops = [n.op_type for n in model.graph.node]
-    session = ort_session(path, threads, spinning)
-    os.remove(path)
     feed = {k: np.asarray(batch[k], np.int64) for k in INPUTS}
     mlm, nsp, loss = session.run(None, feed)
     out, _ = pretraining_forward(params, config, **{k: batch[k] for k in INPUTS})
