@@ -13,7 +13,6 @@ import pytest
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
-from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import CheckpointError, NpbertError
 from npbert.feature_based import FEATURES, FIELD, features_forward, with_features
 from npbert.finetune import FinetuneOptions, finetune, load_finetuned
@@ -22,8 +21,8 @@ from npbert.layers.scalar_mix import GAMMA, W
 from npbert.model import bert_forward, bert_hidden_states, init_params
 from npbert.task_models import FEATURE_MODELS, head_shapes, init_head
 from npbert.tasks.registry import TASKS
-from npbert.tokenizer import BertTokenizer
 from npbert.trace import Trace
+from test_finetune import random_checkpoint
 
 QUIET = dict(log=lambda *a: None)
 
@@ -32,12 +31,7 @@ QUIET = dict(log=lambda *a: None)
 def micro3(tmp_path_factory):
     """A randomly initialised 3-layer BERT (hidden 16) with the built-in vocabulary: the last four
     hidden states exist."""
-    directory = str(tmp_path_factory.mktemp("micro3"))
-    tokenizer = BertTokenizer(builtin_vocab())
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=3, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=128)
-    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=False), tokenizer)
-    return directory
+    return random_checkpoint(str(tmp_path_factory.mktemp("micro3")), layers=3, hidden=16)
 
 
 def small_model(layers=3, seed=0):

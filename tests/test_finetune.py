@@ -18,15 +18,19 @@ from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import BertTokenizer
 
 
+def random_checkpoint(directory, layers, hidden):
+    """Save a randomly initialised BERT (2 heads, FFN 2 x hidden) with the built-in vocabulary."""
+    tokenizer = BertTokenizer(builtin_vocab())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
+    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=False), tokenizer)
+    return directory
+
+
 @pytest.fixture(scope="module")
 def micro(tmp_path_factory):
     """A randomly initialised 1-layer BERT (hidden 32) with the built-in vocabulary, as a checkpoint."""
-    directory = str(tmp_path_factory.mktemp("micro"))
-    tokenizer = BertTokenizer(builtin_vocab())
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
-    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=False), tokenizer)
-    return directory
+    return random_checkpoint(str(tmp_path_factory.mktemp("micro")), layers=1, hidden=32)
 
 
 def majority_share(task, examples):
