@@ -9,8 +9,7 @@ leads to either:
 
 Both backends keep the same signatures and return the same cache records, tagged with the
 backend that made them; a backward refuses a cache of the other backend (npbert/ops/cache_tag.py),
-so do not switch backends between a forward and its backward. The linear layer has no kernel:
-both backends run npbert/ops/linear.py (docs/performance.md, "the matmul choice").
+so do not switch backends between a forward and its backward.
 
 The default is "numpy", or NPBERT_BACKEND when it is set; the training commands (`npbert
 pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set
@@ -28,7 +27,7 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "embedding_forward", "embedding_backward", "layernorm_forward", "layernorm_backward",
            "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
            "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "adamw_update")
+           "adamw_update", "sum_of_squares", "packed_attention")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
 
 
@@ -72,11 +71,19 @@ def _kernels() -> bool:
 # --- the hot ops: reference or kernel --------------------------------------------------------------
 
 def linear_forward(x, w, b):
-    return ops.linear_forward(x, w, b)                # both backends: one BLAS call per matmul
+    return (kernels.linear_forward if _kernels() else ops.linear_forward)(x, w, b)
 
 
 def linear_backward(dy, cache):
-    return ops.linear_backward(dy, cache)
+    return (kernels.linear_backward if _kernels() else ops.linear_backward)(dy, cache)
+
+
+def sum_of_squares(x):
+    return (kernels.sum_of_squares if _kernels() else ops.sum_of_squares)(x)
+
+
+def packed_attention(q, k, v, lengths, num_heads):
+    return (kernels.packed_attention if _kernels() else ops.packed_attention)(q, k, v, lengths, num_heads)
 
 
 def linear_gelu_forward(x, w, b, hidden_act):

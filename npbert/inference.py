@@ -22,7 +22,7 @@ import numpy as np
 
 from npbert import backend
 from npbert.errors import InputError
-from npbert.layers.attention import K, O, Q, V, merge_heads, split_heads
+from npbert.layers.attention import K, O, Q, V
 from npbert.layers.embeddings import LN as EMB_LN
 from npbert.layers.embeddings import POS, TYPE, WORD
 from npbert.layers.encoder import layer_params
@@ -45,12 +45,6 @@ class Packing:
         self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])   # (B,) first packed row of b
         self.positions = np.nonzero(mask)[1]                       # (N,) position ids of the real tokens
         self.contiguous = bool((mask == (np.arange(mask.shape[1]) < self.lengths[:, None])).all())
-        # runs of consecutive sequences of one length: attention batches each run in one call
-        # (a batch without padding is one run: the batched attention of bert_forward)
-        change = np.flatnonzero(np.diff(self.lengths)) + 1
-        firsts = np.concatenate([[0], change])                     # first sequence of each run
-        counts = np.diff(np.concatenate([firsts, [len(self.lengths)]]))
-        self.runs = [(int(self.starts[f]), int(c), int(self.lengths[f])) for f, c in zip(firsts, counts)]
 
     def pack(self, a):
         # a: (B, T, ...) -> (N, ...)
@@ -79,13 +73,7 @@ def packed_self_attention(x, packing: Packing, p, num_heads):
     q = backend.linear_forward(x, p[Q + ".weight"], p[Q + ".bias"])[0]        # (N, H)
     k = backend.linear_forward(x, p[K + ".weight"], p[K + ".bias"])[0]        # (N, H)
     v = backend.linear_forward(x, p[V + ".weight"], p[V + ".bias"])[0]        # (N, H)
-    context = np.empty_like(q)                                                 # (N, H)
-    H = q.shape[1]
-    for start, count, n in packing.runs:                                       # count sequences of n tokens
-        rows = slice(start, start + count * n)
-        qh, kh, vh = (split_heads(a[rows].reshape(count, n, H), num_heads) for a in (q, k, v))  # (count, A, n, D)
-        c, _ = backend.attention_core_forward(qh, kh, vh, np.zeros((count, n), q.dtype), 0.0, None)
-        context[rows] = merge_heads(c).reshape(count * n, H)                  # (count * n, H)
+    context = backend.packed_attention(q, k, v, packing.lengths, num_heads)    # (N, H)
     return backend.linear_forward(context, p[O + ".weight"], p[O + ".bias"])[0]  # (N, H)
 
 

@@ -36,7 +36,7 @@ def linear_warmup_decay(step: int, peak_lr: float, warmup_steps: int, total_step
 
 
 def global_norm(grads: dict) -> float:
-    return float(np.sqrt(sum(float(np.dot(g.reshape(-1), g.reshape(-1))) for g in grads.values())))
+    return math.sqrt(sum(backend.sum_of_squares(g) for g in grads.values()))
 
 
 def clip_by_global_norm(grads: dict, max_norm: float) -> float:

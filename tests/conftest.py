@@ -3,11 +3,20 @@ is reproducible (same seed, same result). Explore new examples locally with
 `pytest --hypothesis-profile=explore`."""
 import os
 
-import numpy as np
-import pytest
-from hypothesis import settings
+# npbert's kernels on one thread unless a test asks for more: a parallel loop's driver is compiled
+# once per kernel and argument types (~1 s each, kernels/threads.py), which over the suite's many
+# shapes and dtypes would add minutes to a cold run. The tests that split work over threads set
+# NPBERT_NUM_THREADS themselves (test_matmul.py, the thread-count tests of test_kernels.py, the
+# 2-thread training step and resume). Numba's pool is sized when Numba loads: 4 at least, so
+# those tests run 3 or 4 threads on a 2-CPU machine too.
+os.environ.setdefault("NPBERT_NUM_THREADS", "1")
+os.environ.setdefault("NUMBA_NUM_THREADS", str(max(4, os.cpu_count() or 1)))
 
-from npbert import backend
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
+
+from npbert import backend  # noqa: E402
 
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)

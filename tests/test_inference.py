@@ -76,11 +76,13 @@ def test_packed_forward_is_bert_forward_at_real_positions(backend, seed, B, T, l
         assert abs(out32[key] - out[key]) < 2e-6 * max(1.0, abs(out[key])), key
 
 
-def test_packing_runs_batch_equal_lengths():
+def test_packing_and_the_reference_attention_runs():
+    from npbert.ops.packed_attention import equal_length_runs
     mask = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 0, 0]])
     packing = Packing(mask)
-    assert packing.runs == [(0, 2, 2), (4, 1, 3), (7, 2, 1)]           # (first row, sequences, length)
-    assert Packing(np.ones((4, 5))).runs == [(0, 4, 5)]                # no padding: one batched call
+    assert equal_length_runs(packing.lengths) == [(0, 2, 2), (4, 1, 3), (7, 2, 1)]   # (first row, sequences, length)
+    assert equal_length_runs(Packing(np.ones((4, 5))).lengths) == [(0, 4, 5)]        # no padding: one batched call
+    assert equal_length_runs([]) == []
     x = np.arange(len(packing.flat))[:, None] * 1.0                    # (N, 1)
     assert (packing.pack(packing.unpack(x)) == x).all()
 

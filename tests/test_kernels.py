@@ -10,9 +10,11 @@ float32 cancels (e.g. p - 1 for a softmax probability next to 1). Where a kernel
 itself a sum of terms that cancel (the attention core's dq, dk when a softmax saturates), the
 tolerance is relative to the size of those terms, since that is what float32 rounding scales
 with."""
+import contextlib
 import os
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -25,7 +27,6 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.gradcheck import Dims, float32_errors, run_gradchecks, scaled_error
 from npbert.kernels.fastexp import fast_exp
-from npbert.kernels.threads import parallel_for
 from npbert.layers.attention import merge_heads, split_heads
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 
@@ -66,14 +67,15 @@ def normal(seed, shape, dtype, scale=1.0):
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), bias=st.booleans(), out=st.integers(1, 9),
        seed=st.integers(0, 999))
 def test_linear(dtype, shape, bias, out, seed):
-    # both backends run the reference linear (one 2-D BLAS call): hold its float32 to exact float64
+    # the kernel's matmuls are BLAS's gemm on parts of the rows (tests/test_matmul.py splits them
+    # for any thread count); here the layer against exact float64
     x, w = normal(seed, shape, dtype), normal(seed + 1, (out, shape[-1]), dtype)
     b = normal(seed + 2, out, dtype) if bias else None
     dy = normal(seed + 3, (*shape[:-1], out), dtype)
     y_ref, c_ref = ops.linear_forward(exact(x), exact(w), exact(b))
-    y, c = backend.linear_forward(x, w, b)
+    y, c = kernels.linear_forward(x, w, b)
     assert_close(y, y_ref, dtype, "y")
-    assert_all_close(backend.linear_backward(dy, c), ops.linear_backward(exact(dy), c_ref), dtype, "dx, dw, db")
+    assert_all_close(kernels.linear_backward(dy, c), ops.linear_backward(exact(dy), c_ref), dtype, "dx, dw, db")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -126,8 +128,12 @@ def test_linear_gelu(dtype, act, rows, n_in, out, seed):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_linear_gelu_bias_gradient_does_not_depend_on_the_thread_count(monkeypatch, dtype):
-    # 1000 rows: 16 chunks of db, and the forward is split too (70 columns: 234 rows a part at least)
+def test_linear_gelu_passes_do_not_depend_on_the_thread_count(monkeypatch, dtype):
+    # 1000 rows: 16 chunks of db, and the GELU passes are split too (70 columns: 234 rows a part
+    # at least). The matmuls are split by thread too and BLAS blocks a part's rows its own way,
+    # so they are NumPy's here: what is checked is the kernel's own work (GELU, bias, db).
+    from npbert.kernels import linear as linear_kernel
+    monkeypatch.setattr(linear_kernel, "matmul", lambda a, b, bias=None: np.matmul(a, b) + (0 if bias is None else bias))
     x, w = normal(0, (1000, 16), dtype), normal(1, (70, 16), dtype)
     b, dy = normal(2, 70, dtype), normal(3, (1000, 70), dtype)
     results = []
@@ -135,7 +141,6 @@ def test_linear_gelu_bias_gradient_does_not_depend_on_the_thread_count(monkeypat
         monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
         y, c = kernels.linear_gelu_forward(x, w, b, "gelu")
         results.append((y, *kernels.linear_gelu_backward(dy, c)))
-    # exactly: only npbert's kernel threads changed, BLAS's did not
     for name, got, first in zip(("y", "dx", "dw", "db"), results[1], results[0]):
         np.testing.assert_array_equal(got, first, err_msg=name)
     with pytest.raises(ValueError, match="hidden_act"):
@@ -201,19 +206,25 @@ def attention_problem(draw):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("gemm_path", [True, False], ids=["gemm", "numpy-matmul"])
 @SETTINGS
 @given(problem=attention_problem())
-def test_attention_core(dtype, problem):
+def test_attention_core(dtype, gemm_path, problem):
+    # gemm: each (batch, head) done start to end in one thread, matmuls through kernels/gemm.py;
+    # numpy-matmul: the path without OpenBLAS (NumPy's batched matmuls around the row passes)
     B, A, T, D, keep, p_drop, train, seed = problem
     # q, k, v as the model makes them: (B, A, T, D) views of (B, T, H) projections
     q, k, v, dctx = (split_heads(normal(seed + i, (B, T, A * D), dtype, 2.0), A) for i in range(4))
     mask_bias = ops.attention_mask_bias(keep, dtype)
     rng_ref, rng = (np.random.default_rng(seed) if train else None for _ in range(2))
     ctx_ref, c_ref = ops.attention_core_forward(*map(exact, (q, k, v, mask_bias)), p_drop, rng_ref)
-    ctx, c = kernels.attention_core_forward(q, k, v, mask_bias, p_drop, rng)
+    no_gemm = mock.patch("npbert.kernels.attention_core._gemm_address", lambda *arrays: 0)
+    with contextlib.nullcontext() if gemm_path else no_gemm:
+        ctx, c = kernels.attention_core_forward(q, k, v, mask_bias, p_drop, rng)
+        grads = kernels.attention_core_backward(dctx, c)
     scales = attention_term_sizes(*map(exact, (q, k, v, dctx, mask_bias)), p_drop if train else 0.0)
     assert_close(ctx, ctx_ref, dtype, "context", floor=scales[0])
-    grads, grads_ref = kernels.attention_core_backward(dctx, c), ops.attention_core_backward(exact(dctx), c_ref)
+    grads_ref = ops.attention_core_backward(exact(dctx), c_ref)
     for name, got, want, floor in zip(("dq", "dk", "dv"), grads, grads_ref, scales[1:]):
         assert_close(got, want, dtype, name, floor=floor)
     if train:
@@ -388,14 +399,9 @@ def test_row_sum_keeps_nan_and_inf():
     assert row_sum(np.array([1.0, np.inf, 2.0])) == np.inf
 
 
-def test_parallel_for_covers_the_range_once_for_any_thread_count(monkeypatch):
+def test_layernorm_gradients_do_not_depend_on_the_thread_count(monkeypatch):
     for threads in ("1", "2", "3", "7"):
         monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
-        seen = []
-        for n in (0, 1, 5, 64):
-            seen.clear()
-            parallel_for(lambda lo, hi: seen.extend(range(lo, hi)), n)
-            assert sorted(seen) == list(range(n))
         x = normal(0, (300, 16), np.float64)           # row-chunked sums do not depend on threads
         _, c = kernels.layernorm_forward(x, np.ones(16), np.zeros(16), 1e-12)
         grads = kernels.layernorm_backward(x, c)
@@ -413,16 +419,14 @@ def test_backend_switch_and_context_manager():
     with backend.use_backend("numba"):
         assert npbert.get_backend() == "numba"
         assert backend.layernorm_forward(x, gamma, beta, 1e-12)[1].backend == "numba"
-        assert backend.linear_forward(x, gamma[None, :], None)[1].backend == "numpy"   # no kernel: the reference
+        assert backend.linear_forward(x, gamma[None, :], None)[1].backend == "numba"
         with pytest.raises(ValueError, match="unknown backend"):
             npbert.set_backend("cuda")
         assert npbert.get_backend() == "numba"
     assert npbert.get_backend() == before
     with backend.use_backend("numpy"):
         assert backend.layernorm_forward(x, gamma, beta, 1e-12)[1].backend == "numpy"
-    own = set(backend.HOT_OPS) - set(kernels.SHARED_WITH_REFERENCE)
-    assert own <= set(dir(kernels)), "the numba backend implements every hot op it does not share"
-    assert not set(kernels.SHARED_WITH_REFERENCE) & set(dir(kernels)), "a shared op has no kernel of its own"
+    assert set(backend.HOT_OPS) <= set(dir(kernels)), "the numba backend implements every hot op"
     assert set(backend.HOT_OPS) <= set(dir(backend)) and set(backend.HOT_OPS) <= set(dir(ops))
 
 
@@ -480,6 +484,30 @@ def test_pretraining_step_agrees_across_backends(act, dropout):
     assert g.keys() == g_ref.keys()
     scale = max(np.abs(v).max() for v in g_ref.values())
     for key in g_ref:                                  # the key bias gradient is 0 up to rounding: scale by all
+        assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
+
+
+def test_pretraining_step_on_two_threads_matches_the_reference(monkeypatch):
+    # large enough that the row kernels split too (512 rows); every matmul split (no minimum)
+    from npbert.kernels import matmul
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "2")
+    monkeypatch.setattr(matmul, "MIN_FLOP_PER_PART", 0)
+    config = BertConfig(vocab_size=300, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=256, max_position_embeddings=64)
+    rng = np.random.default_rng(0)
+    params = init_params(config, rng, dtype=np.float64)
+    B, T = 8, 64
+    mask = (np.arange(T) < rng.integers(10, T + 1, (B, 1))).astype(np.int64)
+    batch = dict(input_ids=rng.integers(0, 300, (B, T)), attention_mask=mask, mlm_positions=np.arange(0, B * T, 37),
+                 mlm_labels=rng.integers(0, 300, len(range(0, B * T, 37))), nsp_labels=rng.integers(0, 2, B))
+    with backend.use_backend("numpy"):
+        out_ref, g_ref = _pretraining_step(params, config, batch, seed=1)
+    with backend.use_backend("numba"):
+        out, g = _pretraining_step(params, config, batch, seed=1)
+        assert backend.sum_of_squares(g["bert.embeddings.word_embeddings.weight"]) > 0
+    np.testing.assert_allclose(out["loss"], out_ref["loss"], rtol=1e-10, atol=0)
+    scale = max(np.abs(v).max() for v in g_ref.values())
+    for key in g_ref:
         assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
 
 
@@ -556,3 +584,18 @@ def test_layernorm_backward_does_not_read_the_callers_x(backend_name):
         x[:] = 1e6                                       # the caller writes over its array
         got = backend.layernorm_backward(dy, cache)
     assert all(np.array_equal(g, w) for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 1000, 65536, 200_003])           # across the 65,536-element chunks
+def test_sum_of_squares_is_float64_accurate_for_any_thread_count(monkeypatch, dtype, n):
+    import math
+    x = normal(n, (n,), dtype, 3.0)
+    exact_sum = math.fsum((x.astype(np.float64) ** 2).tolist())
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("NPBERT_NUM_THREADS", threads)
+        results.append(kernels.sum_of_squares(x.reshape(-1, 1) if n % 2 else x))
+    assert results[0] == results[1] == results[2]                    # chunks, not threads, fix the order
+    assert abs(results[0] - exact_sum) <= 1e-15 * n * max(exact_sum, 1e-300)
+    assert abs(ops.sum_of_squares(x) - exact_sum) <= (1e-12 if dtype == np.float64 else 1e-5) * max(exact_sum, 1e-300)

@@ -4,9 +4,9 @@ puts them in force.
 
 Each has the reference's signature, returns the same values and the same cache record
 (tagged "numba"; a few fields differ in layout, e.g. LayerNorm's rstd is (N,) float64). The
-"why" of each choice is in the module docstrings and docs/performance.md. The linear layers
-have no kernel: the reference already makes one 2-D BLAS call per matmul, which is what a
-kernel would do (docs/performance.md, "the matmul choice"), so both backends share it.
+"why" of each choice is in the module docstrings and docs/performance.md. The matmuls stay
+BLAS's gemm, called on parts of the rows from npbert's own threads (matmul.py, gemm.py), so
+that one set of threads runs the whole step (threads.py).
 
 The compiled kernels are cached on disk under a hash of all kernel sources (jit_cache.py), so
 editing any kernel file recompiles everything that may depend on it.
@@ -22,7 +22,7 @@ from npbert.kernels.dropout import dropout_backward, dropout_forward  # noqa: E4
 from npbert.kernels.embedding import embedding_backward, embedding_forward  # noqa: E402
 from npbert.kernels.gelu import gelu_backward, gelu_forward  # noqa: E402
 from npbert.kernels.layernorm import layernorm_backward, layernorm_forward  # noqa: E402
+from npbert.kernels.linear import linear_backward, linear_forward  # noqa: E402
 from npbert.kernels.linear_gelu import linear_gelu_backward, linear_gelu_forward  # noqa: E402
-
-# hot ops this backend leaves to the reference on purpose (see above)
-SHARED_WITH_REFERENCE = ("linear_forward", "linear_backward")
+from npbert.kernels.packed_attention import packed_attention  # noqa: E402
+from npbert.kernels.sum_of_squares import sum_of_squares  # noqa: E402

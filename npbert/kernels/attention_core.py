@@ -1,18 +1,21 @@
-"""The attention core: the four small matmuls per (batch, head) stay in BLAS, everything
-between them (scale, additive mask, softmax, dropout; in backward dropout and softmax
-backward) is one fused pass over each row of scores, rows split over threads.
+"""The attention core: per (batch, head) unit, the four small matmuls in BLAS's gemm
+(kernels/gemm.py) and everything between them (scale, additive mask, softmax, dropout; in
+backward dropout and softmax backward) as one fused pass over each row of scores; the units
+are split over threads, each unit done start to end by one thread in one parallel loop.
 
 Same semantics as npbert.ops.attention_core.attention_core_forward/backward, and the same
 cache record. Why this split, from measurement (docs/performance.md): a (T, D) x (D, T) head
 matmul in hand-written Numba loops ran at 11-40 GFLOP/s, OpenBLAS at ~65; the reference's cost
 is the ~12 NumPy passes over the (B, A, T, T) scores it makes between the matmuls, which the
-fused passes replace. Where the memory differs from the reference:
+fused passes replace; and one parallel loop per call, not one per matmul and pass, is what
+makes two threads pay (a loop's start costs 5-8 us). Where the memory differs from the reference:
 - the dropped probabilities and the score gradients live in one (B, A, T, T) scratch buffer
   reused by every call, never cached;
 - context, dq, dk, dv are (B, A, T, D) views of (B, T, A, D) arrays, so merge_heads after
   them is a free reshape instead of a transposing copy.
 Dropout uniforms are drawn by the same Generator call as the reference's dropout on the
 probabilities, so both backends drop the same attention weights for the same seed.
+Without OpenBLAS (kernels/gemm.py) the matmuls are NumPy's batched ones around the row passes.
 """
 import math
 
@@ -21,6 +24,9 @@ from numba import njit
 
 from npbert.kernels.dropout import uniforms
 from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.gemm import address as gemm_address
+from npbert.kernels.gemm import gemm
+from npbert.kernels.gemm import usable as gemm_usable
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
@@ -32,6 +38,24 @@ NUMBA = "numba"
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def softmax_row(s, bias, scale, max_acc):
+    # s: (T,) scores in, softmax(s * scale + bias) out; bias: (T,), or empty for none
+    T = s.size
+    if bias.size:
+        for j in range(T):
+            s[j] = s[j] * scale + bias[j]
+    else:
+        for j in range(T):
+            s[j] = s[j] * scale
+    m = row_max(s, max_acc)
+    for j in range(T):
+        s[j] = fast_exp(s[j] - m)
+    z = row_sum(s)
+    for j in range(T):
+        s[j] = s[j] / z
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, keep, dropped):
     # probs, dropped: (R, T) rows of (B, A, T, T), scores in, probabilities out; mask_bias: (B, T)
     R, T = probs.shape
@@ -39,15 +63,8 @@ def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, kee
     dropping = u.shape[0] > 0
     max_acc = lanes_like(probs[0])
     for r in range(lo, hi):
-        s, bias = probs[r], mask_bias[r // rows_per_batch]
-        for j in range(T):
-            s[j] = s[j] * scale + bias[j]
-        m = row_max(s, max_acc)
-        for j in range(T):
-            s[j] = fast_exp(s[j] - m)
-        z = row_sum(s)
-        for j in range(T):
-            s[j] = s[j] / z
+        s = probs[r]
+        softmax_row(s, mask_bias[r // rows_per_batch], scale, max_acc)
         if dropping:
             for j in range(T):
                 keep[r, j] = u[r, j] >= p_drop
@@ -77,9 +94,48 @@ def _softmax_dropout_backward(lo, hi, grad, probs, keep, drop_scale, scale):
             g[j] = p[j] * (g[j] - dot) * scale
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward_units(lo, hi, address, q, k, v, probs, mask_bias, scale, u, p_drop, drop_scale, keep, dropped, context):
+    # units [lo, hi) of B * A: scores = q k^T, softmax (+ dropout) row by row, context = dropped v
+    A, T = q.shape[1], q.shape[2]
+    for unit in range(lo, hi):
+        b, a = unit // A, unit % A
+        gemm(address, q[b, a], k[b, a].T, probs[b, a])
+        _softmax_dropout(unit * T, (unit + 1) * T, probs.reshape(-1, T), mask_bias, scale, u, p_drop, drop_scale,
+                         keep, dropped)
+        gemm(address, dropped[unit * T:(unit + 1) * T], v[b, a], context[b, a])
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward_units(lo, hi, address, dcontext, q, k, v, probs, keep, drop_scale, scale, work, dq, dk, dv):
+    # units [lo, hi) of B * A; work: (R, T) scratch, the dropped probabilities then the score gradient
+    A, T = q.shape[1], q.shape[2]
+    rows = probs.reshape(-1, T)
+    for unit in range(lo, hi):
+        b, a = unit // A, unit % A
+        r0, r1 = unit * T, (unit + 1) * T
+        if keep.shape[0]:
+            _redrop(r0, r1, rows, keep, drop_scale, work)
+            gemm(address, work[r0:r1].T, dcontext[b, a], dv[b, a])          # dv = dropped^T dcontext
+        else:
+            gemm(address, rows[r0:r1].T, dcontext[b, a], dv[b, a])
+        gemm(address, dcontext[b, a], v[b, a].T, work[r0:r1])              # d(dropped probs)
+        _softmax_dropout_backward(r0, r1, work, rows, keep, drop_scale, scale)
+        gemm(address, work[r0:r1], k[b, a], dq[b, a])                      # dq = dscores k
+        gemm(address, work[r0:r1].T, q[b, a], dk[b, a])                    # dk = dscores^T q
+
+
 def _heads_view(B, A, T, D, dtype):
     """(B, A, T, D) view of a fresh (B, T, A, D) array: merge_heads of it needs no copy."""
     return np.empty((B, T, A, D), dtype).transpose(0, 2, 1, 3)
+
+
+def _gemm_address(*arrays):
+    """cblas gemm's address when every head view can go to it directly, else 0 (NumPy's matmul)."""
+    address = gemm_address(arrays[0].dtype)
+    if address and all(x.dtype == arrays[0].dtype and gemm_usable(x[0, 0]) for x in arrays):
+        return address
+    return 0
 
 
 def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
@@ -87,16 +143,23 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
     B, A, T, D = q.shape
     dtype = q.dtype.type
     dropping = rng is not None and p_drop != 0.0
-    probs = np.matmul(q, k.swapaxes(-1, -2))           # (B, A, T, T) scores, made probabilities in place
+    probs = np.empty((B, A, T, T), q.dtype)           # scores, made probabilities in place
     rows = probs.reshape(B * A * T, T)                 # (R, T)
     u = uniforms((B, A, T, T), rng, rows).reshape(rows.shape) if dropping else np.empty((0, T), np.float32)
     dropped = scratch(rows.shape, q.dtype, rows, u) if dropping else rows  # (R, T)
     keep = empty_apart(u.shape, np.bool_, rows, u, dropped)               # (R, T) or empty
     drop_scale = dtype(1.0 / (1.0 - p_drop) if dropping else 1.0)
-    parallel_for(_softmax_dropout, len(rows), rows, mask_bias, dtype(1.0 / math.sqrt(D)), u, np.float32(p_drop),
-                 drop_scale, keep, dropped, grain=64)
+    scale = dtype(1.0 / math.sqrt(D))
     context = _heads_view(B, A, T, D, q.dtype)        # (B, A, T, D)
-    np.matmul(dropped.reshape(B, A, T, T), v, out=context)
+    address = _gemm_address(q, k, v)
+    if address:
+        parallel_for(_forward_units, B * A, address, q, k, v, probs, mask_bias, scale, u, np.float32(p_drop),
+                     drop_scale, keep, dropped, context, grain=max(1, 64 // T))
+    else:
+        np.matmul(q, k.swapaxes(-1, -2), out=probs)
+        parallel_for(_softmax_dropout, len(rows), rows, mask_bias, scale, u, np.float32(p_drop), drop_scale, keep,
+                     dropped, grain=64)
+        np.matmul(dropped.reshape(B, A, T, T), v, out=context)
     return context, AttentionCoreCache(q, k, v, probs, keep.reshape(B, A, T, T) if dropping else None, drop_scale,
                                        1.0 / math.sqrt(D), NUMBA)
 
@@ -109,13 +172,18 @@ def attention_core_backward(dcontext, cache: AttentionCoreCache):
     rows = probs.reshape(B * A * T, T)                 # (R, T)
     keep = np.empty((0, T), np.bool_) if cache.keep is None else cache.keep.reshape(rows.shape)  # (R, T) or empty
     work = scratch(rows.shape, q.dtype, rows, keep)    # (R, T) dropped probs, then the score gradient
+    dq, dk, dv = (_heads_view(B, A, T, D, q.dtype) for _ in range(3))  # (B, A, T, D) each
+    scale = q.dtype.type(1.0 / math.sqrt(D))
+    address = _gemm_address(q, k, v, dcontext)
+    if address:
+        parallel_for(_backward_units, B * A, address, dcontext, q, k, v, probs, keep, drop_scale, scale, work,
+                     dq, dk, dv, grain=max(1, 64 // T))
+        return dq, dk, dv
     if keep.shape[0]:
         parallel_for(_redrop, len(rows), rows, keep, drop_scale, work, grain=64)
-    dq, dk, dv = (_heads_view(B, A, T, D, q.dtype) for _ in range(3))  # (B, A, T, D) each
     np.matmul((work if keep.shape[0] else rows).reshape(B, A, T, T).swapaxes(-1, -2), dcontext, out=dv)
     np.matmul(dcontext, v.swapaxes(-1, -2), out=work.reshape(B, A, T, T))  # d(dropped probs)
-    parallel_for(_softmax_dropout_backward, len(rows), work, rows, keep, drop_scale,
-                 q.dtype.type(1.0 / math.sqrt(D)), grain=64)
+    parallel_for(_softmax_dropout_backward, len(rows), work, rows, keep, drop_scale, scale, grain=64)
     grad = work.reshape(B, A, T, T)                    # (B, A, T, T) d(q k^T)
     np.matmul(grad, k, out=dq)
     np.matmul(grad.swapaxes(-1, -2), q, out=dk)

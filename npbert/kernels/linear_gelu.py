@@ -18,10 +18,10 @@ from npbert.kernels.gelu import GRAIN, pass_args
 from npbert.kernels.gelu import backward_pass as gelu_backward_pass
 from npbert.kernels.gelu import forward_pass as gelu_forward_pass
 from npbert.kernels.layernorm import ROWS_PER_CHUNK
+from npbert.kernels.linear import linear_backward, linear_forward
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cache_tag import check_tag
-from npbert.ops.linear import linear_backward, linear_forward
 from npbert.ops.linear_gelu import LinearGeluCache
 
 NUMBA = "numba"

@@ -1,38 +1,83 @@
-"""Parallel loops for the kernels: a nogil Numba kernel run on contiguous parts of a range,
-one part per thread, from a small Python thread pool.
+"""Parallel loops for the kernels: a nogil Numba kernel(lo, hi, ...) run on contiguous parts of
+a range, one part per thread, by Numba's parallel backend (OpenMP where the machine has it).
+
+Why a compiled driver per kernel, not a Python thread pool: handing a part to a sleeping
+Python thread and getting the GIL back costs 230-350 us on these machines (measured: a pool
+of concurrent.futures running an empty kernel), more than most kernels take, so two threads
+were barely faster than one. A `prange` loop over the parts starts OpenMP's threads, which
+wait spinning for a moment after each loop, in 5-8 us (26 us after 2 ms idle), and never
+touch the GIL. The driver is `_template` below, compiled once per kernel under its own name
+so that Numba's disk cache keeps each (the cache is keyed by the function's code and name;
+a closure over the kernel would not be cached).
+
+While a loop runs, BLAS runs one thread (kernels/blas.py): the matmuls are split over these
+same threads (kernels/matmul.py, kernels/gemm.py), and OpenBLAS's own workers would
+otherwise compete with them for the cores and spin between calls (docs/performance.md).
 
 An elementwise kernel should loop over views x[lo:hi] with range(x.size), not over
 range(lo, hi): Numba cannot prove lo >= 0, so every x[i] keeps a negative-index check and
 LLVM leaves the loop scalar or half-vectorised (float32 GELU: 10.4 ms -> 3.4 ms for 2M
 elements, measured; row kernels are unaffected, their inner loops start at 0).
 
-Why not Numba's parallel=True/prange: each prange kernel costs ~1.7 s of extra compilation
-(the parfor passes and the gufunc wrapper), which put a cold start at ~25 s per dtype; the
-serial nogil kernels compile in a fraction of that, and two threads need no more machinery
-than this. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS.
+The parts are the same for a given thread count whatever the scheduling (part p is always
+[n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
+count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS.
 """
 import os
-from concurrent.futures import ThreadPoolExecutor
+import types
 
-_pool = None
+import numba
+import numpy as np
+from numba import njit, prange
+
+from npbert.kernels import blas
+
+_drivers = {}
 
 
 def num_threads() -> int:
-    return int(os.environ.get("NPBERT_NUM_THREADS", "0")) or len(os.sched_getaffinity(0))
+    wanted = int(os.environ.get("NPBERT_NUM_THREADS", "0")) or len(os.sched_getaffinity(0))
+    return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
 
 
-def parallel_for(kernel, n, *args, grain=1):
-    """kernel(lo, hi, *args) over [0, n) split in parts of at least `grain` items; the calling
-    thread runs the first part, pool threads the others. kernel must be njit(nogil=True)."""
-    global _pool
-    parts = max(1, min(num_threads(), n // max(grain, 1)))
-    if parts == 1:
+def _template(bounds, *args):
+    for p in prange(len(bounds) - 1):
+        kernel(bounds[p], bounds[p + 1], *args)  # noqa: F821  (bound per driver)
+
+
+def _driver(kernel):
+    """kernel's parallel driver: _template's code with `kernel` bound, named after the kernel."""
+    driver = _drivers.get(kernel)
+    if driver is None:
+        name = f"parallel_{kernel.__name__}"
+        function = types.FunctionType(_template.__code__, {"prange": prange, "kernel": kernel}, name)
+        function.__qualname__, function.__module__ = name, kernel.py_func.__module__
+        driver = _drivers[kernel] = njit(parallel=True, cache=True)(function)
+    return driver
+
+
+def part_bounds(n, parts, cost=None):
+    """(parts + 1,) int64 bounds splitting [0, n) into `parts` contiguous parts: of equal size,
+    or of about equal total cost (cost: (n,) the items' costs)."""
+    if cost is None:
+        return np.arange(parts + 1, dtype=np.int64) * n // parts
+    total = np.concatenate([[0], np.cumsum(cost, dtype=np.float64)])             # (n + 1,)
+    inner = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts)      # (parts - 1,)
+    return np.concatenate([[0], inner, [n]]).astype(np.int64)
+
+
+def parallel_for(kernel, n, *args, grain=1, cost=None):
+    """kernel(lo, hi, *args) over [0, n) split in parts of at least `grain` items (of about
+    equal `cost` when given: (n,) per item), one part per thread. kernel must be njit(nogil=True)."""
+    threads = num_threads()
+    parts = max(1, min(threads, n // max(grain, 1)))
+    if threads == 1:
         kernel(0, n, *args)
         return
-    if _pool is None or _pool._max_workers < parts - 1:
-        _pool = ThreadPoolExecutor(max_workers=parts - 1, thread_name_prefix="npbert")
-    bounds = [n * i // parts for i in range(parts + 1)]
-    futures = [_pool.submit(kernel, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
-    kernel(bounds[0], bounds[1], *args)
-    for f in futures:
-        f.result()
+    with blas.single_threaded():
+        if parts == 1:
+            kernel(0, n, *args)
+        else:
+            if numba.get_num_threads() != parts:
+                numba.set_num_threads(parts)
+            _driver(kernel)(part_bounds(n, parts, cost), *args)

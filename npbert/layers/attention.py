@@ -13,7 +13,7 @@ relative to one encoder layer: "attention.self.query.weight", ..., "attention.ou
 from typing import NamedTuple
 
 from npbert import backend
-from npbert.ops import AttentionCoreCache, LinearCache, attention_scores, score_grads
+from npbert.ops import AttentionCoreCache, LinearCache, attention_scores, merge_heads, score_grads, split_heads
 from npbert.trace import NO_TRACE
 
 Q, K, V, O = ("attention.self.query", "attention.self.key", "attention.self.value",
@@ -27,16 +27,6 @@ class SelfAttentionCache(NamedTuple):
     core: AttentionCoreCache
     output: LinearCache      # attention.output.dense
     num_heads: int
-
-
-def split_heads(x, num_heads):
-    B, T, H = x.shape
-    return x.reshape(B, T, num_heads, H // num_heads).transpose(0, 2, 1, 3)  # (B, A, T, D)
-
-
-def merge_heads(x):
-    B, A, T, D = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(B, T, A * D)                     # (B, T, H)
 
 
 def self_attention_forward(x, mask_bias, p, num_heads, p_drop, rng, trace=NO_TRACE):

@@ -29,6 +29,16 @@ class AttentionCoreCache(NamedTuple):
     backend: str = NUMPY
 
 
+def split_heads(x, num_heads):
+    B, T, H = x.shape
+    return x.reshape(B, T, num_heads, H // num_heads).transpose(0, 2, 1, 3)  # (B, A, T, D)
+
+
+def merge_heads(x):
+    B, A, T, D = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, A * D)                     # (B, T, H)
+
+
 def attention_mask_bias(attention_mask, dtype):
     """(B, T) 1 = real token, 0 = padding  ->  (B, T) additive bias: 0 or the dtype's minimum.
 

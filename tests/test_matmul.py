@@ -1,0 +1,210 @@
+"""The numba backend's matmuls and its parallel loops: BLAS's gemm called from compiled code
+(npbert/kernels/gemm.py) held to NumPy's matmul for every layout a layer hands it (transposed
+views, head slices, strided outputs); the split over threads (kernels/matmul.py) held to it
+for 1 to 4 threads, rows and columns; the fallbacks (other dtypes, strides BLAS cannot take,
+no OpenBLAS) exactly NumPy's; packed attention (kernels/packed_attention.py) held to the
+reference (npbert/ops/packed_attention.py); and the loops' parts (kernels/threads.py).
+
+Tolerances as in test_kernels.py: float64 1e-12, float32 1e-5 of the largest |term| sum
+(a matmul's rounding scales with sum |a_ik b_kj|, not with the result)."""
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from numba import njit
+
+from npbert import kernels, ops
+from npbert.kernels import blas, gemm, matmul, threads
+from npbert.kernels.threads import parallel_for, part_bounds
+
+TOL = {np.float64: 1e-12, np.float32: 1e-5}
+DTYPES = [np.float64, np.float32]
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+needs_openblas = pytest.mark.skipif(not blas.available(), reason="NumPy does not use OpenBLAS here")
+
+
+def normal(seed, shape, dtype):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def assert_matmul_close(got, a, b, dtype, bias=None):
+    want = a.astype(np.float64) @ b.astype(np.float64) + (0 if bias is None else bias.astype(np.float64))
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert got.shape == want.shape and got.dtype == dtype
+    assert np.all(np.abs(got - want) <= TOL[dtype] * max(scale.max(initial=0.0), 1.0))
+
+
+def layout(x, kind):
+    """x (m, n) as a layer may hand it over: C-contiguous, a transposed view of an (n, m) array,
+    the first columns of a wider array (a head's slice), or every other row of a taller one."""
+    m, n = x.shape
+    if kind == "transposed":
+        return np.ascontiguousarray(x.T).T
+    if kind == "columns":
+        wide = np.zeros((m, n + 3), x.dtype)
+        wide[:, :n] = x
+        return wide[:, :n]
+    if kind == "rows":
+        tall = np.zeros((2 * m, n), x.dtype)
+        tall[::2] = x
+        return tall[::2]
+    return x
+
+
+LAYOUTS = st.sampled_from(["C", "transposed", "columns", "rows"])
+
+
+@needs_openblas
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(m=st.integers(0, 40), k=st.integers(0, 40), n=st.integers(0, 40), la=LAYOUTS, lb=LAYOUTS,
+       wide_out=st.booleans(), seed=st.integers(0, 999))
+def test_gemm_is_numpys_matmul_for_every_layout(dtype, m, k, n, la, lb, wide_out, seed):
+    a, b = layout(normal(seed, (m, k), dtype), la), layout(normal(seed + 1, (k, n), dtype), lb)
+    assert gemm.usable(a) and gemm.usable(b)
+    out = np.full((m, n + 2 * wide_out), np.nan, dtype)[:, :n]        # rows of a wider array, like a head's
+    gemm.gemm(gemm.address(dtype), a, b, out)
+    assert_matmul_close(out, a, b, dtype)
+
+
+def test_usable_refuses_strides_blas_cannot_take():
+    x = np.arange(12.0).reshape(3, 4)
+    assert gemm.usable(x) and gemm.usable(x.T) and gemm.usable(x[:, 1:3]) and gemm.usable(x[::2])
+    assert not gemm.usable(x[::-1])                                    # negative stride
+    assert not gemm.usable(x[:, ::2])                                  # no unit stride
+    assert not gemm.usable(np.broadcast_to(np.arange(4.0), (3, 4)))    # rows overlap (stride 0)
+    assert not gemm.usable(np.arange(4.0))                             # not 2-D
+    assert gemm.address(np.int64) == 0 and gemm.address(np.complex128) == 0
+
+
+@needs_openblas
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(m=st.integers(1, 90), k=st.integers(1, 30), n=st.integers(1, 90), la=LAYOUTS, lb=LAYOUTS,
+       with_bias=st.booleans(), n_threads=st.integers(1, 4), seed=st.integers(0, 999))
+def test_split_matmul_is_numpys_matmul(dtype, m, k, n, la, lb, with_bias, n_threads, seed):
+    # every part size (no minimum work), rows when m >= n, columns when m < n
+    a, b = layout(normal(seed, (m, k), dtype), la), layout(normal(seed + 1, (k, n), dtype), lb)
+    bias = normal(seed + 2, n, dtype) if with_bias else None
+    with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": str(n_threads)}), \
+            mock.patch.object(matmul, "MIN_FLOP_PER_PART", 0):
+        got = matmul.matmul(a, b, bias)
+    assert got.flags.c_contiguous
+    assert_matmul_close(got, a, b, dtype, bias)
+
+
+@pytest.mark.parametrize("a, b", [
+    (np.arange(6).reshape(2, 3), np.arange(12).reshape(3, 4)),                    # integers: no gemm
+    (np.ones((4, 3), np.float32), np.ones((3, 5))),                                # mixed dtypes
+    (np.arange(12.0).reshape(4, 3)[::-1], np.arange(15.0).reshape(3, 5)),          # negative stride
+    (np.arange(24.0).reshape(4, 6)[:, ::2], np.arange(15.0).reshape(3, 5)),        # no unit stride
+])
+def test_matmul_falls_back_to_numpy_exactly(a, b):
+    with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": "2"}):
+        np.testing.assert_array_equal(matmul.matmul(a, b), np.matmul(a, b))
+        np.testing.assert_array_equal(matmul.matmul(a, b, np.ones(b.shape[1], b.dtype)), np.matmul(a, b) + 1)
+
+
+def test_matmul_without_openblas_is_numpys(monkeypatch):
+    a, b = normal(0, (64, 8), np.float32), normal(1, (8, 64), np.float32)
+    monkeypatch.setattr(gemm, "address", lambda dtype: 0)
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "2")
+    np.testing.assert_array_equal(matmul.matmul(a, b), np.matmul(a, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_linear_kernel_matches_the_reference(dtype, monkeypatch):
+    # split over 2 threads (rows, then dW's rows), bias added in the parts; float64 to 1e-12
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "2")
+    monkeypatch.setattr(matmul, "MIN_FLOP_PER_PART", 0)
+    x, w, b, dy = normal(0, (3, 50, 7), dtype), normal(1, (9, 7), dtype), normal(2, 9, dtype), normal(3, (3, 50, 9), dtype)
+    y, cache = kernels.linear_forward(x, w, b)
+    y_ref, cache_ref = ops.linear_forward(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64))
+    assert cache.backend == "numba" and y.shape == (3, 50, 9)
+    assert np.abs(y - y_ref).max() <= TOL[dtype] * 10
+    for got, want in zip(kernels.linear_backward(dy, cache), ops.linear_backward(dy.astype(np.float64), cache_ref)):
+        assert got.dtype == dtype and np.abs(got - want).max() <= TOL[dtype] * 100
+    with pytest.raises(Exception, match="numpy"):
+        ops.linear_backward(dy, cache)                                 # a numba cache is refused by the reference
+
+
+@needs_openblas
+def test_blas_runs_one_thread_inside_a_parallel_loop_and_as_before_after():
+    before = blas.get_num_threads()
+    blas.set_num_threads(2)
+    try:
+        with blas.single_threaded():
+            assert blas.get_num_threads() == 1
+        assert blas.get_num_threads() == 2
+    finally:
+        blas.set_num_threads(before)
+
+
+# --- the parallel loops ------------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def _count(lo, hi, counts):
+    for i in range(lo, hi):
+        counts[i] += 1
+
+
+@pytest.mark.parametrize("n_threads", ["1", "2", "3", "4"])
+def test_parallel_for_covers_the_range_once(monkeypatch, n_threads):
+    monkeypatch.setenv("NPBERT_NUM_THREADS", n_threads)
+    for n in (0, 1, 5, 64, 1000):
+        for cost in (None, np.arange(n, dtype=float) ** 2):
+            counts = np.zeros(n, np.int64)
+            parallel_for(_count, n, counts, cost=cost)
+            assert (counts == 1).all()
+
+
+@SETTINGS
+@given(cost=st.lists(st.floats(0, 100), min_size=1, max_size=60), parts=st.integers(1, 8))
+def test_parts_by_cost_are_contiguous_and_balanced(cost, parts):
+    bounds = part_bounds(len(cost), parts, np.array(cost))
+    assert bounds[0] == 0 and bounds[-1] == len(cost) and len(bounds) == parts + 1
+    assert (np.diff(bounds) >= 0).all()
+    sums = [sum(cost[lo:hi]) for lo, hi in zip(bounds[:-1], bounds[1:])]
+    assert max(sums) <= sum(cost) / parts + max(cost) + 1e-9          # off an even share by one item at most
+    assert list(part_bounds(10, 3)) == [0, 3, 6, 10]
+
+
+def test_thread_count_is_capped_by_numbas(monkeypatch):
+    import numba
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1000")
+    assert threads.num_threads() == numba.config.NUMBA_NUM_THREADS
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
+    assert threads.num_threads() == 1
+
+
+# --- packed attention --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@SETTINGS
+@given(lengths=st.lists(st.integers(0, 12), min_size=0, max_size=6), A=st.integers(1, 3), D=st.integers(1, 8),
+       n_threads=st.integers(1, 3), seed=st.integers(0, 999))
+def test_packed_attention_kernel_matches_the_reference(dtype, lengths, A, D, n_threads, seed):
+    N, H = sum(lengths), A * D
+    q, k, v = (normal(seed + i, (N, H), dtype) * 2 for i in range(3))
+    want = ops.packed_attention(*(x.astype(np.float64) for x in (q, k, v)), lengths, A)
+    scale = (np.abs(v).max(initial=0.0) if N else 1.0)                # context: a convex mix of v's rows
+    with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": str(n_threads)}):
+        got = kernels.packed_attention(q, k, v, lengths, A)
+        assert got.dtype == dtype and got.shape == (N, H)
+        assert np.abs(got - want).max(initial=0.0) <= TOL[dtype] * max(scale, 1.0) * 10
+        with mock.patch("npbert.kernels.packed_attention.gemm_address", lambda dtype: 0):
+            np.testing.assert_array_equal(kernels.packed_attention(q, k, v, lengths, A),
+                                          ops.packed_attention(q, k, v, lengths, A))   # no OpenBLAS: the reference
+
+
+def test_packed_attention_is_bert_attention_per_sequence():
+    # two sequences packed = each alone through the batched core with no mask
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((7, 6)) for _ in range(3))
+    got = ops.packed_attention(q, k, v, [3, 4], 2)
+    for rows in (slice(0, 3), slice(3, 7)):
+        one = [ops.split_heads(x[rows][None], 2) for x in (q, k, v)]
+        ctx, _ = ops.attention_core_forward(*one, np.zeros((1, rows.stop - rows.start)), 0.0, None)
+        np.testing.assert_allclose(got[rows], ops.merge_heads(ctx)[0], rtol=0, atol=1e-14)
