@@ -208,3 +208,22 @@ def test_packed_attention_is_bert_attention_per_sequence():
         one = [ops.split_heads(x[rows][None], 2) for x in (q, k, v)]
         ctx, _ = ops.attention_core_forward(*one, np.zeros((1, rows.stop - rows.start)), 0.0, None)
         np.testing.assert_allclose(got[rows], ops.merge_heads(ctx)[0], rtol=0, atol=1e-14)
+
+
+def test_a_forked_child_runs_the_kernels_on_one_thread(monkeypatch):
+    # GNU OpenMP does not survive fork(): after a parallel loop in the parent, a forked child
+    # (multiprocessing's default start method on Linux before Python 3.14) must still compute
+    import multiprocessing
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "2")
+    x = normal(0, (4096, 64), np.float32)
+    counts = np.zeros(1000, np.int64)
+    parallel_for(_count, 1000, counts)                                 # the parent starts OpenMP's threads
+    want = kernels.layernorm_forward(x, np.ones(64, np.float32), np.zeros(64, np.float32), 1e-12)[0]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_layernorm_in_child, (x,)).get(timeout=120)
+    np.testing.assert_array_equal(got, want)                           # LayerNorm: the same bits on any thread count
+
+
+def _layernorm_in_child(x):
+    assert threads.num_threads() == 1 or not threads._ran_parallel
+    return kernels.layernorm_forward(x, np.ones(64, np.float32), np.zeros(64, np.float32), 1e-12)[0]

@@ -19,6 +19,9 @@ range(lo, hi): Numba cannot prove lo >= 0, so every x[i] keeps a negative-index 
 LLVM leaves the loop scalar or half-vectorised (float32 GELU: 10.4 ms -> 3.4 ms for 2M
 elements, measured; row kernels are unaffected, their inner loops start at 0).
 
+A process forked after a loop ran on several threads runs its loops on one thread: GNU OpenMP
+does not survive fork() (use the "spawn" or "forkserver" start method for more in the child).
+
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
 count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS.
@@ -33,9 +36,23 @@ from numba import njit, prange
 from npbert.kernels import blas
 
 _drivers = {}
+_ran_parallel = False            # a driver has run in this process
+_forked = False                  # this process is a fork() of one where a driver had run
+
+
+def _after_fork_in_child():
+    # GNU OpenMP cannot run in a child forked after it started (Numba ends such a child:
+    # "fork() called from a process already using GNU OpenMP"), so the child runs serially
+    global _forked
+    _forked = _forked or _ran_parallel
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def num_threads() -> int:
+    if _forked:
+        return 1
     wanted = int(os.environ.get("NPBERT_NUM_THREADS", "0")) or len(os.sched_getaffinity(0))
     return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
 
@@ -80,4 +97,6 @@ def parallel_for(kernel, n, *args, grain=1, cost=None):
         else:
             if numba.get_num_threads() != parts:
                 numba.set_num_threads(parts)
+            global _ran_parallel
+            _ran_parallel = True
             _driver(kernel)(part_bounds(n, parts, cost), *args)
