@@ -1,7 +1,7 @@
 """Linear then GELU, y = gelu(x W^T + b), with the bias add and the bias gradient done row by row
 next to GELU's own passes.
 
-The matmuls stay in BLAS, as the reference's (the linear layer has no kernel: docs/performance.md).
+The matmuls stay in BLAS, split over npbert's threads by kernels/linear.py (docs/performance.md, "the matmul choice").
 What is fused is what lies between them, each a pass over the (N, out) intermediate:
 - forward: x W^T without bias, then per row: add b in place (the pre-activation is what
   backward needs, so it is kept) and write gelu of it while the row is in cache: the
