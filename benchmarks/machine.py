@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 
 ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT",
        "OMP_NUM_THREADS", "NPBERT_NUM_THREADS")
@@ -17,20 +16,14 @@ ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OPENBLA
 
 def openblas_info() -> dict:
     """{"blas_core": ..., "blas_config": ...} from the OpenBLAS this process loaded (None when
-    NumPy uses another BLAS), and the environment variables above that are set."""
-    import numpy  # noqa: F401  (loads the BLAS)
+    NumPy uses another BLAS: npbert.kernels.blas finds it), and the environment variables above
+    that are set."""
+    from npbert.kernels import blas
     info = {"blas_core": None, "blas_config": None}
-    with open("/proc/self/maps") as f:
-        libraries = sorted(set(re.findall(r"(/\S*openblas\S*\.so\S*)", f.read())))
-    for path in libraries:
-        library = ctypes.CDLL(path)
-        for prefix, suffix in (("scipy_", "64_"), ("", "64_"), ("", "")):
-            get_core = getattr(library, f"{prefix}openblas_get_corename{suffix}", None)
-            get_config = getattr(library, f"{prefix}openblas_get_config{suffix}", None)
-            if get_core is not None and get_config is not None:
-                get_core.restype = get_config.restype = ctypes.c_char_p
-                info.update(blas_core=get_core().decode(), blas_config=get_config().decode().strip())
-                break
+    if blas.available():
+        get_core, get_config = blas.function("openblas_get_corename"), blas.function("openblas_get_config")
+        get_core.restype = get_config.restype = ctypes.c_char_p
+        info.update(blas_core=get_core().decode(), blas_config=get_config().decode().strip())
     info["env"] = {k: os.environ[k] for k in ENV if k in os.environ}
     return info
 

@@ -32,6 +32,7 @@ from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
 from npbert.model import POOLER_WEIGHT, check_inputs, check_labels, require_pooler
+from npbert.ops.packed_attention import sequence_starts
 
 
 class Packing:
@@ -42,7 +43,7 @@ class Packing:
         self.shape = mask.shape
         self.flat = np.flatnonzero(mask)                           # (N,) flat (b, t) of each real token
         self.lengths = mask.sum(axis=1)                            # (B,)
-        self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]])   # (B,) first packed row of b
+        self.starts = sequence_starts(self.lengths)                # (B,) first packed row of b
         self.positions = np.nonzero(mask)[1]                       # (N,) position ids of the real tokens
         self.contiguous = bool((mask == (np.arange(mask.shape[1]) < self.lengths[:, None])).all())
 

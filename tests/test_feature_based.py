@@ -9,20 +9,21 @@ import json
 
 import numpy as np
 import pytest
+from test_finetune import random_checkpoint
 
+import npbert.task_models as tm
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, NpbertError
 from npbert.feature_based import FEATURES, FIELD, features_forward, with_features
 from npbert.finetune import FinetuneOptions, finetune, load_finetuned
-from npbert.gradcheck import Dims, op_cases
+from npbert.gradcheck import Dims, op_cases, run_gradchecks
 from npbert.layers.scalar_mix import GAMMA, W
 from npbert.model import bert_forward, bert_hidden_states, init_params
 from npbert.task_models import FEATURE_MODELS, head_shapes, init_head
 from npbert.tasks.registry import TASKS
 from npbert.trace import Trace
-from test_finetune import random_checkpoint
 
 QUIET = dict(log=lambda *a: None)
 
@@ -80,6 +81,31 @@ def test_hidden_states_stop_at_the_deepest_layer_asked_for():
 
 
 FEATURE_CASES = [n for n in op_cases(Dims()) if n.startswith("feature_based[")]
+
+
+@pytest.mark.parametrize("kind, forward, backward", [
+    ("sequence_classification", tm.feature_based_sequence_classification_forward,
+     tm.feature_based_sequence_classification_backward),
+    ("token_classification", tm.feature_based_token_classification_forward,
+     tm.feature_based_token_classification_backward),
+    ("question_answering", tm.feature_based_question_answering_forward,
+     tm.feature_based_question_answering_backward),
+    ("multiple_choice", tm.feature_based_multiple_choice_forward, tm.feature_based_multiple_choice_backward)])
+def test_each_feature_based_model_is_gradient_checked(monkeypatch, kind, forward, backward):
+    # the row feature_based[<kind>] differences this model's loss (float64 central differences,
+    # every head parameter) and must run this forward and this backward to pass
+    assert FEATURE_MODELS[kind] == (forward, backward)
+    called = []
+
+    def spy(f):
+        def wrapped(*args, **kwargs):
+            called.append(f.__name__)
+            return f(*args, **kwargs)
+        return wrapped
+    monkeypatch.setitem(FEATURE_MODELS, kind, (spy(forward), spy(backward)))
+    (result,) = run_gradchecks(Dims(), names=[f"feature_based[{kind}]"])
+    assert result.passed and result.max_error < 1e-6, result.errors
+    assert {forward.__name__, backward.__name__} <= set(called)
 
 
 @pytest.mark.parametrize("name", FEATURE_CASES)

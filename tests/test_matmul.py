@@ -77,6 +77,7 @@ def test_usable_refuses_strides_blas_cannot_take():
     assert not gemm.usable(np.broadcast_to(np.arange(4.0), (3, 4)))    # rows overlap (stride 0)
     assert not gemm.usable(np.arange(4.0))                             # not 2-D
     assert gemm.address(np.int64) == 0 and gemm.address(np.complex128) == 0
+    assert gemm.address_for(x, x.T) and not gemm.address_for(x, x.astype(np.float32)) and not gemm.address_for(x, x[::-1])
 
 
 @needs_openblas
@@ -194,7 +195,7 @@ def test_packed_attention_kernel_matches_the_reference(dtype, lengths, A, D, n_t
         got = kernels.packed_attention(q, k, v, lengths, A)
         assert got.dtype == dtype and got.shape == (N, H)
         assert np.abs(got - want).max(initial=0.0) <= TOL[dtype] * max(scale, 1.0) * 10
-        with mock.patch("npbert.kernels.packed_attention.gemm_address", lambda dtype: 0):
+        with mock.patch("npbert.kernels.packed_attention.gemm_address_for", lambda *views: 0):
             np.testing.assert_array_equal(kernels.packed_attention(q, k, v, lengths, A),
                                           ops.packed_attention(q, k, v, lengths, A))   # no OpenBLAS: the reference
 

@@ -24,9 +24,8 @@ from numba import njit
 
 from npbert.kernels.dropout import uniforms
 from npbert.kernels.fastexp import fast_exp
-from npbert.kernels.gemm import address as gemm_address
+from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
-from npbert.kernels.gemm import usable as gemm_usable
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
@@ -131,11 +130,10 @@ def _heads_view(B, A, T, D, dtype):
 
 
 def _gemm_address(*arrays):
-    """cblas gemm's address when every head view can go to it directly, else 0 (NumPy's matmul)."""
-    address = gemm_address(arrays[0].dtype)
-    if address and all(x.dtype == arrays[0].dtype and gemm_usable(x[0, 0]) for x in arrays):
-        return address
-    return 0
+    """cblas gemm's address when every (B, A, T, D) array's head views can go to it as they are
+    (the first head's view stands for all: they share strides), else 0 (NumPy's matmul)."""
+    B, A = arrays[0].shape[:2]
+    return gemm_address_for(*(x[0, 0] for x in arrays)) if B and A else 0
 
 
 def attention_core_forward(q, k, v, mask_bias, p_drop, rng):

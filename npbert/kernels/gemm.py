@@ -85,6 +85,15 @@ def address(dtype) -> int:
     return ctypes.cast(blas.function(name), ctypes.c_void_p).value or 0
 
 
+def address_for(*matrices) -> int:
+    """address() for these 2-D views when they share one float dtype and each is `usable` as it
+    is, else 0: the caller then uses NumPy's matmul."""
+    dtype = matrices[0].dtype
+    if any(m.dtype != dtype or not usable(m) for m in matrices):
+        return 0
+    return address(dtype)
+
+
 def usable(x) -> bool:
     """A 2-D aligned view gemm takes as is: row-major or column-major (a transposed view), each
     row (column) apart from the next by at least its length: no negative or overlapping strides."""

@@ -66,10 +66,11 @@ def matmul(a, b, bias=None, out=None):
     one thread, dtypes other than float32/float64 or mixed, strides BLAS cannot take, no OpenBLAS."""
     M, K = a.shape
     N = b.shape[1]
-    address = gemm.address(a.dtype) if a.dtype == b.dtype else 0
     if out is None:
         out = np.empty((M, N), np.result_type(a, b))
-    if num_threads() == 1 or not address or not (gemm.usable(a) and gemm.usable(b) and out.strides[1] == out.itemsize):
+    writable = out.dtype == a.dtype and out.strides[1] == out.itemsize      # rows gemm can write
+    address = gemm.address_for(a, b) if num_threads() > 1 and writable else 0
+    if not address:
         np.matmul(a, b, out=out)
         if bias is not None:
             out += bias

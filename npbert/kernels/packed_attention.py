@@ -15,11 +15,12 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.attention_core import softmax_row
-from npbert.kernels.gemm import address as gemm_address
+from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.rowops import lanes_like
 from npbert.kernels.threads import parallel_for
 from npbert.ops.packed_attention import packed_attention as reference
+from npbert.ops.packed_attention import sequence_starts
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -43,12 +44,12 @@ def _units(lo, hi, address, q, k, v, starts, lengths, num_heads, scale, context)
 
 def packed_attention(q, k, v, lengths, num_heads):
     # q, k, v: (N, H) packed, lengths: (S,) -> context (N, H)
-    address = gemm_address(q.dtype)
-    if not address or not all(x.dtype == q.dtype and x.ndim == 2 and x.strides[1] == x.itemsize for x in (q, k, v)):
+    address = gemm_address_for(q, k, v)
+    if not address:
         return reference(q, k, v, lengths, num_heads)  # no OpenBLAS to call, or views BLAS cannot take
     N, H = q.shape
     lengths = np.ascontiguousarray(lengths, dtype=np.int64)                      # (S,)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)    # (S,)
+    starts = sequence_starts(lengths)                                            # (S,)
     context = np.empty_like(q)                                                   # (N, H)
     cost = np.repeat(lengths.astype(np.float64) ** 2, num_heads)                 # (S * A,)
     parallel_for(_units, len(lengths) * num_heads, address, q, k, v, starts, lengths, num_heads,

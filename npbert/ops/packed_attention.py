@@ -15,12 +15,18 @@ import numpy as np
 from npbert.ops.attention_core import attention_core_forward, merge_heads, split_heads
 
 
+def sequence_starts(lengths):
+    """(S,) int64: the first packed row of each sequence."""
+    lengths = np.asarray(lengths, dtype=np.int64)                                # (S,)
+    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)[:len(lengths)]
+
+
 def equal_length_runs(lengths):
     """[(first row, sequences, length)] of the runs of consecutive sequences of equal length."""
     lengths = np.asarray(lengths, dtype=np.int64)                                # (S,)
     if not len(lengths):
         return []
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)    # (S,) first row of each
+    starts = sequence_starts(lengths)                                            # (S,) first row of each
     firsts = np.concatenate([[0], np.flatnonzero(np.diff(lengths)) + 1]).astype(np.int64)  # first sequence of each run
     counts = np.diff(np.concatenate([firsts, [len(lengths)]]))
     return [(int(starts[f]), int(c), int(lengths[f])) for f, c in zip(firsts, counts)]
