@@ -29,7 +29,8 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--vocab", type=int, default=30522)
     p.add_argument("--impls", default="numpy,numba,hf-masked",
-                   help="numpy, numba, hf-masked, hf (torch + transformers), ort (onnx + onnxruntime, --kind infer)")
+                   help="numpy, numba, hf-masked, hf (torch + transformers), ort (onnx + onnxruntime, --kind infer), "
+                        "matmuls (the step's matmuls alone: the ceiling)")
     p.add_argument("--kind", choices=("train", "infer"), default="train")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
@@ -66,6 +67,8 @@ def main(argv=None) -> int:
             from ort import ort_infer_step
             infer, info = ort_infer_step(config, workload.init_params(config), batch, args.threads)
             print(json.dumps(dict(kind="ort_check", **info)), file=sys.stderr)
+        elif impl == "matmuls":
+            train, infer = workload.matmul_steps(config, B, len(batch["mlm_positions"]), T)
         else:
             npbert.set_backend(impl)
             train, infer, _ = workload.npbert_steps(config, batch)

@@ -1,6 +1,8 @@
 """npbert's benchmark: training-step and inference tokens/s for each backend, next to Hugging
 Face on PyTorch CPU and ONNX Runtime (inference) when they are installed, in one run, with the
-machine's own matmul speed and the OpenBLAS core type it ran on.
+machine's own matmul speed and the OpenBLAS core type it ran on, and the ceiling: the step's
+matmuls alone, run back to back in NumPy (impl "matmuls"; "numba vs matmuls" is then the
+share of that ceiling npbert reaches).
 
     python benchmarks/bench.py            # full run, a few minutes
     python benchmarks/bench.py --quick    # tiny only, fewer steps
@@ -44,7 +46,7 @@ ALLOCATORS = {  # name -> extra environment of the worker process
     # the worker for every impl, PyTorch included): no mmap per large array, no trimming
     "glibc-keep": {},
 }
-IMPLS = ("numpy", "numba", "hf-masked", "hf", "ort")
+IMPLS = ("numpy", "numba", "hf-masked", "hf", "ort", "matmuls")
 
 
 def emit(record: dict) -> None:
@@ -86,6 +88,9 @@ def worker_run(args) -> None:
         infer, info = ort_infer_step(config, workload.init_params(config), batch, args.threads)
         emit(dict(kind="ort_check", preset=args.preset, vocab=args.vocab, **info))
         train, opt = None, None
+    elif args.impl == "matmuls":                       # the ceiling: the step's matmuls alone, NumPy's BLAS
+        train, infer = workload.matmul_steps(config, B, masked, T)
+        opt = None
     else:
         import npbert
         npbert.set_backend(args.impl)
@@ -189,7 +194,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--presets", default="tiny,mini,small", help="model presets to measure, comma-separated")
     p.add_argument("--vocabs", default="30522,8192", help="vocabulary sizes to measure, comma-separated")
     p.add_argument("--impls", default=",".join(IMPLS),
-                   help="numpy, numba, hf-masked, hf (hf*: torch + transformers), ort (inference: onnx + onnxruntime)")
+                   help="numpy, numba, hf-masked, hf (hf*: torch + transformers), ort (inference: onnx + onnxruntime), "
+                        "matmuls (the step's matmuls alone in NumPy: the ceiling, every position computed)")
     p.add_argument("--padded", action="store_true",
                    help="batches of random lengths in [seq / 4, seq] with [PAD] after them (tokens/s still counts B x seq)")
     p.add_argument("--seq", type=int, default=128, help="tokens a sequence (masked positions: 20 per 128)")

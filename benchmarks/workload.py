@@ -40,21 +40,58 @@ def make_batch(config: BertConfig, B: int, seed: int = 0, padded: bool = False, 
                 mlm_labels=rng.integers(5, config.vocab_size, len(positions)), nsp_labels=rng.integers(0, 2, B))
 
 
+def forward_matmuls(config: BertConfig, B: int, masked: int, T: int = T) -> list:
+    """Every matmul of pretraining_forward as (name, count, batch, m, k, n): count times a
+    batch of (m, k) @ (k, n) products (attention: one per sequence and head, batched)."""
+    H, I, L, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
+    N, heads = B * T, config.num_attention_heads
+    d = H // heads
+    return [("q, k, v, output projections", 4 * L, 1, N, H, H),
+            ("FFN up", L, 1, N, H, I),
+            ("FFN down", L, 1, N, I, H),
+            ("scores q k^T", L, B * heads, T, d, T),
+            ("context p v", L, B * heads, T, T, d),
+            ("pooler", 1, 1, B, H, H),
+            ("MLM transform", 1, 1, masked, H, H),
+            ("tied decoder", 1, 1, masked, H, V),
+            ("NSP", 1, 1, B, H, 2)]
+
+
 def forward_flops(config: BertConfig, B: int, masked: int, T: int = T) -> int:
     """Matmul FLOPs of pretraining_forward: 2 m n k per matmul."""
-    H, I, L, V = config.hidden_size, config.intermediate_size, config.num_hidden_layers, config.vocab_size
-    N = B * T
-    per_layer = (2 * N * H * H * 4                     # q, k, v, output projections
-                 + 2 * N * H * I * 2                   # FFN up and down
-                 + 2 * B * T * T * H * 2)              # scores q k^T and context p v, over all heads
-    heads = (2 * B * H * H                             # pooler
-             + 2 * masked * H * H + 2 * masked * H * V  # MLM transform and tied decoder
-             + 2 * B * H * 2)                          # NSP
-    return L * per_layer + heads
+    return sum(2 * count * batch * m * k * n for _, count, batch, m, k, n in forward_matmuls(config, B, masked, T))
 
 
 def train_flops(config, B, masked, T=T):
     return 3 * forward_flops(config, B, masked, T)        # backward = 2x forward
+
+
+def matmul_steps(config: BertConfig, B: int, masked: int, T: int = T, dtype=np.float32):
+    """-> (train_step, infer_step) that do nothing but the step's matmuls, in NumPy (BLAS, its
+    own threads), into buffers allocated once: the ceiling a step made only of its matmuls
+    would reach on this machine. Each forward product y = a @ b gets its backward pair in
+    train_step: da = dy @ b^T and db = a^T @ dy (a linear layer's dx and dW, in the layout
+    npbert's reference computes them)."""
+    rng = np.random.default_rng(0)
+    products = []
+    for _, count, batch, m, k, n in forward_matmuls(config, B, masked, T):
+        a, b, dy = (rng.standard_normal((batch, r, c), dtype=dtype) for r, c in ((m, k), (k, n), (m, n)))
+        y, da, db = np.empty((batch, m, n), dtype), np.empty((batch, m, k), dtype), np.empty((batch, k, n), dtype)
+        products.append((count, a, b, dy, y, da, db))
+
+    def infer_step():
+        for count, a, b, _, y, _, _ in products:
+            for _ in range(count):
+                np.matmul(a, b, out=y)                             # (batch, m, n)
+
+    def train_step():
+        for count, a, b, dy, y, da, db in products:
+            for _ in range(count):
+                np.matmul(a, b, out=y)                             # (batch, m, n)
+                np.matmul(dy, b.transpose(0, 2, 1), out=da)        # (batch, m, k)
+                np.matmul(a.transpose(0, 2, 1), dy, out=db)        # (batch, k, n)
+
+    return train_step, infer_step
 
 
 def init_params(config: BertConfig, seed: int = 0) -> dict:

@@ -65,3 +65,58 @@ def test_onnx_runtime_skipped_with_the_reason_and_the_blas_core_named(bench, cap
     out = capsys.readouterr().out.splitlines()
     assert "ort skipped: it needs onnx and onnxruntime, not installed (pip install onnx onnxruntime)" in out
     assert any(line.startswith("OpenBLAS core type: ") for line in out)       # which kernels the BLAS ran
+
+
+def test_the_benchmark_counts_the_matmuls_the_model_does(monkeypatch):
+    # FLOPs, GFLOP/s and the "matmuls" ceiling come from workload.forward_matmuls: it must list
+    # what pretraining_forward really multiplies (a layer added to the model and not here would
+    # flatter every GFLOP/s figure), and the ceiling's train step must do 3x those FLOPs.
+    import collections
+
+    import numpy as np
+
+    _script()
+    import workload                                      # benchmarks/workload.py, on the path _script set
+
+    from npbert import backend
+    from npbert.config import BertConfig
+    from npbert.model import init_params, pretraining_forward
+
+    config = BertConfig(vocab_size=97, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                        intermediate_size=40, max_position_embeddings=16)
+    batch = workload.make_batch(config, B=3, T=16)
+    masked = len(batch["mlm_positions"])
+    seen = collections.Counter()                         # (batch, m, k, n) -> products
+
+    def linear(f):
+        def spy(x, w, *rest):
+            seen[(1, x.size // x.shape[-1], x.shape[-1], w.shape[0])] += 1
+            return f(x, w, *rest)
+        return spy
+
+    def attention(f):
+        def spy(q, k, v, *rest):
+            B, heads, T, d = q.shape
+            seen[(B * heads, T, d, T)] += 1              # scores q k^T
+            seen[(B * heads, T, T, d)] += 1              # context p v
+            return f(q, k, v, *rest)
+        return spy
+
+    with backend.use_backend("numpy"):
+        for name, spy in (("linear_forward", linear), ("linear_gelu_forward", linear),
+                          ("attention_core_forward", attention)):
+            monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
+        pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)
+    listed = collections.Counter()
+    for _, count, b, m, k, n in workload.forward_matmuls(config, 3, masked, T=16):
+        listed[(b, m, k, n)] += count
+    assert listed == seen
+
+    products = []
+    monkeypatch.setattr(np, "matmul", lambda a, b, out: products.append((a.shape, b.shape)))
+    train, infer = workload.matmul_steps(config, 3, masked, T=16)
+    train()
+    assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.train_flops(config, 3, masked, T=16)
+    products.clear()
+    infer()
+    assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.forward_flops(config, 3, masked, T=16)
