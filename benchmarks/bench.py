@@ -339,19 +339,22 @@ def table(records: list) -> str:
         rss = max(x.get("max_rss_mb", 0) for x in (r or {}, inf))
         lines.append(f"{preset:6} {vocab:>6} {alloc:10} {impl:9} | {train_cells} {rss:>7.0f} | "
                      f"{inf.get('tokens_per_s', float('nan')):>11.0f}")
-    lines += ["", "numba's speed-up (tokens/s ratio, same run) over each other measurement, train / infer:"]
-
     def ratio(key, other, kind):
         mine, theirs = runs.get(key + (kind,)), runs.get(other + (kind,))
         return f"{mine['tokens_per_s'] / theirs['tokens_per_s']:.2f}x" if mine and theirs else "-"
 
-    for preset, vocab, alloc, impl in measured:
-        if impl != "numba":
-            continue
-        key = (preset, vocab, alloc, impl)
-        cells = [f"{o[3]}[{o[2]}] {ratio(key, o, 'train')} / {ratio(key, o, 'infer')}"
-                 for o in measured if o[:2] == (preset, vocab) and o[3] != "numba"]
-        lines.append(f"  {preset} {vocab} numba[{alloc}] vs " + ", ".join(cells))
+    for mine, title in (("numba", "numba's speed-up (tokens/s ratio, same run) over each other measurement"),
+                        ("matmuls", "the matmuls alone over each other measurement (the most a step on this "
+                                    "BLAS could gain)")):
+        rows = [m for m in measured if m[3] == mine]
+        if rows and len(measured) > len(rows):
+            lines += ["", title + ", train / infer:"]
+        for preset, vocab, alloc, impl in rows:
+            key = (preset, vocab, alloc, impl)
+            cells = [f"{o[3]}[{o[2]}] {ratio(key, o, 'train')} / {ratio(key, o, 'infer')}"
+                     for o in measured if o[:2] == (preset, vocab) and o[3] != mine]
+            if cells:
+                lines.append(f"  {preset} {vocab} {mine}[{alloc}] vs " + ", ".join(cells))
     for r in records:
         if r["kind"] == "parts":
             lines.append(f"\nwhere the time goes: {r['impl']} {r['preset']} {r['vocab']} "
