@@ -104,6 +104,65 @@ def test_gelu(dtype, act, shape, seed):
     assert_close(kernels.gelu_backward(dy, c), ops.gelu_backward(exact(dy), c_ref), dtype, "dx", floor=1.0)
 
 
+def edge_values(dtype):
+    """Every kind of float an elementwise kernel can meet: zeros, subnormals, the range near 0
+    where GELU's terms cancel, where exp underflows, huge values whose squares overflow float32,
+    float32's largest, the infinities and NaN, with both signs. (Not float64's largest: there
+    the float64 reference overflows itself, tanh-GELU's x * x.)"""
+    info = np.finfo(dtype)
+    mags = np.concatenate([[0.0, info.smallest_subnormal, info.tiny, 1e-30, 1e-7], np.linspace(0.01, 12.0, 600),
+                           [13.4, 30.0, 87.0, 89.0, 200.0, 1e4, 1e19, 1e30, float(np.finfo(np.float32).max), np.inf]])
+    return np.concatenate([mags, -mags, [np.nan]]).astype(dtype)
+
+
+def assert_like_reference(got, want, dtype, what, floor=1.0):
+    """NaN and infinities exactly where the reference (rounded to dtype) has them, and close elsewhere."""
+    want = want.astype(dtype)                          # float64 values beyond float32's range round to inf
+    for kind in (np.isnan, np.isposinf, np.isneginf):
+        assert np.array_equal(kind(got), kind(want)), (what, kind.__name__, got[kind(got) != kind(want)])
+    finite = np.isfinite(want)
+    assert_close(got[finite], want[finite], dtype, what, floor=floor)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["gelu", "gelu_new"])
+def test_the_kernels_compiled_with_fma_are_safe_at_the_edges(dtype, act):
+    # DESIGN.md: fast-math broke llm.c's GELU backward (NaNs); use it only where a test proves
+    # it safe. These kernels carry fastmath={"contract"} alone (fastexp.FMA: multiply-adds may
+    # fuse; no finite-math or reassociation assumptions): over every kind of input they must
+    # produce NaN and inf exactly where the float64 reference does, and its values elsewhere.
+    from npbert.kernels import attention_core, cross_entropy, gelu
+    from npbert.kernels.fastexp import FMA
+
+    for f in (gelu.forward_pass, gelu.backward_pass, cross_entropy._forward, cross_entropy._backward,
+              attention_core.softmax_row):
+        assert f.targetoptions["fastmath"] == FMA == {"contract"}, f
+    x = edge_values(dtype)
+    dy = np.ones_like(x)
+    y_ref, c_ref = ops.gelu_forward(exact(x), act)
+    y, c = kernels.gelu_forward(x, act)
+    assert_like_reference(y, y_ref, dtype, "gelu")
+    assert_like_reference(kernels.gelu_backward(dy, c), ops.gelu_backward(exact(dy), c_ref), dtype, "dgelu")
+
+    logits = np.clip(np.where(np.isnan(x), 0.0, x), -1e30, 1e30)     # beyond, the float64 reference overflows
+    rows = np.stack([logits, logits[::-1]]).astype(dtype)             # (2, n)
+    labels = np.array([0, len(x) - 2])
+    loss_ref, ce_ref = ops.cross_entropy_forward(exact(rows), labels)
+    loss, ce = kernels.cross_entropy_forward(rows, labels)
+    assert_like_reference(np.array([loss]), np.array([loss_ref]), dtype, "cross-entropy")
+    assert_like_reference(kernels.cross_entropy_backward(1.0, ce), ops.cross_entropy_backward(1.0, ce_ref),
+                          dtype, "dlogits")
+
+    from npbert.kernels.rowops import lanes_like
+    scores = np.clip(x[np.isfinite(x)], -1e30, 1e30).astype(dtype)
+    bias = np.where(np.arange(scores.size) % 7 == 0, np.finfo(dtype).min, 0.0).astype(dtype)   # masked keys
+    s = scores.copy()
+    attention_core.softmax_row(s, bias, dtype(0.125), lanes_like(s))
+    z = exact(scores) * 0.125 + exact(bias)
+    want = np.exp(z - z.max())
+    assert_like_reference(s, want / want.sum(), dtype, "softmax", floor=0.0)
+
+
 def test_gelu_rejects_an_unknown_activation():
     with pytest.raises(ValueError, match="hidden_act"):
         kernels.gelu_forward(np.zeros(3), "relu")

@@ -16,6 +16,7 @@ makes two threads pay (a loop's start costs 5-8 us). Where the memory differs fr
 Dropout uniforms are drawn by the same Generator call as the reference's dropout on the
 probabilities, so both backends drop the same attention weights for the same seed.
 Without OpenBLAS (kernels/gemm.py) the matmuls are NumPy's batched ones around the row passes.
+softmax_row is compiled with fastexp.FMA (scale + mask and exp's polynomial as fused multiply-adds).
 """
 import math
 
@@ -23,7 +24,7 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.dropout import uniforms
-from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.memory import empty_apart
@@ -36,7 +37,7 @@ from npbert.ops.cache_tag import check_tag
 NUMBA = "numba"
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy", fastmath=FMA)
 def softmax_row(s, bias, scale, max_acc):
     # s: (T,) scores in, softmax(s * scale + bias) out; bias: (T,), or empty for none
     T = s.size

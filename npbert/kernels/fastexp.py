@@ -25,6 +25,15 @@ from numba import njit
 from numba.core import types
 from numba.extending import intrinsic, overload
 
+# The fast-math flag the kernels that call fast_exp / fast_erf / fast_tanh are compiled with:
+# only "contract", which lets LLVM fuse a multiply and an add into one FMA instruction (one
+# rounding instead of two, so each step is as accurate or more). The polynomials are chains of
+# multiply-adds: measured on an AVX2 EPYC, float32, 4M elements, erf GELU forward 2.61 -> 1.92
+# ns an element, backward 3.92 -> 2.75, fast_exp 1.17 -> 0.82 (in L1). The bits now depend on
+# whether the CPU has FMA (NUMBA_CPU_NAME=generic has not), as BLAS's already do; on one machine
+# they are the same on every run. Overloads (fast_exp below) inherit the caller's flags.
+FMA = {"contract"}
+
 LOG2E = 1.4426950408889634
 LN2_HI, LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10     # ln2 = HI + LO
 F = np.float32

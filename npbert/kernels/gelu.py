@@ -2,12 +2,14 @@
 
 The formulas are the reference's, term for term, with the vectorisable erf/tanh/exp of
 special.py and fastexp.py (float64 keeps libm's erf). Constants are handed in as scalars of
-the input's dtype so a float32 run computes in float32 where the reference does.
+the input's dtype so a float32 run computes in float32 where the reference does. The two
+passes are compiled with fastexp.FMA (multiply-adds fused, nothing else), which
+tests/test_kernels.py shows safe over every kind of input, infinities and NaN included.
 """
 import numpy as np
 from numba import njit
 
-from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.special import fast_erf, fast_tanh
 from npbert.kernels.threads import parallel_for
@@ -46,10 +48,12 @@ def dgelu_tanh(v, sqrt_2_pi, k, half, one, three):
     v2 = v * v
     t = fast_tanh(sqrt_2_pi * (v + k * v2 * v))
     dinner = sqrt_2_pi * (one + three * k * v2)
-    return half * (one + t) + half * v * (one - t * t) * dinner
+    s = one - t * t                                    # 0 once tanh saturates (|v| > ~10), where v * v
+    curve = half * v * s * dinner if s != 0 else s * v  # may be inf in float32: 0 * inf would be NaN
+    return half * (one + t) + curve
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy", fastmath=FMA)
 def forward_pass(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # x, y: (N,) flat
     x, y = x[lo:hi], y[lo:hi]                          # index from 0: see threads.py
@@ -61,7 +65,7 @@ def forward_pass(lo, hi, x, y, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half
             y[i] = gelu_tanh(x[i], sqrt_2_pi, k, half, one)
 
 
-@njit(nogil=True, cache=True, error_model="numpy")
+@njit(nogil=True, cache=True, error_model="numpy", fastmath=FMA)
 def backward_pass(lo, hi, dy, x, dx, form, sqrt_half, inv_sqrt_2pi, sqrt_2_pi, k, half, one, three):
     # dy, x, dx: (N,) flat
     dy, x, dx = dy[lo:hi], x[lo:hi], dx[lo:hi]
