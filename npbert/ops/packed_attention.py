@@ -18,7 +18,7 @@ from npbert.ops.attention_core import attention_core_forward, merge_heads, split
 def sequence_starts(lengths):
     """(S,) int64: the first packed row of each sequence."""
     lengths = np.asarray(lengths, dtype=np.int64)                                # (S,)
-    return np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)[:len(lengths)]
+    return np.cumsum(lengths) - lengths                                          # (S,) rows before each
 
 
 def equal_length_runs(lengths):
