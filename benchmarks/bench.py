@@ -346,15 +346,15 @@ def table(records: list) -> str:
     for mine, title in (("numba", "numba's speed-up (tokens/s ratio, same run) over each other measurement"),
                         ("matmuls", "the matmuls alone over each other measurement (the most a step on this "
                                     "BLAS could gain)")):
-        rows = [m for m in measured if m[3] == mine]
-        if rows and len(measured) > len(rows):
-            lines += ["", title + ", train / infer:"]
-        for preset, vocab, alloc, impl in rows:
-            key = (preset, vocab, alloc, impl)
+        block = []
+        for preset, vocab, alloc, impl in (m for m in measured if m[3] == mine):
+            key = (preset, vocab, alloc, impl)               # "numba vs matmuls" above says matmuls vs numba
             cells = [f"{o[3]}[{o[2]}] {ratio(key, o, 'train')} / {ratio(key, o, 'infer')}"
-                     for o in measured if o[:2] == (preset, vocab) and o[3] != mine]
+                     for o in measured if o[:2] == (preset, vocab) and o[3] not in (mine, "numba")]
             if cells:
-                lines.append(f"  {preset} {vocab} {mine}[{alloc}] vs " + ", ".join(cells))
+                block.append(f"  {preset} {vocab} {mine}[{alloc}] vs " + ", ".join(cells))
+        if block:
+            lines += ["", title + ", train / infer:", *block]
     for r in records:
         if r["kind"] == "parts":
             lines.append(f"\nwhere the time goes: {r['impl']} {r['preset']} {r['vocab']} "

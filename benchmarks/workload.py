@@ -79,19 +79,15 @@ def matmul_steps(config: BertConfig, B: int, masked: int, T: int = T, dtype=np.f
         y, da, db = np.empty((batch, m, n), dtype), np.empty((batch, m, k), dtype), np.empty((batch, k, n), dtype)
         products.append((count, a, b, dy, y, da, db))
 
-    def infer_step():
-        for count, a, b, _, y, _, _ in products:
-            for _ in range(count):
-                np.matmul(a, b, out=y)                             # (batch, m, n)
-
-    def train_step():
+    def step(backward):
         for count, a, b, dy, y, da, db in products:
             for _ in range(count):
                 np.matmul(a, b, out=y)                             # (batch, m, n)
-                np.matmul(dy, b.transpose(0, 2, 1), out=da)        # (batch, m, k)
-                np.matmul(a.transpose(0, 2, 1), dy, out=db)        # (batch, k, n)
+                if backward:
+                    np.matmul(dy, b.transpose(0, 2, 1), out=da)    # (batch, m, k)
+                    np.matmul(a.transpose(0, 2, 1), dy, out=db)    # (batch, k, n)
 
-    return train_step, infer_step
+    return (lambda: step(True)), (lambda: step(False))
 
 
 def init_params(config: BertConfig, seed: int = 0) -> dict:

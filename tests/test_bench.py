@@ -120,3 +120,14 @@ def test_the_benchmark_counts_the_matmuls_the_model_does(monkeypatch):
     products.clear()
     infer()
     assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.forward_flops(config, 3, masked, T=16)
+
+
+def test_the_ceiling_is_a_row_and_each_ratio_is_printed_once(bench, capsys):
+    # numba vs matmuls is npbert's share of the ceiling; the ceiling's own block compares it with
+    # the other implementations only, and is left out when there are none (not an empty header)
+    assert bench("--impls", "numba,matmuls") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("tiny    30522 glibc      matmuls   |") for line in out)
+    assert "  tiny 30522 numba[glibc] vs matmuls[glibc] 1.00x / 1.00x" in out
+    assert not any(line.startswith("the matmuls alone") for line in out)
+    assert not any("matmuls[glibc] vs numba" in line for line in out)
