@@ -124,34 +124,38 @@ def assert_like_reference(got, want, dtype, what, floor=1.0):
     assert_close(got[finite], want[finite], dtype, what, floor=floor)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("act", ["gelu", "gelu_new"])
-def test_the_kernels_compiled_with_fma_are_safe_at_the_edges(dtype, act):
-    # DESIGN.md: fast-math broke llm.c's GELU backward (NaNs); use it only where a test proves
-    # it safe. These kernels carry fastmath={"contract"} alone (fastexp.FMA: multiply-adds may
-    # fuse; no finite-math or reassociation assumptions): over every kind of input they must
-    # produce NaN and inf exactly where the float64 reference does, and its values elsewhere.
+def test_the_fma_flag_is_on_exactly_the_kernels_the_edge_tests_cover():
     from npbert.kernels import attention_core, cross_entropy, gelu
     from npbert.kernels.fastexp import FMA
 
     for f in (gelu.forward_pass, gelu.backward_pass, cross_entropy._forward, cross_entropy._backward,
               attention_core.softmax_row):
         assert f.targetoptions["fastmath"] == FMA == {"contract"}, f
+
+
+# DESIGN.md: fast-math broke llm.c's GELU backward (NaNs); use it only where a test proves it
+# safe. The kernels above carry fastmath={"contract"} alone (fastexp.FMA: multiply-adds may fuse;
+# no finite-math or reassociation assumptions): over every kind of input they must produce NaN
+# and inf exactly where the float64 reference does, and its values elsewhere.
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", ["gelu", "gelu_new"])
+def test_gelu_kernels_compiled_with_fma_are_safe_at_the_edges(dtype, act):
     x = edge_values(dtype)
-    dy = np.ones_like(x)
     with np.errstate(all="ignore"):                    # the reference's own inf * 0 at x = +-inf
-        check_edges(x, dy, dtype, act)
+        y_ref, c_ref = ops.gelu_forward(exact(x), act)
+        dx_ref = ops.gelu_backward(np.ones_like(x, np.float64), c_ref)
+    y, c = kernels.gelu_forward(x, act)
+    assert_like_reference(y, y_ref, dtype, "gelu")
+    assert_like_reference(kernels.gelu_backward(np.ones_like(x), c), dx_ref, dtype, "dgelu")
 
 
-def check_edges(x, dy, dtype, act):
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_and_softmax_compiled_with_fma_are_safe_at_the_edges(dtype):
     from npbert.kernels import attention_core
     from npbert.kernels.rowops import lanes_like
 
-    y_ref, c_ref = ops.gelu_forward(exact(x), act)
-    y, c = kernels.gelu_forward(x, act)
-    assert_like_reference(y, y_ref, dtype, "gelu")
-    assert_like_reference(kernels.gelu_backward(dy, c), ops.gelu_backward(exact(dy), c_ref), dtype, "dgelu")
-
+    x = edge_values(dtype)
     logits = np.clip(np.where(np.isnan(x), 0.0, x), -1e30, 1e30)     # beyond, the float64 reference overflows
     rows = np.stack([logits, logits[::-1]]).astype(dtype)             # (2, n)
     labels = np.array([0, len(x) - 2])
@@ -161,7 +165,7 @@ def check_edges(x, dy, dtype, act):
     assert_like_reference(kernels.cross_entropy_backward(1.0, ce), ops.cross_entropy_backward(1.0, ce_ref),
                           dtype, "dlogits")
 
-    scores = np.clip(x[np.isfinite(x)], -1e30, 1e30).astype(dtype)
+    scores = np.clip(x[np.isfinite(x)], -1e30, 1e30).astype(dtype)                      # (n,)
     bias = np.where(np.arange(scores.size) % 7 == 0, np.finfo(dtype).min, 0.0).astype(dtype)   # masked keys
     s = scores.copy()
     attention_core.softmax_row(s, bias, dtype(0.125), lanes_like(s))
@@ -528,6 +532,21 @@ def _pretraining_step(params, config, batch, seed):
     return out, pretraining_backward(cache)
 
 
+def assert_step_matches_the_reference(params, config, batch):
+    """One float64 pretraining step (forward, backward, seed 1) on the numba backend against the
+    numpy one: outputs to 1e-10 relative, each gradient to 1e-10 of its size."""
+    with backend.use_backend("numpy"):
+        out_ref, g_ref = _pretraining_step(params, config, batch, seed=1)
+    with backend.use_backend("numba"):
+        out, g = _pretraining_step(params, config, batch, seed=1)
+    for key in ("loss", "mlm_loss", "nsp_loss", "mlm_logits", "nsp_logits"):
+        np.testing.assert_allclose(out[key], out_ref[key], rtol=1e-10, atol=0, err_msg=key)
+    assert g.keys() == g_ref.keys()
+    scale = max(np.abs(v).max() for v in g_ref.values())
+    for key in g_ref:                                  # the key bias gradient is 0 up to rounding: scale by all
+        assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
+
+
 @pytest.mark.parametrize("act, dropout", [("gelu", 0.1), ("gelu_new", 0.0)])
 def test_pretraining_step_agrees_across_backends(act, dropout):
     config = BertConfig(vocab_size=97, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
@@ -541,16 +560,7 @@ def test_pretraining_step_agrees_across_backends(act, dropout):
     batch = dict(input_ids=rng.integers(0, 97, (B, T)), token_type_ids=(np.arange(T) > 5) * np.ones((B, 1), int),
                  attention_mask=mask, mlm_positions=np.array([1, 3, 3, 12, 20, 30]),
                  mlm_labels=np.array([5, 6, -100, 8, 9, 96]), nsp_labels=np.array([0, 1, 1]))
-    with backend.use_backend("numpy"):
-        out_ref, g_ref = _pretraining_step(params, config, batch, seed=1)
-    with backend.use_backend("numba"):
-        out, g = _pretraining_step(params, config, batch, seed=1)
-    for key in ("loss", "mlm_loss", "nsp_loss", "mlm_logits", "nsp_logits"):
-        np.testing.assert_allclose(out[key], out_ref[key], rtol=1e-10, atol=0, err_msg=key)
-    assert g.keys() == g_ref.keys()
-    scale = max(np.abs(v).max() for v in g_ref.values())
-    for key in g_ref:                                  # the key bias gradient is 0 up to rounding: scale by all
-        assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
+    assert_step_matches_the_reference(params, config, batch)
 
 
 def test_pretraining_step_on_two_threads_matches_the_reference(monkeypatch):
@@ -566,15 +576,7 @@ def test_pretraining_step_on_two_threads_matches_the_reference(monkeypatch):
     mask = (np.arange(T) < rng.integers(10, T + 1, (B, 1))).astype(np.int64)
     batch = dict(input_ids=rng.integers(0, 300, (B, T)), attention_mask=mask, mlm_positions=np.arange(0, B * T, 37),
                  mlm_labels=rng.integers(0, 300, len(range(0, B * T, 37))), nsp_labels=rng.integers(0, 2, B))
-    with backend.use_backend("numpy"):
-        out_ref, g_ref = _pretraining_step(params, config, batch, seed=1)
-    with backend.use_backend("numba"):
-        out, g = _pretraining_step(params, config, batch, seed=1)
-        assert backend.sum_of_squares(g["bert.embeddings.word_embeddings.weight"]) > 0
-    np.testing.assert_allclose(out["loss"], out_ref["loss"], rtol=1e-10, atol=0)
-    scale = max(np.abs(v).max() for v in g_ref.values())
-    for key in g_ref:
-        assert np.abs(g[key] - g_ref[key]).max() <= 1e-10 * max(np.abs(g_ref[key]).max(), 1e-3 * scale), key
+    assert_step_matches_the_reference(params, config, batch)
 
 
 def test_pretraining_step_float32_tracks_float64():
