@@ -115,7 +115,16 @@ def test_the_backward_gives_the_head_every_gradient_and_the_encoder_none(name):
     out, cache = case.run(case.inputs)
     grads = case.backward(1.0, cache)
     assert set(grads) == set(case.inputs) and not any(k.startswith("bert.") for k in grads)
-    assert all(np.any(g != 0) for g in grads.values()), "every head parameter gets a gradient"
+    # a bias under a softmax over positions (QA) or over choices shifts every logit alike: its
+    # gradient is 0 in exact arithmetic, so whether it rounds to 0.0 or to 1e-17 depends on the
+    # CPU's SIMD width and says nothing; every other head parameter must get a gradient
+    exempt = ZERO_IN_EXACT_ARITHMETIC.get(name.removeprefix("feature_based[").removesuffix("]"), set())
+    assert all(np.any(g != 0) for k, g in grads.items() if k not in exempt), \
+        "every head parameter gets a gradient"
+
+
+ZERO_IN_EXACT_ARITHMETIC = {"question_answering": {"qa_outputs.bias"},
+                            "multiple_choice": {"classifier.bias"}}
 
 
 def test_the_frozen_encoder_runs_without_dropout_while_the_head_has_its_own():
