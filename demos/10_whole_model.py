@@ -47,7 +47,11 @@ input_ids.reshape(-1)[mlm_positions] = 3                               # replace
 nsp_labels = np.array([0, 1, 0, 1])                                    # 0 = IsNext, 1 = NotNext
 batch = dict(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
              mlm_positions=mlm_positions, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
-print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}, mlm_labels {mlm_labels.tolist()}")
+rows, cols = np.divmod(mlm_positions, T)                               # the flat index back to (b, t)
+print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}: flat indices b*T + t into the {B} x {T} grid,"
+      f" i.e. (row, col) {', '.join(f'({b}, {t})' for b, t in zip(rows, cols))}\n"
+      f"   mlm_labels {mlm_labels.tolist()}: the original tokens there, now [MASK] (3)")
+ok(np.all(input_ids[rows, cols] == 3), "input_ids[row, col] is [MASK] at every (row, col) of mlm_positions")
 
 stage("Forward (evaluation mode, rng=None) and backward.")
 out, cache = pretraining_forward(params, config, **batch)

