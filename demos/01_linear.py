@@ -17,6 +17,7 @@ arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, n_in, n_out = 2, 3, 4, 5
 
+# %%
 stage("Forward. The weight has Hugging Face's (out, in) layout, so y = x @ w.T + b.")
 x = rng.standard_normal((B, T, n_in))
 w = rng.standard_normal((n_out, n_in))
@@ -29,6 +30,7 @@ print(f"   by loops {np.array(by_hand)}")
 ok(np.allclose(y[0, 0], by_hand), "y[0, 0, o] = sum_i x[0, 0, i] * w[o, i] + b[o], computed with loops")
 ok(np.allclose(y, np.einsum("bti,oi->bto", x, w) + b), "the leading axes (B, T) are just a batch of rows")
 
+# %%
 stage("Backward. Each gradient has the shape of what it is the gradient of.")
 dy = rng.standard_normal(y.shape)          # pretend dL/dy came from the layer above
 dx, dw, db = ops.linear_backward(dy, cache)
@@ -45,6 +47,7 @@ ok(np.allclose(db, dy.sum(axis=(0, 1))), "db = dy summed over every token")
 _, cache_nb = ops.linear_forward(x, w, None)
 ok(ops.linear_backward(dy, cache_nb)[2] is None, "with no bias, backward returns db = None")
 
+# %%
 stage("Gradient check: central differences in float64 (npbert.gradcheck.check).")
 r = check("linear", {"x": x, "w": w, "b": b},
           lambda p: ops.linear_forward(p["x"], p["w"], p["b"]),
@@ -52,6 +55,7 @@ r = check("linear", {"x": x, "w": w, "b": b},
 print("   errors:", {k: f"{v:.1e}" for k, v in r.errors.items()})
 ok(r.passed, "analytic backward matches finite differences (error < 1e-6)")
 
+# %%
 stage("A TensorFlow checkpoint stores the kernel as (in, out): w = kernel.T, same y.")
 kernel = w.T.copy()
 ok(np.allclose(x @ kernel + b, y), "x @ kernel + b == linear_forward(x, kernel.T, b)")

@@ -17,6 +17,7 @@ arguments(__doc__)
 rng = np.random.default_rng(0)
 V, H = 6, 3
 
+# %%
 stage("Forward: one row of the table per id.")
 table = rng.standard_normal((V, H))
 ids = np.array([[1, 2, 1],
@@ -26,6 +27,7 @@ print(f"   ids {ids.shape} = {ids.tolist()}, table {table.shape}  ->  out {out.s
 print(f"   out[1, 0] = {out[1, 0]}, table[4] = {table[4]}")
 ok(np.array_equal(out[1, 0], table[4]), "out[1, 0] is row 4 of the table")
 
+# %%
 stage("Backward: dtable[v] = sum of dout over every position whose id is v.")
 dout = rng.standard_normal(out.shape)
 dtable = ops.embedding_backward(dout, cache)
@@ -35,6 +37,7 @@ ok(np.all(dtable[[3, 5]] == 0.0), "rows 3 and 5 were never read: gradient exactl
 one_hot = np.eye(V)[ids.reshape(-1)]        # (B*T, V): the lookup is one_hot @ table
 ok(np.allclose(dtable, one_hot.T @ dout.reshape(-1, H)), "same as the linear-layer rule with a one-hot input")
 
+# %%
 stage("The classic bug: fancy-index += is buffered, so a repeated id keeps only ONE gradient.")
 wrong = np.zeros_like(table)
 wrong[ids.reshape(-1)] += dout.reshape(-1, H)
@@ -42,6 +45,7 @@ print(f"   buffered row 1 = {wrong[1]}   vs   scatter-add row 1 = {dtable[1]}")
 ok(not np.allclose(wrong[1], dtable[1]), "dtable[ids] += dout is WRONG for repeated ids")
 ok(np.allclose(wrong[1], dout[1, 1]), "...it kept only the last occurrence")
 
+# %%
 stage("Gradient check (finite differences, float64).")
 r = check("embedding", {"table": table},
           lambda p: ops.embedding_forward(ids, p["table"]),

@@ -18,6 +18,7 @@ rng = np.random.default_rng(0)
 B, T, H = 2, 4, 8
 EPS = 1e-12                                     # BERT's layer_norm_eps
 
+# %%
 stage("Forward with gamma = 1, beta = 0 (BERT's initialisation).")
 x = 5.0 + 3.0 * rng.standard_normal((B, T, H))  # rows far from mean 0 / variance 1
 y, _ = ops.layernorm_forward(x, np.ones(H), np.zeros(H), EPS)
@@ -28,6 +29,7 @@ ok(np.allclose(y.var(-1), 1.0, atol=1e-9), "every row of y has (biased) variance
 y2, _ = ops.layernorm_forward(2.0 * x + 7.0, np.ones(H), np.zeros(H), EPS)
 ok(np.allclose(y2, y), "shifting or scaling a row does not change its output")
 
+# %%
 stage("eps matters: BERT's 1e-12, not PyTorch's default 1e-5, on a row with small spread.")
 quiet = 1.0 + 0.003 * rng.standard_normal(H)    # variance ~1e-5
 y_bert, _ = ops.layernorm_forward(quiet, np.ones(H), np.zeros(H), 1e-12)
@@ -38,6 +40,7 @@ flat, _ = ops.layernorm_forward(np.full(H, 3.0), np.ones(H), np.full(H, 0.5), EP
 print(f"   a row of 3.0s with beta = 0.5 -> {flat}")
 ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
 
+# %%
 stage("Backward, with non-trivial gamma and beta.")
 gamma, beta = 1.0 + 0.3 * rng.standard_normal(H), 0.1 * rng.standard_normal(H)
 y, cache = ops.layernorm_forward(x, gamma, beta, EPS)
@@ -65,6 +68,7 @@ print(f"   row sums of dx {dx.sum(-1)[0]}, dx . xhat per row {(dx * xhat).sum(-1
 ok(np.allclose(dx.sum(-1), 0.0, atol=1e-12), "each row of dx sums to 0 (shift invariance)")
 ok(np.allclose((dx * xhat).sum(-1), 0.0, atol=1e-9), "each row of dx is orthogonal to xhat (scale invariance)")
 
+# %%
 stage("Gradient check (finite differences, float64).")
 r = check("layernorm", {"x": x, "gamma": gamma, "beta": beta},
           lambda p: ops.layernorm_forward(p["x"], p["gamma"], p["beta"], EPS),

@@ -28,6 +28,7 @@ if args.plot:
         exit_with(e)
 rng = np.random.default_rng(0)
 
+# %%
 stage("A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")
 xs = np.array([-3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0])
 exact, c_exact = ops.gelu_forward(xs, "gelu")
@@ -39,6 +40,7 @@ ok(all(erf(np.array([v]))[0] == math.erf(v) for v in xs / math.sqrt(2)), "npbert
 ok(exact[3] == 0.0, "gelu(0) = 0")
 ok(ops.gelu_backward(np.array([1.0]), ops.gelu_forward(np.array([0.0]))[1])[0] == 0.5, "gelu'(0) = 1/2")
 
+# %%
 stage("The shape of the curve, on a fine grid.")
 grid = np.linspace(-8.0, 8.0, 160001)
 g_exact, _ = ops.gelu_forward(grid, "gelu")
@@ -53,6 +55,7 @@ diff = np.abs(g_exact - g_tanh)
 print(f"   max |exact - tanh| = {diff.max():.2e} at x = {grid[diff.argmax()]:+.2f}")
 ok(1e-4 < diff.max() < 1e-3, "the two forms differ by less than 1e-3 - but they do differ")
 
+# %%
 stage("Gradient check of both forms (finite differences, float64).")
 x = 2.0 * rng.standard_normal((2, 5, 7))
 for act in ("gelu", "gelu_new"):
@@ -60,12 +63,14 @@ for act in ("gelu", "gelu_new"):
               lambda d, c: {"x": ops.gelu_backward(d, c)})
     ok(r.passed, f"{act:8s} backward matches finite differences (error {r.max_error:.1e})")
 
+# %%
 stage("Mixing the formulas: tanh forward with the exact derivative.")
 r = check("mixed", {"x": x}, lambda p: ops.gelu_forward(p["x"], "gelu_new"),
           lambda d, c: {"x": ops.gelu_backward(d, c._replace(hidden_act="gelu"))})   # c: a GeluCache
 print(f"   error {r.max_error:.1e}")
 ok(not r.passed, "the gradient check catches it: forward and backward must use the same GELU")
 
+# %%
 stage("A picture: x from -3 to 3 across, gelu(x) from 3 down to 0 in steps of 0.5 ('-' is y = 0).")
 cols = np.linspace(-3, 3, 49)
 vals, _ = ops.gelu_forward(cols)

@@ -17,6 +17,7 @@ from npbert.gradcheck import check
 arguments(__doc__)
 rng = np.random.default_rng(0)
 
+# %%
 stage("Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
 p = 0.1
 x = np.ones((1000, 100))
@@ -35,6 +36,7 @@ ok(np.array_equal(drop32.keep, drop.keep), "float32 and float64 with the same se
 y_eval, eval_cache = ops.dropout_forward(x, p, None)
 ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no mask kept")
 
+# %%
 stage("Dropout backward = multiply by the same mask, keep * scale.")
 dy = rng.standard_normal(x.shape)
 dx = ops.dropout_backward(dy, drop)
@@ -46,6 +48,7 @@ r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.ra
           lambda d, c: {"x": ops.dropout_backward(d, c)})
 ok(r.passed, f"gradient check with a fresh same-seed rng per call (error {r.max_error:.1e})")
 
+# %%
 stage("Softmax forward over the last axis.")
 s = rng.standard_normal((2, 3, 5))
 probs, cache = ops.softmax_forward(s)
@@ -62,6 +65,7 @@ print(f"   with finfo.min added to the last two: {pm}")
 ok(np.all(pm[3:] == 0.0), "exp(finfo.min - max) underflows to EXACTLY 0")
 ok(np.allclose(pm[:3], ops.softmax_forward(s[0, 0, :3])[0]), "the rest is the softmax of the unmasked entries")
 
+# %%
 stage("Softmax backward: dx = y * (dy - sum(dy * y)).")
 dy = rng.standard_normal(probs.shape)
 dx = ops.softmax_backward(dy, cache)

@@ -21,6 +21,7 @@ rng = np.random.default_rng(0)
 B, T, A, D = 2, 5, 2, 3                      # batch, tokens, heads, head size
 H = A * D
 
+# %%
 stage("The padding mask becomes an additive bias on the keys.")
 attention_mask = np.array([[1, 1, 1, 0, 0],   # sequence 0: 3 real tokens, 2 padding
                            [1, 1, 1, 1, 1]])
@@ -28,6 +29,7 @@ mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
 print(f"   attention_mask[0] = {attention_mask[0]}  ->  mask_bias[0] = {mask_bias[0]}")
 ok(mask_bias[0, 3] == np.finfo(np.float64).min, "padding gets finfo(float64).min, real tokens 0")
 
+# %%
 stage("The attention core: q, k, v of shape (B, A, T, D).")
 q, k, v = (rng.standard_normal((B, A, T, D)) for _ in range(3))
 context, cache = ops.attention_core_forward(q, k, v, mask_bias, 0.0, None)
@@ -57,6 +59,7 @@ k2[0, :, 3:], v2[0, :, 3:] = 99.0, -99.0     # scribble over the padded keys and
 ok(np.array_equal(ops.attention_core_forward(q, k2, v2, mask_bias, 0.0, None)[0], context),
    "changing padded keys/values leaves every output bit unchanged")
 
+# %%
 stage("Core backward.")
 dcontext = rng.standard_normal(context.shape)
 dq, dk, dv = ops.attention_core_backward(dcontext, cache)
@@ -71,6 +74,7 @@ r = check("attention_core", {"q": q, "k": k, "v": v},
 print("   errors:", {n: f"{e:.1e}" for n, e in r.errors.items()})
 ok(r.passed, "gradient check of the core, with attention dropout 0.1")
 
+# %%
 stage("Multi-head self-attention: projections, split heads, core, merge, output projection.")
 names = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense")
 params = {}

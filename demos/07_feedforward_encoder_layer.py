@@ -35,6 +35,7 @@ layer0 = layer_params(params, 0)          # keys relative to "bert.encoder.layer
 print(f"config: L={config.num_hidden_layers} H={H} A={A} I={I}; layer 0 has {len(layer0)} parameter arrays:")
 print("   " + ", ".join(sorted(layer0)))
 
+# %%
 stage("Feed-forward block: (B, T, H) -> (B, T, I) -> (B, T, H), each token on its own.")
 x = rng.standard_normal((B, T, H))
 f, f_cache = feedforward_forward(x, layer0, "gelu")
@@ -53,6 +54,7 @@ r = check("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
           lambda d, c: with_dx(feedforward_backward(d, c)))
 ok(r.passed, f"gradient check of x, W1, b1, W2, b2 (max error {r.max_error:.1e})")
 
+# %%
 stage("One encoder layer, evaluation mode (rng=None: no dropout).")
 attention_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
@@ -68,6 +70,7 @@ print(f"   with 123.0 written at the padded positions: max |change| at the real 
       f"{np.abs(y_pad[0, :3] - y[0, :3]).max():.1e}")
 ok(np.allclose(y_pad[0, :3], y[0, :3], rtol=0, atol=1e-13), "real tokens do not see the padded positions")
 
+# %%
 stage("Training mode: dropout from an explicit numpy Generator.")
 y_a, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
 y_b, _ = encoder_layer_forward(x, mask_bias, layer0, config, np.random.default_rng(5))
@@ -81,6 +84,7 @@ r = check("encoder_layer", {"x": x, **layer0},
           lambda d, c: with_dx(encoder_layer_backward(d, c)))
 ok(r.passed and len(r.errors) == 1 + 16, f"gradient check of x and all {len(layer0)} parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
+# %%
 stage("The encoder: the layers in order; backward in reverse, names prefixed again.")
 enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
 out, enc_cache = encoder_forward(x, mask_bias, params, config, None)

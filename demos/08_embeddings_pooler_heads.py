@@ -39,6 +39,7 @@ for name, value in params.items():           # scale up BERT's tiny init so the 
 WORD = "bert.embeddings.word_embeddings.weight"
 same_seed = lambda: np.random.default_rng(3)  # a fresh, same-seed generator: the same dropout every call
 
+# %%
 stage("Embeddings: three tables summed, LayerNorm, dropout.")
 ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
 types = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
@@ -65,6 +66,7 @@ r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, 
           lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
+# %%
 stage("Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
 h = rng.standard_normal((B, T, H))           # stands in for the encoder output
 pooled, pool_cache = pooler_forward(h, params)
@@ -80,6 +82,7 @@ r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forwa
           lambda d, c: with_input("h", pooler_backward(d, c)))
 ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
 
+# %%
 stage("MLM head, only at the masked positions, given as flat indices b*T + t.")
 positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (listed twice), sequence 0 token 1
 logits, mlm_cache = mlm_head_forward(h, positions, params, config)
@@ -102,6 +105,7 @@ r = check("mlm_head", {"h": h, **mlm}, lambda p: mlm_head_forward(p["h"], positi
           lambda d, c: with_input("h", mlm_head_backward(d, c)))
 ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
 
+# %%
 stage("NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")
 nsp_logits, nsp_cache = nsp_head_forward(pooled, params)
 print(f"   pooled {pooled.shape} -> logits {nsp_logits.shape}:\n{nsp_logits}")

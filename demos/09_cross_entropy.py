@@ -19,12 +19,14 @@ rng = np.random.default_rng(0)
 N, C = 6, 5
 IGNORE = ops.IGNORE_INDEX
 
+# %%
 stage("Uniform logits: every class has probability 1/C, so the loss is log C.")
 loss, _ = ops.cross_entropy_forward(np.zeros((N, C)), np.arange(N) % C)
 print(f"   C = {C}: loss {loss:.6f}, log C = {math.log(C):.6f}")
 ok(abs(loss - math.log(C)) < 1e-12, "cross-entropy of uniform logits = log(C)")
 print(f"   (an untrained BERT's MLM loss starts near log(30522) = {math.log(30522):.3f}, its NSP loss near log 2 = {math.log(2):.3f})")
 
+# %%
 stage(f"ignore_index = {IGNORE}: those rows are skipped and the mean is over the rest.")
 logits = 3.0 * rng.standard_normal((N, C))
 labels = np.array([2, IGNORE, 0, 4, IGNORE, 1])
@@ -35,6 +37,7 @@ by_hand = -np.mean(logp[counted, labels[counted]])
 print(f"   labels {labels.tolist()} -> {counted.sum()} counted rows, loss {loss:.6f}")
 ok(np.isclose(loss, by_hand), "loss = -mean over the 4 counted rows of log p(label)")
 
+# %%
 stage("Backward: (softmax - onehot) / n on counted rows, 0 on ignored rows.")
 dlogits = ops.cross_entropy_backward(1.0, cache)
 softmax = np.exp(logp)
@@ -49,6 +52,7 @@ r = check("cross_entropy", {"logits": logits}, lambda p: ops.cross_entropy_forwa
           lambda d, c: {"logits": ops.cross_entropy_backward(d, c)})
 ok(r.passed, f"gradient check (error {r.max_error:.1e})")
 
+# %%
 stage("Edge cases.")
 huge = logits + np.array([[1e4], [-1e4], [0], [5e3], [0], [1e4]])
 print(f"   rows shifted by up to 1e4: loss {ops.cross_entropy_forward(huge, labels)[0]:.6f} (unshifted {loss:.6f})")

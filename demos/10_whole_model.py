@@ -19,6 +19,7 @@ arguments(__doc__)
 rng = np.random.default_rng(0)
 WORD = "bert.embeddings.word_embeddings.weight"
 
+# %%
 stage("Parameter counts. BERT-Base and -Large, as in the paper:")
 for preset, expected in (("base", 109_482_240), ("large", 335_141_888)):
     n = count_params(BertConfig.from_preset(preset))
@@ -30,6 +31,7 @@ params = init_params(config, rng, np.float64)   # truncated normal(0, 0.02), Lay
 print(f"   our tiny model: L=2 H=16 A=2 I=32 V=40: {count_params(config, heads=True):,} parameters "
       f"in {len(params)} arrays (HF names), e.g. {list(params)[5]} {params[list(params)[5]].shape}")
 
+# %%
 stage("A batch of 4 sequences of 8 tokens. Say [PAD]=0 [CLS]=1 [SEP]=2 [MASK]=3.")
 B, T = 4, 8
 original = rng.integers(4, 40, (B, T))
@@ -53,6 +55,7 @@ print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}: f
       f"   mlm_labels {mlm_labels.tolist()}: the original tokens there, now [MASK] (3)")
 ok(np.all(input_ids[rows, cols] == 3), "input_ids[row, col] is [MASK] at every (row, col) of mlm_positions")
 
+# %%
 stage("Forward (evaluation mode, rng=None) and backward.")
 out, cache = pretraining_forward(params, config, **batch)
 print(f"   mlm_logits {out['mlm_logits'].shape}  nsp_logits {out['nsp_logits'].shape}")
@@ -69,6 +72,7 @@ print(f"   word {unused}: its gradient {grads[WORD][unused][:4]}..., the decoder
 ok(np.array_equal(grads[WORD][unused], decoder_share[unused]) and np.any(grads[WORD][unused] != 0),
    f"tied decoder: word {unused} is not in the input, yet gets a gradient - from the decoder alone")
 
+# %%
 stage("Gradient check of a few parameters, element by element, with dropout on.\n"
       "   Central differences of the loss are accurate to ~1e-9 absolute (float64 rounding / eps).")
 
@@ -100,12 +104,14 @@ for name in (WORD, "bert.embeddings.position_embeddings.weight", "bert.encoder.l
 print("   (every element of every parameter, with weights scaled up so no gradient is tiny:\n"
       "    npbert gradcheck --only bert_for_pretraining)")
 
+# %%
 stage("float32 (for training) agrees with float64 (for checking).")
 params32 = {k: v.astype(np.float32) for k, v in params.items()}
 out32, _ = pretraining_forward(params32, config, **batch)
 ok(out32["loss"].dtype == np.float32 and abs(out32["loss"] - out["loss"]) < 1e-5 * out["loss"],
    f"float32 loss {out32['loss']:.6f} vs float64 {out['loss']:.6f}")
 
+# %%
 stage("Bad input gets a clear error, not a traceback from deep inside:")
 for bad in (dict(batch, input_ids=input_ids + 40), dict(batch, nsp_labels=np.array([0, 1])),
             dict(batch, attention_mask=np.zeros((B, T), np.int64))):
@@ -115,6 +121,7 @@ for bad in (dict(batch, input_ids=input_ids + 40), dict(batch, nsp_labels=np.arr
     except InputError as e:
         print(f"   InputError: {e}")
 
+# %%
 stage("Plain SGD on this one batch (no dropout): params -= 0.1 * grads. The loss goes down.")
 losses = []
 for step in range(50):

@@ -55,6 +55,7 @@ NEAR_ZERO = 0.01                        # a GELU output this small: the unit is 
 GRADIENT_PICTURE = "gradient_norms.png"
 
 
+# %%
 def options(p):
     p.add_argument("sentence", nargs="?", default=SENTENCE, help=f"a sentence with one [MASK] (default: {SENTENCE!r})")
     p.add_argument("--layer", type=int, default=0, help="the encoder layer shown in detail (default 0)")
@@ -163,6 +164,7 @@ def layer_norm_check(name, x, y, params, eps, n, tokens):
               "on one scale)")
 
 
+# %%
 def main():
     args = arguments(__doc__, options)
     if args.sentence.count(MASK) != 1:                  # before the model loads: the quickest error
@@ -206,6 +208,7 @@ def main():
     print("\nall checks passed")
 
 
+# %%
 def tokenization(tokenizer, enc, tokens, n, m):
     stage("Tokenization: words, then WordPieces, then ids; [CLS] first, [SEP] last, [PAD] to fill.")
     words = {}
@@ -230,6 +233,7 @@ def tokenization(tokenizer, enc, tokens, n, m):
        f"[MASK] is kept whole, one token (id {tokenizer.mask_token_id}) at position {m}")
 
 
+# %%
 def embeddings(trace, params, config, tokens, n, m):
     stage("Embeddings: three table lookups, summed, then LayerNorm.")
     word, position, types = (trace[f"bert.embeddings.{table}"]
@@ -245,6 +249,7 @@ def embeddings(trace, params, config, tokens, n, m):
           "   on the same footing (and in evaluation there is no dropout: bert.embeddings is the LayerNorm's output).")
 
 
+# %%
 def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
     name = f"bert.encoder.layer.{layer}.attention.self"
     A, D = config.num_attention_heads, config.head_size
@@ -304,6 +309,7 @@ def attention_shares(probs, n) -> dict:
     return shares
 
 
+# %%
 def layer_in_detail(trace, params, config, tokens, n, layer):
     p = f"bert.encoder.layer.{layer}"
     stage(f"Layer {layer}: residual and LayerNorm, the feed-forward's GELU, residual and LayerNorm again.")
@@ -325,6 +331,7 @@ def layer_in_detail(trace, params, config, tokens, n, layer):
                      config.layer_norm_eps, n, tokens)
 
 
+# %%
 def every_layer(trace, config, tokens, n, m):
     stage("Every layer at a glance (real tokens; attention averaged over the heads).")
     print("   layer  attention/x  GELU near 0  output variance   the [MASK] attends most to")
@@ -341,6 +348,7 @@ def every_layer(trace, config, tokens, n, m):
           "   in a trained BERT much of the attention rests on [CLS], [SEP] or the token itself.")
 
 
+# %%
 def mlm_head(logits, tokenizer, target, has_head):
     stage(f"The prediction for {MASK}: its top 5 words.")
     if has_head:
@@ -361,6 +369,7 @@ def mlm_head(logits, tokenizer, target, has_head):
     return target
 
 
+# %%
 def backward(trace, params, config, logits, bert_cache, head_cache, target, target_token, tokens, n, m, plt,
              plot_dir):
     stage(f"Backward: the loss at {MASK}, its gradient going back layer by layer, and which inputs it reaches.")
@@ -404,6 +413,7 @@ def backward(trace, params, config, logits, bert_cache, head_cache, target, targ
     return grads
 
 
+# %%
 def gradient_check(params, config, enc, m, target, grads, layer):
     name = f"bert.encoder.layer.{layer}.attention.self.query.weight"
     stage(f"One number checked live: d loss / d {name}, against central differences.")
@@ -428,6 +438,7 @@ def gradient_check(params, config, enc, m, target, grads, layer):
        f"the hand-written backward agrees with finite differences (difference {abs(numeric - analytic):.1e})")
 
 
+# %%
 if __name__ == "__main__":
     try:
         main()

@@ -1,5 +1,8 @@
-"""What every demo shares: run against this checkout's npbert, a command line with --step, stages
-that pause under --step, and each check printed as it passes."""
+"""What every demo shares: run against this checkout's npbert, a command line with --step (its
+defaults in a notebook), stages that pause under --step, and each check printed as it passes.
+
+Each demo is also a notebook: its `# %%` lines start cells (the "percent" format that Jupyter with
+jupytext and VS Code open as a notebook); demos/README.md, "As notebooks"."""
 import argparse
 import os
 import sys
@@ -25,9 +28,16 @@ def arguments(doc, add=None) -> argparse.Namespace:
                         help="pause after each stage until Enter (default: run straight through)")
     if add is not None:
         add(parser)
-    args = parser.parse_args()
+    args = parser.parse_args([] if in_notebook() else None)
     _step = args.step
     return args
+
+
+def in_notebook() -> bool:
+    """Run as a notebook's cells (Jupyter, VS Code): sys.argv is then the kernel's own command line
+    (`ipykernel_launcher.py -f kernel.json`), not the demo's, so the demo runs with its defaults (--step
+    has nothing to wait for there: the cells are the stages)."""
+    return "ipykernel" in sys.modules and os.path.basename(sys.argv[0]).startswith("ipykernel")
 
 
 def stage(title):
