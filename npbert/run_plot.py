@@ -183,8 +183,18 @@ def draw(plt, records, pretraining, title):
     draw_panel(score_ax, records, names, is_score, scores + (" against the baselines" if series(records, "baseline")
                                                              else ""), "fraction")
     draw_panel(lr_ax, records, names, lambda f: f == "lr", "learning rate", "lr")
+    lr_ax.set_xlabel(f"step ({logged_every(records)})" if logged_every(records) else "step")
     draw_panel(speed_ax, records, names, lambda f: f == "tokens_per_s", "training speed", "tokens/s")
     return fig
+
+
+def logged_every(records) -> str:
+    """How often the training figures (the learning rate among them) were logged: the line of a
+    warmup starts at the first log, not at step 0 (where warmup's rate is 0), so say where."""
+    steps = sorted({r["step"] for r in records if r["kind"] == "train"})
+    if len(steps) < 2:
+        return ""
+    return f"logged every {min(b - a for a, b in zip(steps, steps[1:]))} steps, from step {steps[0]}"
 
 
 def draw_panel(ax, records, names, belongs, title, ylabel) -> None:

@@ -61,6 +61,16 @@ def panels(run_dir):
         plt.close(fig)
 
 
+def lr_axis_label(run_dir):
+    plt = plotting.load_pyplot()
+    records, _ = read_metrics(os.path.join(run_dir, "metrics.jsonl"))
+    fig = draw(plt, records, pretraining=True, title="t")
+    try:
+        return next(ax.get_xlabel() for ax in fig.axes if ax.get_title() == "learning rate")
+    finally:
+        plt.close(fig)
+
+
 def log_of(run_dir, kind, field):
     records = [json.loads(line) for line in open(os.path.join(run_dir, "metrics.jsonl"))]
     return [r["step"] for r in records if r["kind"] == kind], [r[field] for r in records if r["kind"] == kind]
@@ -82,6 +92,7 @@ def test_a_pretraining_run_is_drawn_with_its_baselines(runs, capsys):
     assert scores["held-out mlm_acc"] == log_of(pt, "eval", "mlm_acc")
     assert scores["baseline nsp_acc"][1] == [log_of(pt, "baseline", "nsp_acc")[1][0]] * 2    # a level line
     assert drawn["learning rate"]["train lr"] == log_of(pt, "train", "lr")
+    assert lr_axis_label(pt) == "step (logged every 2 steps, from step 2)"   # why the line does not start at 0
     assert {"train loss", "held-out mlm_loss", "held-out nsp_loss"} <= set(drawn["loss"])
 
 
