@@ -50,7 +50,8 @@ nsp_labels = np.array([0, 1, 0, 1])                                    # 0 = IsN
 batch = dict(input_ids=input_ids, token_type_ids=token_type_ids, attention_mask=attention_mask,
              mlm_positions=mlm_positions, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
 rows, cols = np.divmod(mlm_positions, T)                               # the flat index back to (b, t)
-print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}: flat indices b*T + t into the {B} x {T} grid,"
+print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}: flat indices b*T + t into the "
+      f"{B} x {T} grid,"
       f" i.e. (row, col) {', '.join(f'({b}, {t})' for b, t in zip(rows, cols))}\n"
       f"   mlm_labels {mlm_labels.tolist()}: the original tokens there, now [MASK] (3)")
 ok(np.all(input_ids[rows, cols] == 3), "input_ids[row, col] is [MASK] at every (row, col) of mlm_positions")

@@ -60,8 +60,8 @@ def options(p):
     p.add_argument("sentence", nargs="?", default=SENTENCE, help=f"a sentence with one [MASK] (default: {SENTENCE!r})")
     p.add_argument("--layer", type=int, default=0, help="the encoder layer shown in detail (default 0)")
     p.add_argument("--head", type=int, default=None, help="its head shown in detail (default: the most focused)")
-    p.add_argument("--target", default=None, help=f"the word the loss at [MASK] is for (default: {HIDDEN_WORD!r} for the default sentence, "
-                   "else the top guess)")
+    p.add_argument("--target", default=None, help=f"the word the loss at [MASK] is for (default: {HIDDEN_WORD!r} "
+                   "for the default sentence, else the top guess)")
     p.add_argument("--model", default=None, help="a checkpoint directory (default: MiniLM, else pretrained)")
     p.add_argument("--pretrain-steps", type=int, default=300, help="steps of the fallback pretraining")
     p.add_argument("--plot", metavar="DIR", default=None, help="write attention and gradient PNGs into DIR")
