@@ -87,7 +87,10 @@ def spearman(x, y) -> float:
 # --- tagging: entity-level F1 with conlleval's chunk rules ----------------------------------------------
 
 def _split_tag(tag):
-    return ("O", "") if tag == "O" or "-" not in tag else tuple(tag.split("-", 1))
+    """(prefix, type) as conlleval splits a tag (/^([^-]*)-(.*)$/): at the first hyphen; a tag
+    without one is all prefix with the empty type, so bare B and I tags make chunks too."""
+    prefix, _, kind = tag.partition("-")
+    return prefix, kind
 
 
 def entities(tags) -> set:

@@ -65,6 +65,10 @@ def test_entities_follow_conlleval():
     assert entities(tags) == {("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 5), ("ORG", 5, 7), ("PER", 8, 9)}
     assert entities(["I-PER", "I-LOC", "I-LOC"]) == {("PER", 0, 1), ("LOC", 1, 3)}   # IOB1 chunks
     assert entities(["O", "O"]) == set() and entities([]) == set()
+    # tags without a type are chunks of the empty type, as conlleval.pl splits /^([^-]*)-(.*)$/
+    assert entities(["O", "O", "O", "B", "I", "I", "O"]) == {("", 3, 6)}
+    assert entities(["I", "B", "I-X", "B-A-B"]) == {("", 0, 1), ("", 1, 2), ("X", 2, 3), ("A-B", 3, 4)}
+    assert entity_scores([["O", "B", "I", "O"]], [["O", "B", "I", "O"]])["f1"] == 1.0
 
 
 def test_entity_scores_need_exact_spans_and_types():
