@@ -68,8 +68,12 @@ def pearson(x, y) -> float:
 
 
 def average_ranks(x) -> np.ndarray:
-    """Ranks 1..n; tied values all get the mean of the ranks they span (scipy's rankdata)."""
+    """Ranks 1..n; tied values all get the mean of the ranks they span (scipy's rankdata).
+    A NaN has no rank: any NaN makes every rank NaN (rankdata's nan_policy="propagate"), so
+    spearman is NaN as pearson is, not a ranking with the NaN sorted last."""
     x = np.asarray(x, np.float64)
+    if np.isnan(x).any():
+        return np.full(x.shape, np.nan)
     order = np.argsort(x, kind="mergesort")
     sorted_x = x[order]
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])   # first index of each tie group

@@ -47,6 +47,10 @@ def test_pearson_and_spearman_with_ties():
     rx, ry = np.array([1, 2.5, 2.5, 4]) - 2.5, np.array([1, 2, 3, 4]) - 2.5
     assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry)))
     assert pearson([1, 1, 1], [1, 2, 3]) == 0.0                        # constant input: 0, not NaN
+    # NaN propagates as in scipy (spearmanr, rankdata nan_policy="propagate"), like pearson's
+    assert np.isnan(pearson([1, 2, np.nan], [1, 2, 3]))
+    assert np.isnan(spearman([1, 2, np.nan], [1, 2, 3])) and np.isnan(spearman([1, 2, 3], [np.nan, 2, 3]))
+    assert np.isnan(average_ranks([2, np.nan, 1])).all()
 
 
 @settings(max_examples=30, deadline=None)
