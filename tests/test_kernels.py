@@ -106,22 +106,32 @@ def test_gelu(dtype, act, shape, seed):
 
 def edge_values(dtype):
     """Every kind of float an elementwise kernel can meet: zeros, subnormals, the range near 0
-    where GELU's terms cancel, where exp underflows, huge values whose squares overflow float32,
-    float32's largest, the infinities and NaN, with both signs. (Not float64's largest: there
-    the float64 reference overflows itself, tanh-GELU's x * x.)"""
+    where GELU's terms cancel, where exp underflows, huge values whose squares overflow (float32
+    from 1.8e19, float64 from 1.3e154), float32's and the dtype's largest, the infinities and NaN,
+    with both signs."""
     info = np.finfo(dtype)
     mags = np.concatenate([[0.0, info.smallest_subnormal, info.tiny, 1e-30, 1e-7], np.linspace(0.01, 12.0, 600),
-                           [13.4, 30.0, 87.0, 89.0, 200.0, 1e4, 1e19, 1e30, float(np.finfo(np.float32).max), np.inf]])
-    return np.concatenate([mags, -mags, [np.nan]]).astype(dtype)
+                           [13.4, 30.0, 87.0, 89.0, 200.0, 1e4, 1e19, 2e19, 1e30, 1e155,
+                            float(np.finfo(np.float32).max), float(info.max), np.inf]])
+    with np.errstate(over="ignore"):                   # float64's largest and 1e155 are inf in float32
+        return np.concatenate([mags, -mags, [np.nan]]).astype(dtype)
 
 
-def assert_like_reference(got, want, dtype, what, floor=1.0):
-    """NaN and infinities exactly where the reference (rounded to dtype) has them, and close elsewhere."""
-    want = want.astype(dtype)                          # float64 values beyond float32's range round to inf
+def assert_like_reference(got, want, dtype, what, floor=1.0, per_element=False):
+    """NaN and infinities exactly where the reference (rounded to dtype) has them, and close elsewhere
+    (per_element: each value against its own size, floor 1, so that huge values do not hide an
+    error at small ones; for elementwise ops)."""
+    with np.errstate(over="ignore"):
+        want = want.astype(dtype)                      # float64 values beyond float32's range round to inf
     for kind in (np.isnan, np.isposinf, np.isneginf):
         assert np.array_equal(kind(got), kind(want)), (what, kind.__name__, got[kind(got) != kind(want)])
     finite = np.isfinite(want)
-    assert_close(got[finite], want[finite], dtype, what, floor=floor)
+    if not per_element:
+        assert_close(got[finite], want[finite], dtype, what, floor=floor)
+        return
+    got, want = got[finite].astype(np.float64), want[finite].astype(np.float64)
+    err = np.abs(got - want) / np.maximum(np.abs(want), floor)
+    assert err.max(initial=0.0) <= TOL[dtype], (what, want[err.argmax()], got[err.argmax()], err.max())
 
 
 def test_the_fma_flag_is_on_exactly_the_kernels_the_edge_tests_cover():
@@ -141,13 +151,23 @@ def test_the_fma_flag_is_on_exactly_the_kernels_the_edge_tests_cover():
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("act", ["gelu", "gelu_new"])
 def test_gelu_kernels_compiled_with_fma_are_safe_at_the_edges(dtype, act):
+    # Three ways, forward and backward: the reference run in float64 (the exact answer), the
+    # reference run in dtype (the source of truth must be at least as right as its kernel: it
+    # gave NaN for float32 tanh-GELU's backward at |x| >= 1.8e19, where the kernel did not) and
+    # the kernel, which must also agree with the reference of its own dtype.
     x = edge_values(dtype)
-    with np.errstate(all="ignore"):                    # the reference's own inf * 0 at x = +-inf
-        y_ref, c_ref = ops.gelu_forward(exact(x), act)
-        dx_ref = ops.gelu_backward(np.ones_like(x, np.float64), c_ref)
+    ones = np.ones_like(x)
+    with np.errstate(all="ignore"):                    # the reference's own x * x overflows and inf * 0 at +-inf
+        y_exact, c_exact = ops.gelu_forward(exact(x), act)
+        dx_exact = ops.gelu_backward(exact(ones), c_exact)
+        y_ref, c_ref = ops.gelu_forward(x, act)
+        dx_ref = ops.gelu_backward(ones, c_ref)
     y, c = kernels.gelu_forward(x, act)
-    assert_like_reference(y, y_ref, dtype, "gelu")
-    assert_like_reference(kernels.gelu_backward(np.ones_like(x), c), dx_ref, dtype, "dgelu")
+    dx = kernels.gelu_backward(ones, c)
+    for what, got, want in (("reference gelu", y_ref, y_exact), ("reference dgelu", dx_ref, dx_exact),
+                            ("kernel gelu", y, y_exact), ("kernel dgelu", dx, dx_exact),
+                            ("kernel gelu vs reference", y, y_ref), ("kernel dgelu vs reference", dx, dx_ref)):
+        assert_like_reference(got, want, dtype, what, per_element=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
