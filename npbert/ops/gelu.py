@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
 from npbert.ops.erf import erf
 
 SQRT_HALF = math.sqrt(0.5)
@@ -23,7 +22,6 @@ HIDDEN_ACTS = ("gelu", "gelu_new")
 class GeluCache(NamedTuple):
     x: np.ndarray            # (...) the input (kept, not copied: do not modify it before backward)
     hidden_act: str          # "gelu" or "gelu_new": backward differentiates the same form
-    backend: str = NUMPY
 
 
 def check_hidden_act(hidden_act):
@@ -42,7 +40,6 @@ def gelu_forward(x, hidden_act="gelu"):
 
 
 def gelu_backward(dy, cache: GeluCache):
-    check_tag(cache, NUMPY, "gelu_backward")
     x = cache.x
     if cache.hidden_act == "gelu":
         cdf = 0.5 * (1.0 + erf(x * SQRT_HALF))                 # Phi(x)
