@@ -8,7 +8,8 @@ leads to either:
         ...
 
 Both backends keep the same signatures and return the same cache records, field for field
-(shapes and dtypes too), so either backend's backward takes either backend's cache.
+(shapes and dtypes too, but the LayerNorm kernel's float64 rstd), so either backend's backward
+takes either backend's cache.
 
 The default is "numpy", or NPBERT_BACKEND when it is set; the training commands (`npbert
 pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set

@@ -3,7 +3,8 @@ ops in npbert.ops, one file each beside them (backend.HOT_OPS). `npbert.set_back
 puts them in force.
 
 Each has the reference's signature, returns the same values and the same cache record, field
-for field (shapes and dtypes too: either backend's backward takes either's cache). The
+for field (shapes and dtypes too, but LayerNorm's rstd, float64 here: layernorm.py), so either
+backend's backward takes either's cache. The
 "why" of each choice is in the module docstrings and docs/performance.md. The matmuls stay
 BLAS's gemm, called on parts of the rows from npbert's own threads (matmul.py, gemm.py), so
 that one set of threads runs the whole step (threads.py).

@@ -4,8 +4,9 @@ Forward writes xhat = (x - mean) * rstd beside y and keeps it with each row's 1/
 cache record as the reference (npbert/ops/layernorm.py), and no reference to the caller's x,
 which the caller may change before backward. (llm.c keeps x and recomputes xhat instead; here
 x is the residual sum, made for this call and alive only through the cache, so keeping xhat
-costs the same memory.) Row statistics are summed in float64 for both dtypes; the cache keeps
-rstd in x's dtype and (..., 1) shape, as the reference's, so either backward takes either cache.
+costs the same memory.) Row statistics are summed in float64 for both dtypes, and rstd is
+kept in float64: the one field of all the kernels' caches whose dtype is not the reference's
+(LayerNormCache says so; either backward takes either cache).
 """
 import numpy as np
 from numba import njit
@@ -21,7 +22,7 @@ ROWS_PER_CHUNK = 64    # dgamma/dbeta are summed per fixed chunk of rows, then o
 
 @njit(nogil=True, cache=True, error_model="numpy")
 def _forward(lo, hi, x, gamma, beta, eps, y, xhat, rstd):
-    # x, y, xhat: (N, H); rstd: (N,)
+    # x, y, xhat: (N, H); rstd: (N,) float64
     H = x.shape[1]
     xc = np.empty(H)                                   # x - mean, float64
     for i in range(lo, hi):
@@ -59,7 +60,7 @@ def layernorm_forward(x, gamma, beta, eps):
     x2 = np.ascontiguousarray(x).reshape(-1, H)        # (N, H)
     y = empty_apart(x2.shape, x2.dtype, x2)            # (N, H)
     xhat = empty_apart(x2.shape, x2.dtype, x2, y)      # (N, H)
-    rstd = np.empty((len(x2), 1), x2.dtype)            # (N, 1)
+    rstd = np.empty((len(x2), 1))                      # (N, 1) float64
     parallel_for(_forward, len(x2), x2, gamma, beta, float(eps), y, xhat, rstd.reshape(-1), grain=64)
     return y.reshape(x.shape), LayerNormCache(xhat.reshape(x.shape), rstd.reshape(*x.shape[:-1], 1), gamma)
 
