@@ -19,21 +19,21 @@ rng = np.random.default_rng(0)
 
 # %%
 stage("Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
-p = 0.1
+p_drop = 0.1
 x = np.ones((1000, 100))
-y, drop = ops.dropout_forward(x, p, np.random.default_rng(42))   # drop: DropoutCache(keep, scale)
+y, drop = ops.dropout_forward(x, p_drop, np.random.default_rng(42))   # drop: DropoutCache(keep, scale)
 print(f"   a few outputs: {y[0, :8]}")
 print(f"   dropped fraction {np.mean(y == 0):.4f}, kept value {y[y != 0][0]:.6f} = 1/(1-p), mean {y.mean():.4f}")
-ok(abs(np.mean(y == 0) - p) < 0.005, "about p of the elements are dropped")
-ok(np.allclose(y[y != 0], 1 / (1 - p)), "kept elements are scaled by 1/(1-p)")
+ok(abs(np.mean(y == 0) - p_drop) < 0.005, "about p of the elements are dropped")
+ok(np.allclose(y[y != 0], 1 / (1 - p_drop)), "kept elements are scaled by 1/(1-p)")
 ok(abs(y.mean() - 1.0) < 0.01, "the expected value is preserved (inverted dropout)")
 print(f"   cache: keep {drop.keep.shape} {drop.keep.dtype}, scale {drop.scale:.6f}")
 ok(np.array_equal(y, x * drop.keep * drop.scale), "y = x * keep * scale: the cache holds what forward multiplied by")
-y_again, _ = ops.dropout_forward(x, p, np.random.default_rng(42))
+y_again, _ = ops.dropout_forward(x, p_drop, np.random.default_rng(42))
 ok(np.array_equal(y, y_again), "same seed -> bit-identical output")
-_, drop32 = ops.dropout_forward(x.astype(np.float32), p, np.random.default_rng(42))
+_, drop32 = ops.dropout_forward(x.astype(np.float32), p_drop, np.random.default_rng(42))
 ok(np.array_equal(drop32.keep, drop.keep), "float32 and float64 with the same seed drop the same elements")
-y_eval, eval_cache = ops.dropout_forward(x, p, None)
+y_eval, eval_cache = ops.dropout_forward(x, p_drop, None)
 ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no mask kept")
 
 # %%

@@ -7,9 +7,9 @@ leads to either:
     with backend.use_backend("numba"):  # for a block, then back to the one before
         ...
 
-Both backends keep the same signatures and return the same cache records, tagged with the
-backend that made them; a backward refuses a cache of the other backend (npbert/ops/cache_tag.py),
-so do not switch backends between a forward and its backward.
+Both backends keep the same signatures and return the same cache records, field for field
+(shapes and dtypes too, but the LayerNorm kernel's float64 rstd), so either backend's backward
+takes either backend's cache.
 
 The default is "numpy", or NPBERT_BACKEND when it is set; the training commands (`npbert
 pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set
@@ -118,8 +118,8 @@ def gelu_backward(dy, cache):
     return (kernels.gelu_backward if _kernels() else ops.gelu_backward)(dy, cache)
 
 
-def dropout_forward(x, p, rng):
-    return (kernels.dropout_forward if _kernels() else ops.dropout_forward)(x, p, rng)
+def dropout_forward(x, p_drop, rng):
+    return (kernels.dropout_forward if _kernels() else ops.dropout_forward)(x, p_drop, rng)
 
 
 def dropout_backward(dy, cache):

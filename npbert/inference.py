@@ -69,21 +69,21 @@ class Packing:
         return rows
 
 
-def packed_self_attention(x, packing: Packing, p, num_heads):
+def packed_self_attention(x, packing: Packing, params, num_heads):
     # x: (N, H) packed -> (N, H); each sequence attends within itself, no mask needed
-    q = backend.linear_forward(x, p[Q + ".weight"], p[Q + ".bias"])[0]        # (N, H)
-    k = backend.linear_forward(x, p[K + ".weight"], p[K + ".bias"])[0]        # (N, H)
-    v = backend.linear_forward(x, p[V + ".weight"], p[V + ".bias"])[0]        # (N, H)
+    q = backend.linear_forward(x, params[Q + ".weight"], params[Q + ".bias"])[0]        # (N, H)
+    k = backend.linear_forward(x, params[K + ".weight"], params[K + ".bias"])[0]        # (N, H)
+    v = backend.linear_forward(x, params[V + ".weight"], params[V + ".bias"])[0]        # (N, H)
     context = backend.packed_attention(q, k, v, packing.lengths, num_heads)    # (N, H)
-    return backend.linear_forward(context, p[O + ".weight"], p[O + ".bias"])[0]  # (N, H)
+    return backend.linear_forward(context, params[O + ".weight"], params[O + ".bias"])[0]  # (N, H)
 
 
-def packed_encoder_layer(x, packing: Packing, p, config):
+def packed_encoder_layer(x, packing: Packing, params, config):
     # x: (N, H) -> (N, H): encoder_layer_forward without dropout, caches or padding
-    a = packed_self_attention(x, packing, p, config.num_attention_heads)
-    h = backend.layernorm_forward(x + a, p[LN1 + ".weight"], p[LN1 + ".bias"], config.layer_norm_eps)[0]
-    f, _ = feedforward_forward(h, p, config.hidden_act)                       # (N, H)
-    return backend.layernorm_forward(h + f, p[LN2 + ".weight"], p[LN2 + ".bias"], config.layer_norm_eps)[0]
+    a = packed_self_attention(x, packing, params, config.num_attention_heads)
+    h = backend.layernorm_forward(x + a, params[LN1 + ".weight"], params[LN1 + ".bias"], config.layer_norm_eps)[0]
+    f, _ = feedforward_forward(h, params, config.hidden_act)                       # (N, H)
+    return backend.layernorm_forward(h + f, params[LN2 + ".weight"], params[LN2 + ".bias"], config.layer_norm_eps)[0]
 
 
 def packed_bert(params, config, input_ids, token_type_ids=None, attention_mask=None):

@@ -68,8 +68,12 @@ def pearson(x, y) -> float:
 
 
 def average_ranks(x) -> np.ndarray:
-    """Ranks 1..n; tied values all get the mean of the ranks they span (scipy's rankdata)."""
+    """Ranks 1..n; tied values all get the mean of the ranks they span (scipy's rankdata).
+    A NaN has no rank: any NaN makes every rank NaN (rankdata's nan_policy="propagate"), so
+    spearman is NaN as pearson is, not a ranking with the NaN sorted last."""
     x = np.asarray(x, np.float64)
+    if np.isnan(x).any():
+        return np.full(x.shape, np.nan)
     order = np.argsort(x, kind="mergesort")
     sorted_x = x[order]
     starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])   # first index of each tie group
@@ -87,7 +91,10 @@ def spearman(x, y) -> float:
 # --- tagging: entity-level F1 with conlleval's chunk rules ----------------------------------------------
 
 def _split_tag(tag):
-    return ("O", "") if tag == "O" or "-" not in tag else tuple(tag.split("-", 1))
+    """(prefix, type) as conlleval splits a tag (/^([^-]*)-(.*)$/): at the first hyphen; a tag
+    without one is all prefix with the empty type, so bare B and I tags make chunks too."""
+    prefix, _, kind = tag.partition("-")
+    return prefix, kind
 
 
 def entities(tags) -> set:

@@ -15,8 +15,11 @@ quantity inside a module under its path plus the derivation's symbol (`...self.s
 `...self.probs`, `bert.embeddings.sum`). docs/model.md lists every name with its shape.
 
 The model's forwards take `trace=None` and the layers `trace=NO_TRACE`, whose methods do
-nothing: a forward that is not traced pays one call that returns at once per name. A traced
-forward keeps copies, so later in-place work cannot change what was recorded.
+nothing: a forward that is not traced pays one call that returns at once per record. A value
+the layer does not keep (the attention scores, which the kernel never makes whole; a gradient a
+fused kernel never writes out) is handed over as a function that makes it again, called only by
+a real trace, so a layer has no branch of its own for tracing. A traced forward keeps copies,
+so later in-place work cannot change what was recorded.
 """
 from __future__ import annotations
 
@@ -24,8 +27,6 @@ import numpy as np
 
 
 class Trace:
-    active = True                                       # NO_TRACE's is False: work only a trace needs is skipped
-
     def __init__(self):
         self.forward: dict[str, np.ndarray] = {}         # name -> value, in the order the forward made them
         self.backward: dict[str, np.ndarray] = {}        # name -> d loss / d value, in the order of the backward
@@ -38,12 +39,16 @@ class Trace:
         view.forward, view.backward, view._prefix = self.forward, self.backward, self._name(name)
         return view
 
-    def record(self, name: str, value) -> None:
-        """Record a forward value; name "" is the scope's own output."""
-        self.forward[self._name(name)] = np.array(value, copy=True)
+    def record(self, names, values) -> None:
+        """Record forward values: one name and its value, or a tuple of names and their values;
+        `values` may be a function that makes them. Name "" is the scope's own output."""
+        for name, value in _pairs(names, values):
+            self.forward[self._name(name)] = np.array(value, copy=True)
 
-    def record_grad(self, name: str, value) -> None:
-        self.backward[self._name(name)] = np.array(value, copy=True)
+    def record_grad(self, names, values) -> None:
+        """Record d loss / d value for the forward's names, as record() takes them."""
+        for name, value in _pairs(names, values):
+            self.backward[self._name(name)] = np.array(value, copy=True)
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.forward[name]
@@ -58,17 +63,21 @@ class Trace:
         return ".".join(part for part in (self._prefix, name) if part)
 
 
+def _pairs(names, values):
+    values = values() if callable(values) else values  # made again: only a real trace calls it
+    return [(names, values)] if isinstance(names, str) else zip(names, values, strict=True)
+
+
 class _NoTrace:
     """What a forward records into when nobody asked for a trace: nothing."""
-    active = False
 
     def scope(self, name):
         return self
 
-    def record(self, name, value):
+    def record(self, names, values):
         pass
 
-    def record_grad(self, name, value):
+    def record_grad(self, names, values):
         pass
 
 

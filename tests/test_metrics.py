@@ -47,6 +47,10 @@ def test_pearson_and_spearman_with_ties():
     rx, ry = np.array([1, 2.5, 2.5, 4]) - 2.5, np.array([1, 2, 3, 4]) - 2.5
     assert spearman([1, 2, 2, 3], [1, 2, 3, 4]) == pytest.approx((rx @ ry) / np.sqrt((rx @ rx) * (ry @ ry)))
     assert pearson([1, 1, 1], [1, 2, 3]) == 0.0                        # constant input: 0, not NaN
+    # NaN propagates as in scipy (spearmanr, rankdata nan_policy="propagate"), like pearson's
+    assert np.isnan(pearson([1, 2, np.nan], [1, 2, 3]))
+    assert np.isnan(spearman([1, 2, np.nan], [1, 2, 3])) and np.isnan(spearman([1, 2, 3], [np.nan, 2, 3]))
+    assert np.isnan(average_ranks([2, np.nan, 1])).all()
 
 
 @settings(max_examples=30, deadline=None)
@@ -65,6 +69,10 @@ def test_entities_follow_conlleval():
     assert entities(tags) == {("PER", 0, 2), ("LOC", 3, 4), ("LOC", 4, 5), ("ORG", 5, 7), ("PER", 8, 9)}
     assert entities(["I-PER", "I-LOC", "I-LOC"]) == {("PER", 0, 1), ("LOC", 1, 3)}   # IOB1 chunks
     assert entities(["O", "O"]) == set() and entities([]) == set()
+    # tags without a type are chunks of the empty type, as conlleval.pl splits /^([^-]*)-(.*)$/
+    assert entities(["O", "O", "O", "B", "I", "I", "O"]) == {("", 3, 6)}
+    assert entities(["I", "B", "I-X", "B-A-B"]) == {("", 0, 1), ("", 1, 2), ("X", 2, 3), ("A-B", 3, 4)}
+    assert entity_scores([["O", "B", "I", "O"]], [["O", "B", "I", "O"]])["f1"] == 1.0
 
 
 def test_entity_scores_need_exact_spans_and_types():

@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import unicodedata
+import warnings
 
 import numpy as np
 import pytest
@@ -283,6 +284,32 @@ def test_padding_truncation_and_tensors():
     assert enc["input_ids"][1] == [2, 9, 8, 9, 3]
     assert tok("un", padding="max_length", max_length=4, return_tensors="np")["input_ids"].shape == (1, 4)
     assert tok(["un wa un"], ["wa"], truncation=True, max_length=5)["input_ids"] == [[2, 9, 3, 8, 3]]
+
+
+HF_TEST_VOCAB = ["[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]", "want", "##want", "##ed", "wa", "un", "runn",
+                 "##ing", ",", "low", "lowest"]   # transformers' tests/models/bert/test_tokenization_bert.py
+
+
+def test_max_length_without_truncation_truncates_longest_first_and_warns_once():
+    # HF (_get_padding_truncation_strategies): max_length with truncation unset and padding=False
+    # means truncation="longest_first", with one warning per tokenizer.
+    tok = BertTokenizer(HF_TEST_VOCAB)
+    text = "lowest low, wanted running unwanted"
+    assert len(tok(text)["input_ids"]) == 12
+    with pytest.warns(UserWarning, match="truncation was not set") as caught:
+        one = tok(text, max_length=5)
+        assert tok.encode(text, max_length=5) == one["input_ids"] == tok(text, max_length=5, truncation=True)["input_ids"]
+        pair = tok(text, "un wa want", max_length=9)
+    assert len(caught) == 1
+    assert one["input_ids"] == [1, 14, 13, 12, 2]
+    assert pair == tok(text, "un wa want", max_length=9, truncation="longest_first")
+    assert pair["token_type_ids"] == [0] * 5 + [1] * 4 and len(pair["input_ids"]) == 9
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fresh = BertTokenizer(HF_TEST_VOCAB)   # an explicit choice, or padding, is never overridden
+        assert len(fresh(text, max_length=5, truncation=False)["input_ids"]) == 12
+        assert len(fresh(text, max_length=5, padding="max_length")["input_ids"]) == 12
+        assert len(fresh([text, "un"], max_length=5, padding=True)["input_ids"][0]) == 12
 
 
 def test_bad_inputs_raise_clear_errors():

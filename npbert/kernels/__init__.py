@@ -2,8 +2,9 @@
 ops in npbert.ops, one file each beside them (backend.HOT_OPS). `npbert.set_backend("numba")`
 puts them in force.
 
-Each has the reference's signature, returns the same values and the same cache record
-(tagged "numba"; a few fields differ in layout, e.g. LayerNorm's rstd is (N,) float64). The
+Each has the reference's signature, returns the same values and the same cache record, field
+for field (shapes and dtypes too, but LayerNorm's rstd, float64 here: layernorm.py), so either
+backend's backward takes either's cache. The
 "why" of each choice is in the module docstrings and docs/performance.md. The matmuls stay
 BLAS's gemm, called on parts of the rows from npbert's own threads (matmul.py, gemm.py), so
 that one set of threads runs the whole step (threads.py).

@@ -32,9 +32,6 @@ from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 from npbert.ops.attention_core import AttentionCoreCache
-from npbert.ops.cache_tag import check_tag
-
-NUMBA = "numba"
 
 
 @njit(nogil=True, cache=True, error_model="numpy", fastmath=FMA)
@@ -160,12 +157,11 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
                      dropped, grain=64)
         np.matmul(dropped.reshape(B, A, T, T), v, out=context)
     return context, AttentionCoreCache(q, k, v, probs, keep.reshape(B, A, T, T) if dropping else None, drop_scale,
-                                       1.0 / math.sqrt(D), NUMBA)
+                                       1.0 / math.sqrt(D))
 
 
 def attention_core_backward(dcontext, cache: AttentionCoreCache):
     # dcontext: (B, A, T, D)
-    check_tag(cache, NUMBA, "attention_core_backward")
     q, k, v, probs, drop_scale = cache.q, cache.k, cache.v, cache.probs, cache.drop_scale
     B, A, T, D = q.shape
     rows = probs.reshape(B * A * T, T)                 # (R, T)

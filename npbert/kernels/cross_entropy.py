@@ -16,10 +16,7 @@ from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import index_lanes, lanes_like, row_argmax, row_sum
 from npbert.kernels.threads import parallel_for
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.cross_entropy import IGNORE_INDEX, CrossEntropyCache
-
-NUMBA = "numba"
 
 GRAIN = 16384                                          # elements: below this one thread is faster
 
@@ -61,11 +58,10 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     row_max, lse, logp_label = (np.empty(N, logits.dtype) for _ in range(3))  # (N,) each
     parallel_for(_forward, N, logits, safe, row_max, lse, logp_label, grain=max(1, GRAIN // logits.shape[1]))
     loss = -(logp_label * counted).sum() / n
-    return logits.dtype.type(loss), CrossEntropyCache(logits, row_max, lse, safe, counted, n, NUMBA)
+    return logits.dtype.type(loss), CrossEntropyCache(logits, row_max, lse, safe, counted, n)
 
 
 def cross_entropy_backward(dloss, cache: CrossEntropyCache):
-    check_tag(cache, NUMBA, "cross_entropy_backward")
     logits, safe, row_max, lse, counted, n = (cache.logits, cache.labels, cache.row_max, cache.logsumexp,
                                               cache.counted, cache.n)
     g = (counted * (dloss / n)).astype(logits.dtype)                 # (N,)

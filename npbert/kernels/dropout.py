@@ -11,10 +11,7 @@ from numba import njit
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.dropout import DropoutCache
-
-NUMBA = "numba"
 
 GRAIN = 65536                                          # elements: below this one thread is faster
 
@@ -27,11 +24,11 @@ def uniforms(shape, rng, *apart_from):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward(lo, hi, x, u, p, scale, y, keep):
+def _forward(lo, hi, x, u, p_drop, scale, y, keep):
     # x, u, y, keep: (N,) flat
     x, u, y, keep = x[lo:hi], u[lo:hi], y[lo:hi], keep[lo:hi]      # index from 0: see threads.py
     for i in range(x.size):
-        k = u[i] >= p
+        k = u[i] >= p_drop
         keep[i] = k
         y[i] = x[i] * scale if k else x[i] * 0        # x * 0, not 0: the reference's x * mask (NaN stays NaN)
 
@@ -43,22 +40,21 @@ def _backward(lo, hi, dy, keep, scale, dx):
         dx[i] = dy[i] * scale if keep[i] else dy[i] * 0
 
 
-def dropout_forward(x, p, rng):
+def dropout_forward(x, p_drop, rng):
     # x: (...) -> y: (...)
-    if rng is None or p == 0.0:
-        return x, DropoutCache(None, x.dtype.type(1.0), NUMBA)
+    if rng is None or p_drop == 0.0:
+        return x, DropoutCache(None, x.dtype.type(1.0))
     x = np.ascontiguousarray(x)
     u = uniforms(x.shape, rng, x)                      # (...) float32
-    scale = x.dtype.type(1.0 / (1.0 - p))
+    scale = x.dtype.type(1.0 / (1.0 - p_drop))
     y = empty_apart(x.shape, x.dtype, x, u)
     keep = empty_apart(x.shape, np.bool_, x, u, y)
-    parallel_for(_forward, x.size, x.reshape(-1), u.reshape(-1), np.float32(p), scale, y.reshape(-1),
+    parallel_for(_forward, x.size, x.reshape(-1), u.reshape(-1), np.float32(p_drop), scale, y.reshape(-1),
                  keep.reshape(-1), grain=GRAIN)
-    return y, DropoutCache(keep, scale, NUMBA)
+    return y, DropoutCache(keep, scale)
 
 
 def dropout_backward(dy, cache: DropoutCache):
-    check_tag(cache, NUMBA, "dropout_backward")
     keep, scale = cache.keep, cache.scale
     if keep is None:
         return dy

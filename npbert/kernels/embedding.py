@@ -9,10 +9,7 @@ sequential on purpose: rows with the same id would race in a parallel loop, and 
 import numpy as np
 from numba import njit
 
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.embedding import EmbeddingCache, without_padding_row
-
-NUMBA = "numba"
 
 
 @njit(cache=True, error_model="numpy")
@@ -26,12 +23,11 @@ def _scatter_add(ids, dout, dtable):
 
 def embedding_forward(ids, table, padding_idx=None):
     # ids: (...) integer, table: (V, H)
-    return table[ids], EmbeddingCache(ids, table.shape, table.dtype, padding_idx, NUMBA)  # (..., H): NumPy's gather
+    return table[ids], EmbeddingCache(ids, table.shape, table.dtype, padding_idx)  # (..., H): NumPy's gather
 
 
 def embedding_backward(dout, cache: EmbeddingCache):
     # dout: (..., H)
-    check_tag(cache, NUMBA, "embedding_backward")
     ids, shape, dtype = cache.ids, cache.table_shape, cache.dtype
     dtable = np.zeros(shape, dtype=dtype)              # (V, H)
     _scatter_add(ids.reshape(-1).astype(np.int64), np.ascontiguousarray(dout).reshape(-1, shape[1]), dtable)

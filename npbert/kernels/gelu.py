@@ -13,10 +13,7 @@ from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.special import fast_erf, fast_tanh
 from npbert.kernels.threads import parallel_for
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.gelu import GELU_TANH_C, INV_SQRT_2PI, SQRT_2_OVER_PI, SQRT_HALF, GeluCache, check_hidden_act
-
-NUMBA = "numba"
 
 FORMS = {"gelu": 0, "gelu_new": 1}
 GRAIN = 16384                                          # elements: below this one thread is faster
@@ -92,11 +89,10 @@ def gelu_forward(x, hidden_act="gelu"):
     y = empty_apart(x.shape, x.dtype, x)
     parallel_for(forward_pass, x.size, x.reshape(-1), y.reshape(-1), *pass_args(hidden_act, x.dtype),
                  grain=GRAIN)
-    return y, GeluCache(x, hidden_act, NUMBA)
+    return y, GeluCache(x, hidden_act)
 
 
 def gelu_backward(dy, cache: GeluCache):
-    check_tag(cache, NUMBA, "gelu_backward")
     x, hidden_act = cache.x, cache.hidden_act
     dx = empty_apart(x.shape, x.dtype, x, dy)
     parallel_for(backward_pass, x.size, np.ascontiguousarray(dy).reshape(-1), x.reshape(-1), dx.reshape(-1),

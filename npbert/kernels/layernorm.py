@@ -4,7 +4,9 @@ Forward writes xhat = (x - mean) * rstd beside y and keeps it with each row's 1/
 cache record as the reference (npbert/ops/layernorm.py), and no reference to the caller's x,
 which the caller may change before backward. (llm.c keeps x and recomputes xhat instead; here
 x is the residual sum, made for this call and alive only through the cache, so keeping xhat
-costs the same memory.) Row statistics are summed in float64 for both dtypes.
+costs the same memory.) Row statistics are summed in float64 for both dtypes, and rstd is
+kept in float64: the one field of all the kernels' caches whose dtype is not the reference's
+(LayerNormCache says so; either backward takes either cache).
 """
 import numpy as np
 from numba import njit
@@ -12,10 +14,7 @@ from numba import njit
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import row_dot, row_sum
 from npbert.kernels.threads import parallel_for
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.layernorm import LayerNormCache
-
-NUMBA = "numba"
 
 ROWS_PER_CHUNK = 64    # dgamma/dbeta are summed per fixed chunk of rows, then over chunks, so
                        # the result does not depend on the number of threads
@@ -61,20 +60,20 @@ def layernorm_forward(x, gamma, beta, eps):
     x2 = np.ascontiguousarray(x).reshape(-1, H)        # (N, H)
     y = empty_apart(x2.shape, x2.dtype, x2)            # (N, H)
     xhat = empty_apart(x2.shape, x2.dtype, x2, y)      # (N, H)
-    rstd = np.empty(len(x2))                           # (N,) float64
-    parallel_for(_forward, len(x2), x2, gamma, beta, float(eps), y, xhat, rstd, grain=64)
-    return y.reshape(x.shape), LayerNormCache(xhat, rstd, gamma, NUMBA)
+    rstd = np.empty((len(x2), 1))                      # (N, 1) float64
+    parallel_for(_forward, len(x2), x2, gamma, beta, float(eps), y, xhat, rstd.reshape(-1), grain=64)
+    return y.reshape(x.shape), LayerNormCache(xhat.reshape(x.shape), rstd.reshape(*x.shape[:-1], 1), gamma)
 
 
 def layernorm_backward(dy, cache: LayerNormCache):
     # dy: (..., H)
-    check_tag(cache, NUMBA, "layernorm_backward")
-    xhat = cache.xhat
-    N, H = xhat.shape
+    H = cache.xhat.shape[-1]
+    xhat = np.ascontiguousarray(cache.xhat).reshape(-1, H)  # (N, H)
+    N = len(xhat)
     chunks = -(-N // ROWS_PER_CHUNK)
     dy2 = np.ascontiguousarray(dy).reshape(N, H)      # (N, H)
     dx = empty_apart(xhat.shape, xhat.dtype, xhat, dy2)  # (N, H)
     dgamma_parts, dbeta_parts = np.zeros((chunks, H)), np.zeros((chunks, H))  # (chunks, H)
-    parallel_for(_backward, chunks, dy2, xhat, cache.rstd, cache.gamma, dx, dgamma_parts, dbeta_parts)
+    parallel_for(_backward, chunks, dy2, xhat, cache.rstd.reshape(N), cache.gamma, dx, dgamma_parts, dbeta_parts)
     dtype = xhat.dtype
     return dx.reshape(dy.shape), dgamma_parts.sum(axis=0).astype(dtype), dbeta_parts.sum(axis=0).astype(dtype)

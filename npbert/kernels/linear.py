@@ -1,22 +1,18 @@
 """Linear layer, y = x W^T + b: the reference's math (npbert/ops/linear.py) with its matmuls
-split over npbert's threads (kernels/matmul.py). Same cache record, tagged "numba"."""
+split over npbert's threads (kernels/matmul.py). Same cache record."""
 from npbert.kernels.matmul import matmul
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.linear import LinearCache
-
-NUMBA = "numba"
 
 
 def linear_forward(x, w, b):
     # x: (..., in), w: (out, in), b: (out,) or None
     x2 = x.reshape(-1, x.shape[-1])                    # (N, in)
     y = matmul(x2, w.T, b)                             # (N, out), b added row by row after the gemm
-    return y.reshape(*x.shape[:-1], w.shape[0]), LinearCache(x2, w, b is not None, NUMBA)  # (..., out)
+    return y.reshape(*x.shape[:-1], w.shape[0]), LinearCache(x2, w, b is not None)  # (..., out)
 
 
 def linear_backward(dy, cache: LinearCache):
     # dy: (..., out)
-    check_tag(cache, NUMBA, "linear_backward")
     dy2 = dy.reshape(-1, dy.shape[-1])                 # (N, out)
     dx = matmul(dy2, cache.w).reshape(*dy.shape[:-1], cache.w.shape[1])  # (..., in)
     dw = matmul(dy2.T, cache.x2)                       # (out, in)

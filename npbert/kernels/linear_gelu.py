@@ -10,6 +10,8 @@ What is fused is what lies between them, each a pass over the (N, out) intermedi
   cache, then dx and dW in BLAS: the reference's `dy.sum(axis=0)` pass is gone.
 db is summed in float64 per fixed chunk of rows and then over chunks in order, as LayerNorm's
 dgamma/dbeta, so it does not depend on the number of threads. The GELU passes are gelu.py's.
+The cache is the reference's record, field for field (its linear part has_bias=True, as the bias
+was added): backward asks the matmuls for no db, which it has summed itself.
 """
 import numpy as np
 from numba import njit
@@ -21,10 +23,7 @@ from npbert.kernels.layernorm import ROWS_PER_CHUNK
 from npbert.kernels.linear import linear_backward, linear_forward
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.threads import parallel_for
-from npbert.ops.cache_tag import check_tag
 from npbert.ops.linear_gelu import LinearGeluCache
-
-NUMBA = "numba"
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -59,12 +58,11 @@ def linear_gelu_forward(x, w, b, hidden_act):
     rows = max(1, GRAIN // max(pre2.shape[1], 1))      # a thread's part: GRAIN elements at least
     parallel_for(_forward, len(pre2), pre2, b.astype(pre.dtype, copy=False), y.reshape(pre2.shape),
                  *pass_args(hidden_act, pre.dtype), grain=rows)
-    return y, LinearGeluCache(lin_cache, pre, hidden_act, NUMBA)
+    return y, LinearGeluCache(lin_cache._replace(has_bias=True), pre, hidden_act)  # the reference's record
 
 
 def linear_gelu_backward(dy, cache: LinearGeluCache):
     # dy: (..., out)
-    check_tag(cache, NUMBA, "linear_gelu_backward")
     lin_cache, hidden_act = cache.linear, cache.hidden_act
     pre2 = cache.pre.reshape(-1, cache.pre.shape[-1])  # (N, out)
     N, out = pre2.shape
@@ -74,5 +72,5 @@ def linear_gelu_backward(dy, cache: LinearGeluCache):
     db_parts = np.zeros((chunks, out))                 # (chunks, out) float64
     parallel_for(_backward, chunks, dy2, pre2, dpre.reshape(N, out), db_parts,
                  *pass_args(hidden_act, pre2.dtype))
-    dx, dw, _ = linear_backward(dpre, lin_cache)       # dx: (..., in), dw: (out, in); no bias in lin_cache
+    dx, dw, _ = linear_backward(dpre, lin_cache._replace(has_bias=False))  # dx: (..., in), dw: (out, in); db is above
     return dx, dw, db_parts.sum(axis=0).astype(pre2.dtype)  # db: (out,), chunks added in a fixed order

@@ -29,23 +29,20 @@ class SelfAttentionCache(NamedTuple):
     num_heads: int
 
 
-def self_attention_forward(x, mask_bias, p, num_heads, p_drop, rng, trace=NO_TRACE):
-    # x: (B, T, H), mask_bias: (B, T), p: this layer's parameters by HF name
+def self_attention_forward(x, mask_bias, params, num_heads, p_drop, rng, trace=NO_TRACE):
+    # x: (B, T, H), mask_bias: (B, T), params: this layer's by HF name
     # trace: scope "bert.encoder.layer.{i}.attention"
-    q, q_cache = backend.linear_forward(x, p[Q + ".weight"], p[Q + ".bias"])    # (B, T, H)
-    k, k_cache = backend.linear_forward(x, p[K + ".weight"], p[K + ".bias"])    # (B, T, H)
-    v, v_cache = backend.linear_forward(x, p[V + ".weight"], p[V + ".bias"])    # (B, T, H)
-    qh, kh = split_heads(q, num_heads), split_heads(k, num_heads)             # (B, A, T, D)
+    q, q_cache = backend.linear_forward(x, params[Q + ".weight"], params[Q + ".bias"])  # (B, T, H)
+    k, k_cache = backend.linear_forward(x, params[K + ".weight"], params[K + ".bias"])  # (B, T, H)
+    v, v_cache = backend.linear_forward(x, params[V + ".weight"], params[V + ".bias"])  # (B, T, H)
+    qh, kh = split_heads(q, num_heads), split_heads(k, num_heads)                     # (B, A, T, D)
     context, core_cache = backend.attention_core_forward(qh, kh, split_heads(v, num_heads), mask_bias, p_drop,
-                                                         rng)                  # (B, A, T, D)
-    context = merge_heads(context)                                             # (B, T, H)
-    out, o_cache = backend.linear_forward(context, p[O + ".weight"], p[O + ".bias"])  # (B, T, H)
-    if trace.active:
-        for name, value in (("self.query", q), ("self.key", k), ("self.value", v),
-                            ("self.scores", attention_scores(qh, kh, mask_bias)[0]),   # made again: the kernel
-                            ("self.probs", core_cache.probs), ("self", context),      # keeps no scores
-                            ("output.dense", out)):
-            trace.record(name, value)
+                                                         rng)                          # (B, A, T, D)
+    context = merge_heads(context)                                                     # (B, T, H)
+    out, o_cache = backend.linear_forward(context, params[O + ".weight"], params[O + ".bias"])  # (B, T, H)
+    trace.record(("self.query", "self.key", "self.value"), (q, k, v))
+    trace.record("self.scores", lambda: attention_scores(qh, kh, mask_bias)[0])  # made again: the kernel keeps none
+    trace.record(("self.probs", "self", "output.dense"), (core_cache.probs, context, out))
     return out, SelfAttentionCache(q_cache, k_cache, v_cache, core_cache, o_cache, num_heads)
 
 
@@ -56,13 +53,10 @@ def self_attention_backward(dout, cache: SelfAttentionCache, trace=NO_TRACE):
     dcontext, g[O + ".weight"], g[O + ".bias"] = backend.linear_backward(dout, cache.output)   # (B, T, H)
     trace.record_grad("self", dcontext)
     dcontext = split_heads(dcontext, cache.num_heads)                                         # (B, A, T, D)
-    if trace.active:                                   # made again with the reference formula: the
-        dprobs, dscores = score_grads(dcontext, cache.core)   # kernel keeps them in scratch memory
-        trace.record_grad("self.probs", dprobs)
-        trace.record_grad("self.scores", dscores)
+    # made again, the reference's way, only when traced: the kernel keeps them in scratch memory
+    trace.record_grad(("self.probs", "self.scores"), lambda: score_grads(dcontext, cache.core))
     dq, dk, dv = (merge_heads(d) for d in backend.attention_core_backward(dcontext, cache.core))  # (B, T, H) each
-    for name, d in (("self.value", dv), ("self.key", dk), ("self.query", dq)):
-        trace.record_grad(name, d)
+    trace.record_grad(("self.value", "self.key", "self.query"), (dv, dk, dq))
     dx_q, g[Q + ".weight"], g[Q + ".bias"] = backend.linear_backward(dq, cache.query)
     dx_k, g[K + ".weight"], g[K + ".bias"] = backend.linear_backward(dk, cache.key)
     dx_v, g[V + ".weight"], g[V + ".bias"] = backend.linear_backward(dv, cache.value)

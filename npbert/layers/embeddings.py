@@ -34,9 +34,8 @@ def bert_embeddings_forward(input_ids, token_type_ids, params, config, rng, trac
     s = words + types + positions                                              # (B, T, H)
     e, ln_cache = backend.layernorm_forward(s, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
     x, drop = backend.dropout_forward(e, config.hidden_dropout_prob, rng)      # (B, T, H)
-    for name, value in (("word_embeddings", words), ("position_embeddings", positions),
-                        ("token_type_embeddings", types), ("sum", s), ("LayerNorm", e), ("", x)):
-        trace.record(name, value)
+    trace.record(("word_embeddings", "position_embeddings", "token_type_embeddings", "sum", "LayerNorm", ""),
+                 (words, positions, types, s, e, x))
     return x, EmbeddingsCache(w_cache, t_cache, ln_cache, drop, params[POS].shape)
 
 
@@ -47,9 +46,8 @@ def bert_embeddings_backward(dx, cache: EmbeddingsCache, trace=NO_TRACE):
     de = backend.dropout_backward(dx, cache.dropout)                            # (B, T, H)
     trace.record_grad("LayerNorm", de)
     ds, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(de, cache.norm)   # (B, T, H)
-    for name, d in (("sum", ds), ("word_embeddings", ds), ("position_embeddings", ds.sum(axis=0)),
-                    ("token_type_embeddings", ds)):   # a sum passes its gradient to each term
-        trace.record_grad(name, d)
+    trace.record_grad(("sum", "word_embeddings", "position_embeddings", "token_type_embeddings"),
+                      lambda: (ds, ds, ds.sum(axis=0), ds))   # a sum passes its gradient to each term
     g[WORD] = backend.embedding_backward(ds, cache.words)                       # (V, H), [PAD] row 0 (HF's padding_idx)
     g[TYPE] = backend.embedding_backward(ds, cache.token_types)                 # (types, H)
     g[POS] = np.zeros(cache.position_shape, ds.dtype)                           # (P, H)

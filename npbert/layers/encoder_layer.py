@@ -3,7 +3,7 @@
     h = LayerNorm(x + dropout(self_attention(x)))
     y = LayerNorm(h + dropout(feedforward(h)))
 
-`p` holds this layer's parameters by HF name relative to "bert.encoder.layer.{i}.".
+`params` holds this layer's parameters by HF name relative to "bert.encoder.layer.{i}.".
 """
 from typing import NamedTuple
 
@@ -25,21 +25,19 @@ class EncoderLayerCache(NamedTuple):
     output_norm: LayerNormCache       # output.LayerNorm
 
 
-def encoder_layer_forward(x, mask_bias, p, config, rng, trace=NO_TRACE):
+def encoder_layer_forward(x, mask_bias, params, config, rng, trace=NO_TRACE):
     # x: (B, T, H), mask_bias: (B, T); trace: scope "bert.encoder.layer.{i}"
-    a, attn_cache = self_attention_forward(x, mask_bias, p, config.num_attention_heads,
+    a, attn_cache = self_attention_forward(x, mask_bias, params, config.num_attention_heads,
                                            config.attention_probs_dropout_prob, rng, trace.scope("attention"))
     a, drop1 = backend.dropout_forward(a, config.hidden_dropout_prob, rng)              # (B, T, H)
     s1 = x + a                                                                         # the residual
-    h, ln1 = backend.layernorm_forward(s1, p[LN1 + ".weight"], p[LN1 + ".bias"], config.layer_norm_eps)
-    trace.record("attention.output.sum", s1)
-    trace.record("attention", h)
-    f, ffn_cache = feedforward_forward(h, p, config.hidden_act, trace)                 # (B, T, H)
+    h, ln1 = backend.layernorm_forward(s1, params[LN1 + ".weight"], params[LN1 + ".bias"], config.layer_norm_eps)
+    trace.record(("attention.output.sum", "attention"), (s1, h))
+    f, ffn_cache = feedforward_forward(h, params, config.hidden_act, trace)                 # (B, T, H)
     f, drop2 = backend.dropout_forward(f, config.hidden_dropout_prob, rng)
     s2 = h + f
-    y, ln2 = backend.layernorm_forward(s2, p[LN2 + ".weight"], p[LN2 + ".bias"], config.layer_norm_eps)
-    trace.record("output.sum", s2)
-    trace.record("", y)
+    y, ln2 = backend.layernorm_forward(s2, params[LN2 + ".weight"], params[LN2 + ".bias"], config.layer_norm_eps)
+    trace.record(("output.sum", ""), (s2, y))
     return y, EncoderLayerCache(attn_cache, drop1, ln1, ffn_cache, drop2, ln2)
 
 

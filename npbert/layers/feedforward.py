@@ -19,13 +19,11 @@ class FeedForwardCache(NamedTuple):
     output: LinearCache             # output.dense
 
 
-def feedforward_forward(x, p, hidden_act, trace=NO_TRACE):
+def feedforward_forward(x, params, hidden_act, trace=NO_TRACE):
     # x: (B, T, H); trace: scope "bert.encoder.layer.{i}"
-    a, a_cache = backend.linear_gelu_forward(x, p[W1 + ".weight"], p[W1 + ".bias"], hidden_act)  # (B, T, I)
-    out, o_cache = backend.linear_forward(a, p[W2 + ".weight"], p[W2 + ".bias"])                # (B, T, H)
-    trace.record("intermediate.dense", a_cache.pre)    # (B, T, I) before GELU
-    trace.record("intermediate", a)
-    trace.record("output.dense", out)
+    a, a_cache = backend.linear_gelu_forward(x, params[W1 + ".weight"], params[W1 + ".bias"], hidden_act)  # (B, T, I)
+    out, o_cache = backend.linear_forward(a, params[W2 + ".weight"], params[W2 + ".bias"])                # (B, T, H)
+    trace.record(("intermediate.dense", "intermediate", "output.dense"), (a_cache.pre, a, out))  # pre: before GELU
     return out, FeedForwardCache(a_cache, o_cache)
 
 
@@ -35,8 +33,8 @@ def feedforward_backward(dout, cache: FeedForwardCache, trace=NO_TRACE):
     trace.record_grad("output.dense", dout)
     da, g[W2 + ".weight"], g[W2 + ".bias"] = backend.linear_backward(dout, cache.output)        # (B, T, I)
     trace.record_grad("intermediate", da)
-    if trace.active:                                   # made again for the trace: the fused kernel never keeps it
-        trace.record_grad("intermediate.dense", pre_activation_grad(da, cache.intermediate))
+    # made again, the reference's way, only when traced: the fused kernel never keeps it
+    trace.record_grad("intermediate.dense", lambda: pre_activation_grad(da, cache.intermediate))
     dx, g[W1 + ".weight"], g[W1 + ".bias"] = backend.linear_gelu_backward(da, cache.intermediate)  # (B, T, H)
     return dx, g
 

@@ -36,9 +36,8 @@ def mlm_head_forward(h, positions, params, config, trace=NO_TRACE):
                                                  config.hidden_act)                 # (N, H)
     t, ln_cache = backend.layernorm_forward(a, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
     logits, dec_cache = backend.linear_forward(t, params[WORD], params[BIAS])    # (N, V) tied decoder
-    for name, value in (("transform.dense", dense_cache.pre), ("transform.transform_act_fn", a),
-                        ("transform", t), ("logits", logits)):
-        trace.record(name, value)
+    trace.record(("transform.dense", "transform.transform_act_fn", "transform", "logits"),
+                 (dense_cache.pre, a, t, logits))
     return logits, MlmHeadCache(dense_cache, ln_cache, dec_cache, positions, h.shape)
 
 
@@ -50,8 +49,8 @@ def mlm_head_backward(dlogits, cache: MlmHeadCache, trace=NO_TRACE):
     trace.record_grad("transform", dt)
     da, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, cache.norm)
     trace.record_grad("transform.transform_act_fn", da)
-    if trace.active:                                   # made again for the trace: the fused kernel never keeps it
-        trace.record_grad("transform.dense", pre_activation_grad(da, cache.transform))
+    # made again, the reference's way, only when traced: the fused kernel never keeps it
+    trace.record_grad("transform.dense", lambda: pre_activation_grad(da, cache.transform))
     dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_gelu_backward(da, cache.transform)  # (N, H)
     B, T, H = cache.h_shape
     dh = np.zeros((B * T, H), dtype=dlogits.dtype)

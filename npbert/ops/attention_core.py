@@ -13,7 +13,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
 from npbert.ops.dropout import drop_mask, dropout_forward
 from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
@@ -26,7 +25,6 @@ class AttentionCoreCache(NamedTuple):
     keep: np.ndarray | None  # (B, A, T, T) bool, the attention weights dropout kept; None without dropout
     drop_scale: object       # 1 / (1 - p), of q's dtype
     scale: float             # 1 / sqrt(D)
-    backend: str = NUMPY
 
 
 def split_heads(x, num_heads):
@@ -77,7 +75,6 @@ def score_grads(dcontext, cache: AttentionCoreCache):
 
 def attention_core_backward(dcontext, cache: AttentionCoreCache):
     # dcontext: (B, A, T, D)
-    check_tag(cache, NUMPY, "attention_core_backward")
     q, k, probs, keep = cache.q, cache.k, cache.probs, cache.keep
     probs_dropped = probs if keep is None else probs * drop_mask(keep, cache.drop_scale)  # cheaper to redo than keep
     dv = probs_dropped.swapaxes(-1, -2) @ dcontext     # (B, A, T, D)

@@ -14,7 +14,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
 
 IGNORE_INDEX = -100
 
@@ -26,7 +25,6 @@ class CrossEntropyCache(NamedTuple):
     labels: np.ndarray       # (N,) the labels, ignored rows read as class 0
     counted: np.ndarray      # (N,) bool, rows whose label is not ignore_index
     n: int                   # number of counted rows (at least 1)
-    backend: str = NUMPY
 
 
 def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
@@ -46,7 +44,6 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
 
 
 def cross_entropy_backward(dloss, cache: CrossEntropyCache):
-    check_tag(cache, NUMPY, "cross_entropy_backward")
     rows, safe = np.arange(len(cache.labels)), cache.labels
     z = cache.logits - cache.row_max[:, None]                        # (N, C) as in forward
     dlogits = np.exp(z - cache.logsumexp[:, None])                   # (N, C) softmax

@@ -10,15 +10,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
-
 
 class EmbeddingCache(NamedTuple):
     ids: np.ndarray          # (...) integer, the rows looked up
     table_shape: tuple       # (V, H)
     dtype: np.dtype          # the table's
     padding_idx: int | None  # the row the lookup gives no gradient (None: every row gets one)
-    backend: str = NUMPY
 
 
 def embedding_forward(ids, table, padding_idx=None):
@@ -29,7 +26,6 @@ def embedding_forward(ids, table, padding_idx=None):
 
 def embedding_backward(dout, cache: EmbeddingCache):
     # dout: (..., H)
-    check_tag(cache, NUMPY, "embedding_backward")
     dtable = np.zeros(cache.table_shape, dtype=cache.dtype)          # (V, H)
     np.add.at(dtable, cache.ids.reshape(-1), dout.reshape(-1, cache.table_shape[1]))  # repeated ids accumulate
     return without_padding_row(dtable, cache)

@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
 from npbert.ops.erf import erf
 
 SQRT_HALF = math.sqrt(0.5)
@@ -23,7 +22,6 @@ HIDDEN_ACTS = ("gelu", "gelu_new")
 class GeluCache(NamedTuple):
     x: np.ndarray            # (...) the input (kept, not copied: do not modify it before backward)
     hidden_act: str          # "gelu" or "gelu_new": backward differentiates the same form
-    backend: str = NUMPY
 
 
 def check_hidden_act(hidden_act):
@@ -42,7 +40,6 @@ def gelu_forward(x, hidden_act="gelu"):
 
 
 def gelu_backward(dy, cache: GeluCache):
-    check_tag(cache, NUMPY, "gelu_backward")
     x = cache.x
     if cache.hidden_act == "gelu":
         cdf = 0.5 * (1.0 + erf(x * SQRT_HALF))                 # Phi(x)
@@ -51,4 +48,10 @@ def gelu_backward(dy, cache: GeluCache):
     x2 = x * x
     t = np.tanh(SQRT_2_OVER_PI * (x + GELU_TANH_C * x2 * x))
     dinner = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_TANH_C * x2)
-    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * dinner)
+    s = 1.0 - t * t                                            # sech^2: exactly 0 once tanh saturates (|x| > ~10)
+    # Saturated, the curve term x s dinner / 2 is 0, but x * x may have overflowed (float32 at
+    # |x| >= 1.8e19; float64 beyond 1e154) and 0 * inf is NaN: take it as s * x there (0, and NaN
+    # only at x = +-inf, as the forward). The kernel (npbert/kernels/gelu.py) guards the same way.
+    with np.errstate(invalid="ignore"):                       # the discarded 0 * inf of np.where's other branch
+        curve = np.where(s != 0, 0.5 * x * s * dinner, s * x)
+    return dy * (0.5 * (1.0 + t) + curve)

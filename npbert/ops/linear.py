@@ -9,14 +9,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
-
 
 class LinearCache(NamedTuple):
     x2: np.ndarray           # (N, in) the input, rows flattened (a view of x: do not modify x before backward)
     w: np.ndarray            # (out, in)
     has_bias: bool           # backward returns db, or None
-    backend: str = NUMPY
 
 
 def linear_forward(x, w, b):
@@ -30,7 +27,6 @@ def linear_forward(x, w, b):
 
 def linear_backward(dy, cache: LinearCache):
     # dy: (..., out)
-    check_tag(cache, NUMPY, "linear_backward")
     dy2 = dy.reshape(-1, dy.shape[-1])                 # (N, out)
     dx = (dy2 @ cache.w).reshape(*dy.shape[:-1], cache.w.shape[1])  # (..., in)
     dw = dy2.T @ cache.x2                              # (out, in)

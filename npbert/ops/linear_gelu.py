@@ -9,16 +9,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.cache_tag import NUMPY, check_tag
 from npbert.ops.gelu import GeluCache, gelu_backward, gelu_forward
 from npbert.ops.linear import LinearCache, linear_backward, linear_forward
 
 
 class LinearGeluCache(NamedTuple):
-    linear: LinearCache      # the matmul's (in the numba backend, without the bias: it is added with GELU)
+    linear: LinearCache      # the matmul's, with the bias
     pre: np.ndarray          # (..., out) the pre-activation x W^T + b
     hidden_act: str
-    backend: str = NUMPY
 
 
 def linear_gelu_forward(x, w, b, hidden_act):
@@ -36,6 +34,5 @@ def pre_activation_grad(dy, cache: LinearGeluCache):
 
 def linear_gelu_backward(dy, cache: LinearGeluCache):
     # dy: (..., out)
-    check_tag(cache, NUMPY, "linear_gelu_backward")
     dpre = pre_activation_grad(dy, cache)              # (..., out)
     return linear_backward(dpre, cache.linear)         # dx: (..., in), dw: (out, in), db: (out,)

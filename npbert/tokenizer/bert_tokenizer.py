@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -70,6 +71,7 @@ class BertTokenizer:
         self._special_split = regex.compile("(" + "|".join(map(regex.escape, SPECIAL_TOKENS)) + ")")
         self._max_piece_chars = max(map(piece_length, self.vocab))
         self._pieces_of_word: dict[str, tuple[tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
+        self._warned_implicit_truncation = False
 
     pad_token, unk_token, cls_token, sep_token, mask_token = SPECIAL_TOKENS
     do_lower_case = property(lambda self: self.basic.do_lower_case)
@@ -211,8 +213,22 @@ class BertTokenizer:
 
     # ------------------------------------------------------------ encoding for the model
 
-    def encode(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=False) -> list[int]:
-        return self._encode_one(text, text_pair, add_special_tokens, max_length, truncation, False)["input_ids"]
+    def encode(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=None) -> list[int]:
+        _check_text(text)                              # one text (or pair), never a batch
+        return self(text, text_pair, add_special_tokens, max_length, truncation)["input_ids"]
+
+    def _implicit_truncation(self, truncation, max_length, padding):
+        """HF's rule (tokenization_utils_base, _get_padding_truncation_strategies): a max_length
+        given with truncation left unset (None) and padding=False truncates longest_first, and
+        warns once per tokenizer. An explicit truncation=False keeps every token."""
+        if max_length is None or padding is not False or truncation is not None:
+            return truncation
+        if not self._warned_implicit_truncation:
+            warnings.warn("truncation was not set but max_length was: truncating 'longest_first' as Hugging Face "
+                          "does; pass truncation=True to truncate, truncation=False to keep every token",
+                          UserWarning, stacklevel=3)
+            self._warned_implicit_truncation = True
+        return "longest_first"
 
     def _encode_one(self, text, text_pair, add_special_tokens, max_length, truncation, with_offsets) -> dict:
         """One text (or pair) -> input_ids, token_type_ids, attention_mask, offset_mapping, word_ids."""
@@ -249,27 +265,29 @@ class BertTokenizer:
             out["word_ids"] = word_ids
         return out
 
-    def __call__(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=False,
+    def __call__(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=None,
                  padding=False, return_offsets_mapping=False, return_word_ids=False, return_tensors=None) -> dict:
         """Encode a text, a pair (text, text_pair), or a batch (a list of texts or of (a, b)
         pairs, or two lists) into input_ids, token_type_ids, attention_mask (+ offset_mapping:
         (start, end) into the original text, (0, 0) for special tokens and padding; + word_ids:
         the word each token is from, -1 for special tokens and padding).
 
-        truncation: False or True/"longest_first" (pairs lose tokens from the longer side);
+        truncation: False or True/"longest_first" (pairs lose tokens from the longer side); left
+        unset (None) with a max_length and padding=False, it is "longest_first" (HF's rule, warned once);
         padding: False, True/"longest" or "max_length"; return_tensors: None or "np".
         Without max_length, truncation and padding="max_length" use model_max_length."""
         batch, items = _as_items(text, text_pair)
-        truncation = _check_choice("truncation", truncation, {False: False, "do_not_truncate": False,
-                                                              True: True, "longest_first": True})
+        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
+                                       or max_length < 1):
+            raise InputError(f"max_length must be a positive integer, got {max_length!r}")
+        truncation = _check_choice("truncation", self._implicit_truncation(truncation, max_length, padding),
+                                   {None: False, False: False, "do_not_truncate": False,
+                                    True: True, "longest_first": True})
         padding = _check_choice("padding", padding, {False: None, None: None, "do_not_pad": None,
                                                      True: "longest", "longest": "longest",
                                                      "max_length": "max_length"})
         if return_tensors not in (None, "np"):
             raise InputError(f"return_tensors must be None or 'np', got {return_tensors!r}")
-        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
-                                       or max_length < 1):
-            raise InputError(f"max_length must be a positive integer, got {max_length!r}")
         with_offsets = return_offsets_mapping or return_word_ids
         rows = [self._encode_one(a, b, add_special_tokens, max_length, truncation, with_offsets) for a, b in items]
         if padding:
