@@ -1,7 +1,7 @@
 """Every demo opens as a notebook without a second copy: its `# %%` lines are cells (the percent
 format of jupytext and VS Code), and the notebook jupytext makes of it runs top to bottom in a
 fresh kernel, ending with "all checks passed", as a student running it in Jupyter would see.
-Needs the `notebooks` extra (pip install -e ".[notebooks]": jupytext, nbclient, ipykernel)."""
+Needs the test extra's jupytext, nbclient and ipykernel (pip install -e ".[test]")."""
 import importlib.util
 import re
 from pathlib import Path
@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEMOS = sorted((ROOT / "demos").glob("[0-9][0-9]_*.py"))
 MISSING = [name for name in ("jupytext", "nbclient", "ipykernel") if importlib.util.find_spec(name) is None]
 needs_notebooks = pytest.mark.skipif(bool(MISSING), reason=f"{', '.join(MISSING)} not installed: the demos are not "
-                                     "run as notebooks (pip install -e '.[notebooks]')")
+                                     "run as notebooks (pip install -e '.[test]')")
 
 
 def test_every_demo_has_a_cell_per_stage():
