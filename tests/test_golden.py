@@ -255,3 +255,118 @@ def test_a_real_checkpoint_tokenizer_and_traced_forward(tmp_path, bert_dir):
     tok["input_ids"][0, 1] += 1                          # one wrong id fails the tokenizer case
     safetensors.save_file(tok, os.path.join(results, "checkpoint", "tokenizer.safetensors"))
     assert not conform.conform(out, results, only=["tokenizer"])[0].passed
+
+
+# --- hostile goldens and results (issue 26): one line, exit 2, nothing read outside, no hang -------
+
+def _edited_golden(golden, tmp_path, edit):
+    """A copy of the goldens whose manifest edit(manifest) changed (or replaced: its return value)."""
+    other = str(tmp_path / "edited")
+    shutil.copytree(golden, other)
+    path = os.path.join(other, schema.MANIFEST)
+    manifest = json.load(open(path))
+    manifest = edit(manifest) or manifest
+    with open(path, "w") as f:
+        f.write(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    return other
+
+
+def _one_line_error(capsys, args, *words):
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("npbert conform: error:"), err
+    assert all(w in err for w in words), err
+
+
+@pytest.mark.parametrize("where", ["absolute", "parent", "tensor"])
+def test_conform_refuses_a_manifest_that_points_outside_its_directory(golden, tmp_path, capsys, where):
+    def edit(manifest):
+        for c in manifest["cases"]:
+            if where == "absolute":                     # the golden's own files: an empty port would pass
+                c["file"] = os.path.abspath(os.path.join(golden, c["file"]))
+            elif where == "parent":
+                c["file"] = "../../../../etc/passwd.safetensors"
+            else:
+                c["tensors"][0]["name"] = "../../x"
+    other = _edited_golden(golden, tmp_path, edit)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _one_line_error(capsys, ["conform", other, str(empty)], "not a relative")
+
+
+@pytest.mark.parametrize("damage", ["no cases", "no file", "empty cases", "tolerance", "nested"])
+def test_conform_refuses_a_damaged_manifest_in_one_line(golden, own_results, tmp_path, capsys, damage):
+    def edit(manifest):
+        if damage == "no cases":
+            del manifest["cases"]
+        elif damage == "no file":
+            del manifest["cases"][3]["file"]
+        elif damage == "empty cases":
+            manifest["cases"] = []
+        elif damage == "tolerance":
+            manifest["tolerance"] = {"float64": "tiny"}
+        else:                                           # json.load's RecursionError
+            return json.dumps(manifest)[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"
+    _one_line_error(capsys, ["conform", _edited_golden(golden, tmp_path, edit), own_results], "manifest")
+
+
+def test_conform_refuses_a_golden_file_without_a_listed_tensor(golden, own_results, tmp_path, capsys):
+    other = _edited_golden(golden, tmp_path, lambda m: None)
+    path = os.path.join(other, "float64", "linear.safetensors")
+    tensors = safetensors.load_file(path)
+    del tensors["grad/w"]
+    safetensors.save_file(tensors, path)
+    _one_line_error(capsys, ["conform", other, own_results, "--only", "linear"], "has no tensor 'grad/w'")
+    os.remove(path)
+    os.mkfifo(path)                                     # a FIFO where a golden file should be: no hang
+    _one_line_error(capsys, ["conform", other, own_results, "--only", "float64/linear"], "not a regular file")
+
+
+def test_a_case_with_nothing_to_compare_fails(golden, own_results, tmp_path):
+    def edit(manifest):
+        case = next(c for c in manifest["cases"] if c["name"] == "mse")
+        case["tensors"] = [t for t in case["tensors"] if t["role"] not in schema.REQUIRED + schema.OPTIONAL]
+    report = conform.conform(_edited_golden(golden, tmp_path, edit), own_results, only=["float64/mse"])[0]
+    assert not report.passed and "no tensor" in report.verdict()
+
+
+def test_a_npy_claiming_a_huge_shape_or_a_fifo_is_refused_without_reading_it(golden, own_results, tmp_path, capsys):
+    import threading
+    results = _copy_results(own_results, tmp_path)
+    path = os.path.join(results, "float64", "linear", "out.npy")
+    with open(path, "wb") as f:                         # a header claiming 1e13 float64 entries, 8 bytes of data
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (10 ** 13,)})
+        f.write(b"\0" * 8)
+    _one_line_error(capsys, ["conform", golden, results, "--only", "float64/linear"], "out.npy", "more than the file")
+    os.remove(path)
+    os.mkfifo(path)
+    codes = []
+    worker = threading.Thread(target=lambda: codes.append(main(["conform", golden, results, "--only",
+                                                                "float64/linear"])), daemon=True)
+    worker.start()
+    worker.join(60)
+    if worker.is_alive():                               # unblock the reader so the suite goes on, then fail
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(10)
+        pytest.fail("conform hung on a FIFO")
+    assert codes == [2] and "not a regular file" in capsys.readouterr().err
+
+
+def test_result_tensors_the_golden_does_not_have_are_listed(golden, own_results, tmp_path):
+    results = _copy_results(own_results, tmp_path)
+    folder = os.path.join(results, "float64", "bert_for_pretraining")
+    os.rename(os.path.join(folder, "bert.encoder.layer.0.attention.self.probs.npy"),
+              os.path.join(folder, "bert.encoder.layer.0.attention.self.prob.npy"))
+    report = _report(golden, results, "float64/bert_for_pretraining")
+    assert report.passed and report.unknown == ["bert.encoder.layer.0.attention.self.prob"]
+    assert "not in the golden (misspelt? ignored): bert.encoder.layer.0.attention.self.prob" in \
+        conform.format_report([report])
+
+
+def test_golden_refuses_the_current_directory(tmp_path, monkeypatch, capsys):
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["golden", "--out", "."]) == 2
+    assert "current directory" in capsys.readouterr().err
+    assert os.listdir(tmp_path) == ["here"] and os.listdir(here) == []     # no .tmp left behind

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,12 +40,13 @@ class CaseReport:
     tol: float
     rows: list = field(default_factory=list)
     missing: bool = False          # no results for this case at all
+    unknown: list = field(default_factory=list)   # result tensors whose names the golden does not have
     forward_order: list = field(default_factory=list)
     backward_order: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return not self.missing and all(r.status != "FAIL" for r in self.rows)
+        return not self.missing and bool(self.rows) and all(r.status != "FAIL" for r in self.rows)
 
     def first_failure(self, order):
         """The first row of a FAIL among the names in order (forward or backward), or None."""
@@ -55,6 +57,8 @@ class CaseReport:
         """One line: where a whole model first leaves tolerance (or what failed), or PASS."""
         if self.missing:
             return "MISSING: no results for this case"
+        if not self.rows:
+            return "FAIL: the golden lists no tensor of a compared role for this case"
         if self.passed:
             return "PASS"
         required_pass = all(r.status != "FAIL" for r in self.rows if r.role in schema.REQUIRED)
@@ -99,11 +103,34 @@ def compare_case(golden_dir, results_dir, entry, tolerance) -> CaseReport:
     if results is None:
         report.missing = True
         return report
-    golden = safetensors.load_file(os.path.join(golden_dir, entry["file"]))
+    golden = read_golden(golden_dir, entry)
     for t in entry["tensors"]:
         if t["role"] in schema.REQUIRED or t["role"] in schema.OPTIONAL:
             report.rows.append(compare_tensor(t, golden[t["name"]], results.get(t["name"]), tol))
+    report.unknown = sorted(set(results) - {t["name"] for t in entry["tensors"]})
     return report
+
+
+def read_golden(golden_dir, entry) -> dict:
+    """A case's golden tensors, each the manifest lists there, or a clear error (a damaged directory)."""
+    path = os.path.join(golden_dir, entry["file"])
+    if not is_regular_file(path):
+        raise InputError(f"golden file {path} of case {entry['name']!r} is missing or not a regular file: "
+                         "regenerate the goldens (`npbert golden`)")
+    golden = safetensors.load_file(path)
+    absent = [t["name"] for t in entry["tensors"] if t["name"] not in golden]
+    if absent:
+        raise InputError(f"golden file {path} has no tensor {absent[0]!r} that the manifest lists: regenerate "
+                         "the goldens (`npbert golden`)")
+    return golden
+
+
+def is_regular_file(path) -> bool:
+    """A regular file (not a FIFO, device or directory, which would block a read or mean nothing)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def compare_tensor(t: dict, want: np.ndarray, got, tol: float) -> Row:
@@ -126,7 +153,7 @@ def read_results(results_dir, file) -> dict | None:
     named grad/w is grad/w.npy in it); None when neither is there."""
     path = os.path.join(results_dir, file)
     folder = path[:-len(".safetensors")]
-    if os.path.isfile(path):
+    if is_regular_file(path):
         return safetensors.load_file(path)
     if not os.path.isdir(folder):
         return None
@@ -135,11 +162,31 @@ def read_results(results_dir, file) -> dict | None:
         for f in sorted(files):
             if f.endswith(".npy"):
                 name = os.path.relpath(os.path.join(root, f), folder)[:-4].replace(os.sep, "/")
-                try:
-                    tensors[name] = np.load(os.path.join(root, f), allow_pickle=False)
-                except (OSError, ValueError) as e:
-                    raise InputError(f"{os.path.join(root, f)} is not a readable .npy file: {e}") from None
+                tensors[name] = read_npy(os.path.join(root, f))
     return tensors
+
+
+def read_npy(path) -> np.ndarray:
+    """One .npy file, its header checked against the file's size before any data is read: a FIFO
+    would block and a header claiming 1e13 entries would exhaust memory."""
+    if not is_regular_file(path):
+        raise InputError(f"{path} is not a regular file (a .npy file is needed)")
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                           (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            if read_header is None:
+                raise ValueError(f".npy format version {version} (1.0 and 2.0 are read)")
+            shape, _, dtype = read_header(f)
+            claimed = math.prod(shape) * dtype.itemsize
+            if dtype.hasobject or claimed > os.fstat(f.fileno()).st_size - f.tell():
+                raise ValueError(f"its header claims {shape} {dtype}, more than the file holds"
+                                 if not dtype.hasobject else "it holds Python objects")
+            f.seek(0)
+            return np.load(f, allow_pickle=False)
+    except (OSError, ValueError, EOFError, OverflowError, TypeError) as e:
+        raise InputError(f"{path} is not a readable .npy file: {e}") from None
 
 
 def format_report(reports, failures_only=False) -> str:
@@ -147,6 +194,8 @@ def format_report(reports, failures_only=False) -> str:
     lines = []
     for r in reports:
         lines.append(f"{r.name} [{r.kind}]  tolerance {r.tol:g}: {r.verdict()}")
+        if r.unknown:
+            lines.append(f"  not in the golden (misspelt? ignored): {', '.join(r.unknown)}")
         rows = [row for row in r.rows if not failures_only or row.status == "FAIL"]
         if rows and not (failures_only and r.passed):
             width = max(len(row.name) for row in rows)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 
-from npbert.errors import InputError
+from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
 SCHEMA, VERSION = "npbert-golden", 1
@@ -101,15 +102,50 @@ def read_manifest(directory) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path} is not a readable JSON manifest: {e}") from None
+    except (OSError, *JSON_ERRORS) as e:                # RecursionError: nested too deep
+        raise InputError(f"{path} is not a readable JSON manifest: {str(e) or type(e).__name__}") from None
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         raise InputError(f"{path} is not an npbert golden manifest (no \"schema\": \"{SCHEMA}\")")
     if manifest.get("version") != VERSION:
         raise InputError(f"{path} is golden schema version {manifest.get('version')!r}; this npbert reads version "
                          f"{VERSION}: regenerate the goldens with this npbert (`npbert golden`) or use the npbert "
                          "that wrote them")
+    check_manifest(manifest, path)
     return manifest
+
+
+def check_manifest(manifest: dict, path) -> None:
+    """Every key conform reads, of the type it reads, and every file and tensor name a relative
+    path inside the directory (an absolute or `..` name would read outside it): one clear error
+    naming the first that is not, never a KeyError half-way through a comparison."""
+    def need(ok, what):
+        if not ok:
+            raise InputError(f"{path}: {what}: a damaged manifest (regenerate it with `npbert golden`)")
+    tolerance = manifest.get("tolerance")
+    need(isinstance(tolerance, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1
+                                             for v in tolerance.values()), "\"tolerance\" is not {dtype: number}")
+    cases = manifest.get("cases")
+    need(isinstance(cases, list) and cases, "no \"cases\" list (or an empty one)")
+    for i, case in enumerate(cases):
+        need(isinstance(case, dict) and all(isinstance(case.get(k), str) for k in ("name", "dtype", "kind", "file")),
+             f"case {i} lacks one of \"name\", \"dtype\", \"kind\", \"file\" (strings)")
+        need(case["file"].endswith(".safetensors") and is_inside(case["file"]),
+             f"case {case['name']!r} has file {case['file']!r}: not a relative .safetensors path inside the directory")
+        tensors = case.get("tensors")
+        need(isinstance(tensors, list) and all(isinstance(t, dict) and isinstance(t.get("name"), str) and
+                                               isinstance(t.get("role"), str) for t in tensors),
+             f"case {case['name']!r} has no \"tensors\" list of {{\"name\", \"role\"}}")
+        bad = next((t["name"] for t in tensors if not is_inside(t["name"])), None)
+        need(bad is None, f"case {case['name']!r} names a tensor {bad!r}: not a relative name")
+        for key in ("forward_order", "backward_order"):
+            need(isinstance(case.get(key, []), list), f"case {case['name']!r} has a {key} that is not a list")
+
+
+def is_inside(name: str) -> bool:
+    """A relative path that stays inside its directory: not absolute, no `..`, no empty part."""
+    parts = name.replace("\\", "/").split("/")
+    return bool(name) and not os.path.isabs(name) and "\0" not in name and \
+        all(part not in ("", ".", "..") for part in parts) and not re.match(r"^[A-Za-z]:", name)
 
 
 def is_golden_dir(directory) -> bool:

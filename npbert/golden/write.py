@@ -39,6 +39,10 @@ def check_out_dir(out) -> None:
     """Refuse an --out that npbert must not replace: a file, or a directory that holds something
     other than goldens (a golden directory is replaced whole, atomically)."""
     check_dir_path(out)
+    here, target = os.path.realpath(os.getcwd()), os.path.realpath(out)
+    if here == target or here.startswith(target.rstrip(os.sep) + os.sep):
+        raise InputError(f"--out {out} is the current directory or holds it: a golden directory is replaced whole, "
+                         "so choose a new directory (e.g. --out golden)")
     if os.path.isdir(out) and os.listdir(out) and not schema.is_golden_dir(out):
         raise InputError(f"--out {out} is a directory that is not an npbert golden directory (no {schema.MANIFEST} "
                          "of ours): choose a new or empty directory")
