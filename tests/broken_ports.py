@@ -21,8 +21,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402
-from npbert.golden.cases import golden_cases  # noqa: E402
-from npbert.golden.write import case_file, write_goldens  # noqa: E402
+from npbert import optim  # noqa: E402
+from npbert.golden.write import case_file, default_cases, write_goldens  # noqa: E402
+from npbert.training import loop  # noqa: E402
 from npbert.ops import attention_core as attention_core_op  # noqa: E402
 from npbert.ops import embedding as embedding_op  # noqa: E402
 from npbert.ops.softmax import softmax_forward  # noqa: E402
@@ -33,7 +34,7 @@ WORD = "bert.embeddings.word_embeddings.weight"
 def write_port_results(results_dir, seed=0, as_npy=()):
     """Run every golden case with npbert as it is (whatever is patched now) and write the compared
     tensors; cases whose name is in as_npy go out as one .npy per tensor instead of safetensors."""
-    for case in golden_cases(seed):
+    for case in default_cases(seed):
         tensors = {k: v for k, (role, v) in case.tensors.items() if role in schema.REQUIRED + schema.OPTIONAL}
         path = os.path.join(results_dir, case_file(case))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -120,9 +121,65 @@ BROKEN = {
 }
 
 
+# --- broken optimizers: each a patch of one of npbert's training functions --------------------------
+
+def _decay_everything():
+    return mock.patch.object(optim, "decays", lambda name: True)
+
+
+def _flip_bias_correction():
+    real = optim.AdamW.step
+
+    def step(self, params, grads, lr):
+        self.bias_correction = not self.bias_correction
+        try:
+            real(self, params, grads, lr)
+        finally:
+            self.bias_correction = not self.bias_correction
+    return mock.patch.object(optim.AdamW, "step", step)
+
+
+def _lr_one_step_late():
+    return mock.patch.object(loop.Schedule, "lr", lambda self, step: optim.linear_warmup_decay(
+        step + 1, self.peak_lr, self.warmup_steps, self.total_steps))
+
+
+def _no_clipping():
+    return mock.patch.object(loop, "clip_by_global_norm", lambda grads, max_norm: optim.global_norm(grads))
+
+
+def _clipping_after_the_update():
+    real = optim.AdamW.step
+
+    def step(self, params, grads, lr):                     # the update reads the gradients unclipped ...
+        real(self, params, grads, lr)
+        optim.clip_by_global_norm(grads, 1.1)              # ... and they are clipped when nothing reads them
+    return _all(_no_clipping(), mock.patch.object(optim.AdamW, "step", step))
+
+
+TRAIN = "train[pretraining,bias_correction]"
+# bug -> (how it is made, the training case, the quantity and step where it must first differ, the hint)
+BROKEN_OPTIMIZERS = {
+    "weight decay on LayerNorm and biases": (_decay_everything, TRAIN,
+                                             "steps/param/bert.embeddings.LayerNorm.weight", "step 2", "decayed?"),
+    "no bias correction": (_flip_bias_correction, TRAIN, "steps/param/" + WORD, "step 2", "no bias correction?"),
+    "bias correction where the case has none": (_flip_bias_correction, "train[pretraining,no_bias_correction]",
+                                                "steps/param/" + WORD, "step 2", "bias correction applied?"),
+    "learning rate one step late": (_lr_one_step_late, TRAIN, "lr", "step 1", "one step late?"),
+    "no clipping": (_no_clipping, TRAIN, "steps/m/" + WORD, "step 1", "not clipped"),
+    "clipping after the update instead of before": (_clipping_after_the_update, TRAIN, "steps/m/" + WORD,
+                                                    "step 1", "not clipped"),
+    "MLM decoder's update not applied to the tied word table": (_untied_decoder, TRAIN, "steps/grad/" + WORD,
+                                                                "step 1", "tied MLM decoder"),
+    "[PAD] row updated": (_pad_row_gets_gradient, "train[sequence_classification,bias_correction]",
+                          "steps/grad/" + WORD, "step 1", "[PAD] row"),
+}
+
+
 def run_port(golden_dir, results_dir, bug=None, seed=0):
     """Write the results of the correct port (bug None) or of a broken one, and conform them."""
-    with BROKEN[bug][0]() if bug else contextlib.nullcontext():
+    make = BROKEN[bug][0] if bug in BROKEN else BROKEN_OPTIMIZERS[bug][0] if bug else None
+    with make() if make else contextlib.nullcontext():
         write_port_results(results_dir, seed)
     return conform.conform(golden_dir, results_dir)
 

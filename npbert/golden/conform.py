@@ -20,6 +20,7 @@ import numpy as np
 from npbert import safetensors
 from npbert.errors import InputError
 from npbert.golden import schema
+from npbert.golden.conform_training import locate
 from npbert.gradcheck.cases import select_checks
 
 
@@ -41,6 +42,7 @@ class CaseReport:
     rows: list = field(default_factory=list)
     missing: bool = False          # no results for this case at all
     unknown: list = field(default_factory=list)   # result tensors whose names the golden does not have
+    located: tuple = ()            # a training case: (name, "step N", detail) of the first quantity off
     forward_order: list = field(default_factory=list)
     backward_order: list = field(default_factory=list)
 
@@ -54,27 +56,37 @@ class CaseReport:
         return next((rows[n] for n in order if n in rows and rows[n].status == "FAIL"), None)
 
     def verdict(self) -> str:
-        """One line: where a whole model first leaves tolerance (or what failed), or PASS."""
+        """One line a script can match: PASS, "MISSING: ...", or
+        "FAIL: first differs at `NAME` (WHERE): DETAIL" (docs/porting.md), WHERE being forward or
+        backward (a whole model's trace, in that order), output, gradient, step N or after step N."""
         if self.missing:
             return "MISSING: no results for this case"
         if not self.rows:
-            return "FAIL: the golden lists no tensor of a compared role for this case"
+            return "FAIL: first differs at `(nothing)` (manifest): the golden lists no tensor of a compared role"
         if self.passed:
             return "PASS"
+        if self.located:
+            return "FAIL: first differs at `{}` ({}): {}".format(*self.located)
         required_pass = all(r.status != "FAIL" for r in self.rows if r.role in schema.REQUIRED)
         note = "; every output and gradient matches: only intermediates differ" if required_pass else ""
         for where, order in (("forward", self.forward_order), ("backward", self.backward_order)):
             row = self.first_failure(order)
             if row is not None:
-                return f"FAIL: your port first differs at `{row.name}` ({where}), {_what(row)}{note}"
+                return f"FAIL: first differs at `{row.name}` ({where}): {_what(row)}{note}"
         failed = [r for r in self.rows if r.status == "FAIL"]
-        note = " (every intermediate given matches)" if self.forward_order else ""
+        note = "; every intermediate given matches" if self.forward_order else ""
         more = f", and {len(failed) - 1} more tensors" if len(failed) > 1 else ""
-        return f"FAIL{note}: `{failed[0].name}` {_what(failed[0])}{more}"
+        where = {"grad": "gradient", "final": "after the last step"}.get(failed[0].role, failed[0].role)
+        return f"FAIL: first differs at `{failed[0].name}` ({where}): {_what(failed[0])}{more}{note}"
 
 
 def _what(row: Row) -> str:
-    return row.why or f"max abs error {row.max_abs:.2g} (relative {row.rel:.2g})"
+    if row.why:
+        return row.why
+    if math.isinf(row.rel):                            # tensor_error: an entry that must be equal is not
+        return (f"max abs error {row.max_abs:.2g}, where entries must be equal (the mask value finfo(dtype).min, "
+                "entries of magnitude >= 1e30, or integers)")
+    return f"max abs error {row.max_abs:.2g} (relative {row.rel:.2g})"
 
 
 def conform(golden_dir, results_dir, only=None) -> list:
@@ -108,6 +120,8 @@ def compare_case(golden_dir, results_dir, entry, tolerance) -> CaseReport:
         if t["role"] in schema.REQUIRED or t["role"] in schema.OPTIONAL:
             report.rows.append(compare_tensor(t, golden[t["name"]], results.get(t["name"]), tol))
     report.unknown = sorted(set(results) - {t["name"] for t in entry["tensors"]})
+    if entry["kind"] == "training" and not report.passed:
+        report.located = locate(entry, golden, results, tol) or ()
     return report
 
 
@@ -201,7 +215,8 @@ def format_report(reports, failures_only=False) -> str:
             width = max(len(row.name) for row in rows)
             lines.append(f"  {'tensor':{width}s}  {'role':17s}  {'max abs err':>11s}  {'rel err':>9s}  result")
             for row in rows:
-                numbers = f"{row.max_abs:11.2e}  {row.rel:9.2e}" if not row.why else f"{'':11s}  {'':9s}"
+                rel = f"{row.rel:9.2e}" if not math.isinf(row.rel) else f"{'unequal':>9s}"
+                numbers = f"{row.max_abs:11.2e}  {rel}" if not row.why else f"{'':11s}  {'':9s}"
                 lines.append(f"  {row.name:{width}s}  {row.role:17s}  {numbers}  {row.status}"
                              + (f": {row.why}" if row.why else ""))
     failed = [r for r in reports if not r.passed]

@@ -13,7 +13,7 @@ import numpy as np
 from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
-SCHEMA, VERSION = "npbert-golden", 1
+SCHEMA, VERSION = "npbert-golden", 2   # 2: training cases, their roles
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -24,9 +24,15 @@ ROLES = {
     "grad": "d loss / d an input or parameter, named grad/<its name>",
     "intermediate": "a named value inside a whole model's forward (the trace: docs/model.md)",
     "intermediate_grad": "d loss / d an intermediate, named grad/<its name>",
+    "step": "a training case's value at each step, shape (steps,): loss, grad_norm (the global gradient norm "
+            "before clipping), lr (the learning rate the update used)",
+    "final": "a training case's state after the last step: trained/<param>, and AdamW's moments m/<param> "
+             "and v/<param>",
+    "step_tensor": "a training case's tensor at each step, shape (steps, *param shape): steps/grad/<param> "
+                   "(before clipping), steps/m/<param>, steps/v/<param>, steps/param/<param> (after the update)",
 }
-REQUIRED = ("output", "grad")                   # a port must give these ...
-OPTIONAL = ("intermediate", "intermediate_grad")  # ... and these where it can (compared when given)
+REQUIRED = ("output", "grad", "step", "final")                    # a port must give these ...
+OPTIONAL = ("intermediate", "intermediate_grad", "step_tensor")   # ... and these where it can (compared when given)
 
 # max |port - golden| / max |golden| per tensor must stay below this (docs/porting.md, measured).
 # float64: Hugging Face's classes agree to 2.7e-15 of the scale, every bug in docs/porting.md's

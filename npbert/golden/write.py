@@ -20,6 +20,7 @@ from npbert.atomic import atomic_replace_dir, check_dir_path
 from npbert.errors import InputError
 from npbert.golden import schema
 from npbert.golden.cases import GOLDEN_DIMS, golden_cases, golden_dims
+from npbert.golden.training import training_cases
 from npbert.golden.real_model import (
     check_checkpoint_for_golden,
     checkpoint_identity,
@@ -33,6 +34,11 @@ def case_file(case) -> str:
         return "checkpoint/tokenizer.safetensors"
     folder = f"checkpoint/{case.dtype}" if case.kind == "checkpoint" else case.dtype
     return f"{folder}/{case.name}.safetensors"
+
+
+def default_cases(seed: int = 0) -> list:
+    """Every case `npbert golden` writes without --checkpoint: ops, layers, models, training steps."""
+    return golden_cases(seed) + training_cases(seed)
 
 
 def check_out_dir(out) -> None:
@@ -55,7 +61,7 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
         check_checkpoint_for_golden(checkpoint, texts)
     elif texts:
         raise InputError("--text needs --checkpoint (the model and tokenizer the sentences go through)")
-    cases = golden_cases(seed)
+    cases = default_cases(seed)
     manifest = {
         "schema": schema.SCHEMA, "version": schema.VERSION, "seed": seed,
         "config": golden_dims(seed).config().to_dict(), "dims": {k: list(v) if isinstance(v, tuple) else v
