@@ -159,6 +159,16 @@ def _clipping_after_the_update():
     return _all(_no_clipping(), mock.patch.object(optim.AdamW, "step", step))
 
 
+def _torch_clip_grad_norm():
+    def clip(grads, max_norm):                             # torch.nn.utils.clip_grad_norm_: norm + 1e-6
+        norm = optim.global_norm(grads)
+        if norm > max_norm:
+            for g in grads.values():
+                g *= g.dtype.type(max_norm / (norm + 1e-6))
+        return norm
+    return mock.patch.object(loop, "clip_by_global_norm", clip)
+
+
 TRAIN = "train[pretraining,bias_correction]"
 # bug -> (how it is made, the training case, the quantity and step where it must first differ, the hint)
 BROKEN_OPTIMIZERS = {
@@ -171,6 +181,8 @@ BROKEN_OPTIMIZERS = {
     "no clipping": (_no_clipping, TRAIN, "steps/m/" + WORD, "step 1", "not clipped"),
     "clipping after the update instead of before": (_clipping_after_the_update, TRAIN, "steps/m/" + WORD,
                                                     "step 1", "not clipped"),
+    "clipping by max_norm / (norm + 1e-6) (PyTorch's clip_grad_norm_)": (
+        _torch_clip_grad_norm, TRAIN, "steps/m/" + WORD, "step 1", "clip_grad_norm_"),
     "MLM decoder's update not applied to the tied word table": (_untied_decoder, TRAIN, "steps/grad/" + WORD,
                                                                 "step 1", "tied MLM decoder"),
     "[PAD] row updated": (_pad_row_gets_gradient, "train[sequence_classification,bias_correction]",
@@ -235,7 +247,7 @@ def training_symptoms_table(reports_by_bug) -> str:
     for bug, reports in reports_by_bug.items():
         case = BROKEN_OPTIMIZERS[bug][1]
         verdicts = {dt: next(r for r in reports if r.name == f"{dt}/{case}").verdict() for dt in ("float64", "float32")}
-        places = {dt: v.split(":")[1] for dt, v in verdicts.items()}      # " first differs at `NAME` (WHERE)"
+        places = {dt: v.split(":")[1] if ":" in v else v for dt, v in verdicts.items()}   # " first differs at `NAME` (WHERE)"
         f32 = "the same place" if places["float32"] == places["float64"] else places["float32"].strip()
         failing = sum(not r.passed for r in reports)
         lines.append(f"| {bug} | `{case}` | {verdicts['float64'].replace('|', '/')} | {f32} | {failing} of "

@@ -66,11 +66,22 @@ def hint(entry, golden, name, i, got, scale, tol) -> str:
     if kind == "grad" and param == WORD:
         return _word_table_hint(golden[name][i], got, entry)
     if kind == "m" and golden["grad_norm"][i] > c["max_grad_norm"]:
-        m_prev = golden[name][i - 1] if i else 0.0
-        unclipped = c["betas"][0] * m_prev + (1 - c["betas"][0]) * golden[f"steps/grad/{param}"][i]
-        return "; not clipped (or clipped after the update)?" if near(unclipped) else ""
+        return _clip_hint(c, golden, param, i, near)
     if kind == "param":
         return _update_hint(c, golden, param, i, near)
+    return ""
+
+
+def _clip_hint(c, golden, param, i, near) -> str:
+    """The first moment after step i as a gradient clipped otherwise would make it."""
+    b1, norm, max_norm = c["betas"][0], float(golden["grad_norm"][i]), c["max_grad_norm"]
+    m_prev = golden[f"steps/m/{param}"][i - 1] if i else 0.0
+    g = np.asarray(golden[f"steps/grad/{param}"][i], np.float64)
+    if near(b1 * m_prev + (1 - b1) * g):
+        return "; not clipped (or clipped after the update)?"
+    if near(b1 * m_prev + (1 - b1) * g * (max_norm / (norm + 1e-6))):
+        return ("; clipped by max_norm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_ does? the goldens scale "
+                "by max_norm / norm (TensorFlow's clip_by_global_norm)")
     return ""
 
 

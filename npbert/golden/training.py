@@ -51,7 +51,8 @@ def training_constants(bias_correction: bool) -> dict:
             "schedule": "lr(s) = peak_lr * s / warmup_steps for 0-based update s < warmup_steps, else "
                         "peak_lr * max(0, (total_steps - s) / (total_steps - warmup_steps))",
             "clip": "before the update: every gradient scaled by max_grad_norm / norm when the global norm of all "
-                    "gradients (one vector) exceeds max_grad_norm",
+                    "gradients (one vector) exceeds max_grad_norm (TensorFlow's clip_by_global_norm; PyTorch's "
+                    "clip_grad_norm_ divides by norm + 1e-6, which float64 tolerance sees)",
             "adamw": "m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr (m_hat / (sqrt(v_hat) + eps) + "
                      "wd p), m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t) with bias correction, else m, v",
             "no_decay": "weight_decay is 0 for every name ending in .bias or containing LayerNorm",
