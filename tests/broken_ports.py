@@ -247,7 +247,8 @@ def training_symptoms_table(reports_by_bug) -> str:
     for bug, reports in reports_by_bug.items():
         case = BROKEN_OPTIMIZERS[bug][1]
         verdicts = {dt: next(r for r in reports if r.name == f"{dt}/{case}").verdict() for dt in ("float64", "float32")}
-        places = {dt: v.split(":")[1] if ":" in v else v for dt, v in verdicts.items()}   # " first differs at `NAME` (WHERE)"
+        # the place: " first differs at `NAME` (WHERE)", or PASS
+        places = {dt: v.split(":")[1] if ":" in v else v for dt, v in verdicts.items()}
         f32 = "the same place" if places["float32"] == places["float64"] else places["float32"].strip()
         failing = sum(not r.passed for r in reports)
         lines.append(f"| {bug} | `{case}` | {verdicts['float64'].replace('|', '/')} | {f32} | {failing} of "

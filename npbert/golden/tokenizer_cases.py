@@ -34,7 +34,8 @@ HARD_PAIRS = (
 PAIR_MAX_LENGTH = 14
 # A small vocabulary whose ## pieces exercise greedy longest match (DESIGN.md's WordPiece golden, extended).
 RULES_VOCAB = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "want", "##want", "##ed", "wa", "un", "runn", "##ing",
-               ",", ".", ":", "?", "a", "##s", "cafe", "café", "caf", "##e", "##é", "中", "文", "text", "mixed", "naive",
+               ",", ".", ":", "?", "a", "##s", "cafe", "café", "caf", "##e", "##é", "中", "文", "text", "mixed",
+               "naive",
                "world", "hello", "##o", "short", "second", "first", "long", "##er", "the")
 SETTINGS = {                                           # name -> BertTokenizer options
     "uncased": dict(do_lower_case=True, strip_accents=None),
