@@ -459,6 +459,16 @@ def test_a_port_giving_only_the_required_training_values_is_located_by_them(gold
     safetensors.save_file(tensors, path)
     m = VERDICT.fullmatch(_report(golden, results, "float64/train[pretraining,bias_correction]").verdict())
     assert (m["name"], m["where"]) == ("m/bert.pooler.dense.bias", "after step 5")
+    tensors["grad_norm"] = tensors["grad_norm"] * 2     # a golden whose constants were emptied: no guess, no error
+    safetensors.save_file(tensors, path)
+    def empty_constants(manifest):
+        for c in manifest["cases"]:
+            if c["kind"] == "training":
+                c["constants"] = {}
+    edited = _edited_golden(golden, tmp_path, empty_constants)
+    assert _report(edited, results, "float64/train[pretraining,bias_correction]").verdict() == \
+        "FAIL: first differs at `grad_norm` (step 1): gradient norm before clipping {:.6g}, expected {:.6g}".format(
+            tensors["grad_norm"][0], tensors["grad_norm"][0] / 2)
 
 
 def test_every_verdict_matches_one_pattern(broken, broken_optimizers, golden, own_results, tmp_path):

@@ -143,6 +143,7 @@ def check_manifest(manifest: dict, path) -> None:
              f"case {case['name']!r} has no \"tensors\" list of {{\"name\", \"role\"}}")
         bad = next((t["name"] for t in tensors if not is_inside(t["name"])), None)
         need(bad is None, f"case {case['name']!r} names a tensor {bad!r}: not a relative name")
+        need(isinstance(case.get("constants", {}), dict), f"case {case['name']!r} has constants that are not an object")
         for key in ("forward_order", "backward_order"):
             need(isinstance(case.get(key, []), list), f"case {case['name']!r} has a {key} that is not a list")
 
