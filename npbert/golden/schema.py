@@ -90,6 +90,13 @@ READING = {
                "results directory, as safetensors or as a folder of that name without .safetensors holding one "
                ".npy per tensor (grad/w is grad/w.npy); some names hold equal values (bert.embeddings and "
                "bert.embeddings.LayerNorm without dropout, mlm_logits and cls.predictions.logits): write each",
+    "training": "a training case starts from its param tensors and runs constants.steps updates on its input batch "
+                "(the same batch every step) with the recipe in its constants; write loss, grad_norm and lr per "
+                "step, trained/<param>, m/<param>, v/<param> after the last, and where you can the step_tensors; "
+                "the verdict names the first step and quantity that differ",
+    "tokenizer": "a tokenizer case's constants hold the vocabulary (or its vocab.txt's SHA-256), every setting, the "
+                 "texts (one padded batch) and the text pairs (truncated longest_first to pair_max_length, padded, "
+                 "written under pair/)",
 }
 
 
