@@ -13,7 +13,7 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from npbert.commands import HelpFormatter  # noqa: E402  (after the thread settings, on purpose)
+from npbert.commands import HelpFormatter, Parser  # noqa: E402  (after the thread settings, on purpose)
 from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
@@ -23,7 +23,7 @@ COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="npbert", description="BERT in NumPy: pretrain, fine-tune, check.")
+    parser = Parser(prog="npbert", description="BERT in NumPy: pretrain, fine-tune, check.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"npbert.commands.{name.replace('-', '_')}").register(sub)

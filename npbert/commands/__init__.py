@@ -3,13 +3,25 @@ import argparse
 import os
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser with its errors on one line, `npbert COMMAND: error: ...`, exit 2, as
+    every other bad input (argparse would print the whole usage above it)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 class HelpFormatter(argparse.HelpFormatter):
-    """Every option's help ends with its default, "(default: 128)", unless the help already says
-    what it is (an option whose default is None depends on something else: its help says on what).
-    Flags (store_true) are off by default and say nothing."""
+    """Every option's help ends with its range when its type has one (commands/arg_types.py),
+    then its default, "(default: 128)", unless the help already says what it is (an option whose
+    default is None depends on something else: its help says on what). Flags (store_true) are
+    off by default and say nothing."""
 
     def _get_help_string(self, action):
         help = action.help or ""
+        if getattr(action.type, "range", None):       # the range first, then the default
+            at = help.find(" (default") if "(default" in help else len(help)
+            help = f"{help[:at]} ({action.type.range}){help[at:]}"
         if (action.option_strings and action.nargs != 0 and action.default not in (None, argparse.SUPPRESS)
                 and "default" not in help):
             help += " (default: %(default)s)"
