@@ -14,6 +14,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 from npbert.commands import HelpFormatter, Parser  # noqa: E402  (after the thread settings, on purpose)
+from npbert.environment import check_environment  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
@@ -35,8 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run one command -> exit code: 2 and one line for bad input, 130 and one line on Ctrl-C
     (training commands stop gracefully on their own; this is the fallback for every other moment)."""
-    name = "npbert"
+    argv = sys.argv[1:] if argv is None else argv
+    name = f"npbert {argv[0]}" if argv and argv[0] in COMMANDS else "npbert"
     try:
+        check_environment()                           # before Numba loads: it reads NUMBA_NUM_THREADS then
         args = build_parser().parse_args(argv)
         name = f"npbert {args.command}"
         if getattr(args, "backend", None):           # every command that runs the model has --backend

@@ -344,3 +344,37 @@ def test_a_real_sigint_ends_any_command_with_one_line_and_130():
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
     assert (child.returncode, err) == (130, "npbert gradcheck: interrupted\n")
+
+
+# --- environment variables ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value, message", [
+    # before: each a ValueError traceback (in the first kernel, or in Numba's import)
+    ("NPBERT_NUM_THREADS", "abc", "NPBERT_NUM_THREADS='abc' must be an integer >= 1"),
+    ("NPBERT_NUM_THREADS", "1.5", "NPBERT_NUM_THREADS='1.5' must be an integer >= 1"),
+    ("NPBERT_NUM_THREADS", "0", "NPBERT_NUM_THREADS='0' must be an integer >= 1"),
+    ("NPBERT_BACKEND", "bogus", "NPBERT_BACKEND='bogus' is not a backend; set it to one of numpy, numba"),
+    ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS='0' must be an integer >= 1"),
+])
+def test_an_environment_variable_that_does_not_parse_is_one_line(monkeypatch, capsys, name, value, message):
+    monkeypatch.setenv(name, value)
+    assert main(["info", "tiny"]) == 2
+    assert message in one_error_line(capsys, "info")
+
+
+@pytest.mark.parametrize("name, value", [("NPBERT_NUM_THREADS", ""), ("NPBERT_BACKEND", ""),
+                                         ("NPBERT_BACKEND", "NUMBA"), ("NPBERT_BACKEND", " numpy ")])
+def test_an_empty_variable_is_unset_and_a_backend_any_case(monkeypatch, capsys, name, value):
+    from npbert.environment import backend_from_environment
+    monkeypatch.setenv(name, value)
+    assert main(["info", "tiny"]) == 0
+    assert backend_from_environment() == (value.strip().lower() or None if name == "NPBERT_BACKEND" else None)
+
+
+def test_numba_num_threads_is_checked_before_numba_loads():
+    # Numba reads it once, when it loads: checked any later, the error would be Numba's traceback
+    child = subprocess.run([sys.executable, "-m", "npbert.cli", "info", "tiny"], capture_output=True, text=True,
+                           env={**os.environ, "NUMBA_NUM_THREADS": "0"}, timeout=120,
+                           cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
+    assert child.returncode == 2 and child.stderr == ("npbert info: error: NUMBA_NUM_THREADS='0' must be an integer "
+                                                      ">= 1 (or unset: the CPUs this process may use)\n")

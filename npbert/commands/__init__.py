@@ -1,6 +1,5 @@
 """Sub-commands of the `npbert` CLI; see npbert/cli.py."""
 import argparse
-import os
 
 
 class Parser(argparse.ArgumentParser):
@@ -37,7 +36,8 @@ def training_backend() -> str:
     """Training commands run on the Numba kernels unless NPBERT_BACKEND says otherwise: faster
     per step at every preset (docs/performance.md), and the compiled kernels are cached on
     disk, so only the first run on a machine pays the ~10-20 s of compilation."""
-    return os.environ.get("NPBERT_BACKEND") or "numba"
+    from npbert.environment import backend_from_environment
+    return backend_from_environment() or "numba"
 
 
 def check_checkpoint_task(directory, task) -> None:
