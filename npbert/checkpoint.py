@@ -155,8 +155,11 @@ def check_params(config: BertConfig, params: Mapping, strict: bool = True, where
     first which config.json fields the weights contradict (usually the whole story), then the
     first few tensors of each problem and how many more. The pretraining heads are expected if any
     "cls.*" tensor is present."""
-    expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
     shapes = {n: tuple(np.shape(a)) for n, a in params.items()}
+    if count_layers(shapes) != config.num_hidden_layers:   # the whole story, and listing the tensors of
+        raise CheckpointError(f"{where} do not match config.json. "  # num_hidden_layers 1e8 would never end
+                              + ". ".join(fields_that_differ(config, shapes)))
+    expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
     # HF's token-classification and QA models have no pooler (add_pooling_layer=False)
     optional = set(POOLER) if not any(n in params for n in POOLER) else set()
     missing = [n for n in expected if n not in params and n not in optional]
@@ -178,11 +181,14 @@ def fields_that_differ(config: BertConfig, shapes: Mapping) -> list:
     weights (npbert names -> shapes) contradict."""
     found = {field: (shapes[name][axis], what) for field, (name, axis, what) in FIELDS_IN_WEIGHTS.items()
              if name in shapes and len(shapes[name]) > axis}
-    layers = {int(m.group(1)) for m in map(LAYER.match, shapes) if m}
-    if layers:
-        found["num_hidden_layers"] = (max(layers) + 1, "have {} layers")
+    found["num_hidden_layers"] = (count_layers(shapes), "have {} layers")
     return [f"config.json says {field} {getattr(config, field)} but the weights {what.format(value)}"
             for field, (value, what) in found.items() if value != getattr(config, field)]
+
+
+def count_layers(names) -> int:
+    """The encoder layers the tensors' names reach: 1 + the highest bert.encoder.layer.N (0 if none)."""
+    return 1 + max((int(m.group(1)) for m in map(LAYER.match, names) if m), default=-1)
 
 
 def _some(items, limit=3) -> str:
