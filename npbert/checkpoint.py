@@ -26,6 +26,7 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import WORD_EMBEDDINGS, param_shapes
 from npbert.tokenizer import BertTokenizer
+from npbert.tokenizer.vocab import check_vocab, load_vocab
 
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
 MLM_BIAS = "cls.predictions.bias"
@@ -72,16 +73,20 @@ def check_checkpoint(directory) -> tuple:
 
 
 def _has_vocab(directory, config) -> bool:
-    """Whether directory has a vocab.txt; if it has, it must have config.vocab_size tokens."""
+    """Whether directory has a vocab.txt; if it has, it must pass the tokenizer's own checks (so
+    `npbert info` refuses what fill-mask would) and hold config.vocab_size tokens."""
     path = os.path.join(directory, VOCAB_FILE)
     if os.path.isfile(path):
-        check_vocab_size(count_vocab(path), config, path)
+        check_vocab_size(len(check_vocab(load_vocab(path))), config, path)
     return os.path.isfile(path)
 
 
 def _check_directory(directory):
     if os.path.isdir(directory):
         return
+    if os.path.exists(directory):
+        raise CheckpointError(f"{directory} is a file, not a checkpoint directory (config.json, model.safetensors, "
+                              "vocab.txt)")
     parent, name = os.path.split(os.path.abspath(directory))
     left = sorted(glob.glob(glob.escape(os.path.join(parent, f".{name}.old-")) + "*"))
     hint = f"; a save was interrupted and left the previous checkpoint at {left[-1]}" if left else ""
@@ -194,11 +199,6 @@ def count_layers(names) -> int:
 def _some(items, limit=3) -> str:
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return "; ".join(items[:limit]) + more
-
-
-def count_vocab(path) -> int:
-    with open(path, "rb") as f:
-        return count_tokens(f.read())
 
 
 def count_tokens(vocab_txt: bytes) -> int:

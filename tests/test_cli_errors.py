@@ -378,3 +378,56 @@ def test_numba_num_threads_is_checked_before_numba_loads():
                            cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
     assert child.returncode == 2 and child.stderr == ("npbert info: error: NUMBA_NUM_THREADS='0' must be an integer "
                                                       ">= 1 (or unset: the CPUs this process may use)\n")
+
+
+# --- messages that name the real problem -------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["info", "fill-mask", "predict", "evaluate"])
+def test_a_checkpoint_path_that_is_a_file_is_named_a_file(sentence_model, capsys, command):
+    # before: "checkpoint directory .../config.json does not exist" (info: "neither a preset nor a directory")
+    path = os.path.join(sentence_model, "config.json")
+    args = {"fill-mask": ["a [MASK] ."], "predict": SENTENCE_TASK, "evaluate": SENTENCE_TASK}.get(command, [])
+    assert main([command, path, *args]) == 2
+    assert f"{path} is a file, not a checkpoint directory" in one_error_line(capsys, command)
+
+
+def test_predict_reads_dev_null_as_an_empty_input(sentence_model, capsys):
+    # before: "input file not found: /dev/null"
+    assert main(["predict", sentence_model, *SENTENCE_TASK, "--input", os.devnull]) == 2
+    assert "/dev/null: no text to predict on" in one_error_line(capsys, "predict")
+
+
+@pytest.fixture(scope="module")
+def pretrained_model(tmp_path_factory):
+    """A 1-layer hidden-16 BERT with random MLM and NSP heads, as `npbert pretrain` saves one."""
+    tokenizer = BertTokenizer(builtin_vocab())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    directory = str(tmp_path_factory.mktemp("pretrained") / "m")
+    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=True), tokenizer)
+    return directory
+
+
+def with_duplicate(raw: bytes) -> bytes:
+    tokens = raw.split(b"\n")
+    tokens[11] = tokens[10]                           # as many tokens as config.json says, one twice
+    return b"\n".join(tokens)
+
+
+@pytest.mark.parametrize("command", ["info", "fill-mask"])
+@pytest.mark.parametrize("edit, message", [
+    # before: "missing special token(s) [PAD]" (the BOM glued to the first token); info passed it
+    (lambda raw: b"\xef\xbb\xbf" + raw, "starts with a UTF-8 byte-order mark (bytes EF BB BF), which would be "
+                                        "part of its first token: save it as UTF-8 without one"),
+    # before: info printed the config and exit 0; fill-mask refused it
+    (with_duplicate, "vocabulary has duplicate token"),
+])
+def test_info_and_fill_mask_refuse_the_same_vocabularies(pretrained_model, tmp_path, capsys, command, edit,
+                                                         message):
+    broken = tmp_path / "broken"
+    shutil.copytree(pretrained_model, broken)
+    vocab = broken / "vocab.txt"
+    vocab.write_bytes(edit(vocab.read_bytes()))
+    assert main([command, str(broken), *(["a [MASK] ."] if command == "fill-mask" else [])]) == 2
+    assert message in one_error_line(capsys, command)
+    assert main([command, pretrained_model, *(["a [MASK] ."] if command == "fill-mask" else [])]) == 0
