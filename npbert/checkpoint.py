@@ -52,7 +52,9 @@ def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrai
     config = load_config(directory)
     params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
     check_params(config, params, strict, where=f"{directory}: the weights in {WEIGHTS_FILE}")
-    params = {name: a.astype(dtype) for name, a in params.items()}
+    with np.errstate(over="ignore"):                  # float64 1e300 -> float32 inf: named below, not warned
+        params = {name: a.astype(dtype) for name, a in params.items()}
+    check_finite(params, where=f"{directory}: the weights in {WEIGHTS_FILE}")
     tokenizer = BertTokenizer.from_pretrained(directory) if _has_vocab(directory, config) else None
     return Pretrained(config, params, tokenizer)
 
@@ -189,6 +191,15 @@ def fields_that_differ(config: BertConfig, shapes: Mapping) -> list:
     found["num_hidden_layers"] = (count_layers(shapes), "have {} layers")
     return [f"config.json says {field} {getattr(config, field)} but the weights {what.format(value)}"
             for field, (value, what) in found.items() if value != getattr(config, field)]
+
+
+def check_finite(params: Mapping, where="the weights") -> None:
+    """CheckpointError naming the tensors that hold NaN or inf: a diverged model predicts nan for
+    everything, so it is refused when read, not after a whole evaluation."""
+    bad = [name for name, a in params.items() if not np.isfinite(a).all()]
+    if bad:
+        raise CheckpointError(f"{where} hold NaN or inf in {len(bad)} of {len(params)} tensors ({_some(bad)}): "
+                              "the model diverged or was damaged (or overflows the dtype it is read as)")
 
 
 def count_layers(names) -> int:

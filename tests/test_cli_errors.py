@@ -431,3 +431,50 @@ def test_info_and_fill_mask_refuse_the_same_vocabularies(pretrained_model, tmp_p
     assert main([command, str(broken), *(["a [MASK] ."] if command == "fill-mask" else [])]) == 2
     assert message in one_error_line(capsys, command)
     assert main([command, pretrained_model, *(["a [MASK] ."] if command == "fill-mask" else [])]) == 0
+
+
+# --- warnings and the error line ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, command", [(1e300, "fill-mask"), (np.nan, "fill-mask"), (np.inf, "predict")])
+def test_a_model_with_nan_or_inf_weights_is_refused_when_read(pretrained_model, sentence_model, tmp_path, capsys,
+                                                              value, command):
+    # before: exit 0 and nan for every prediction (1e300 in float64: also "RuntimeWarning: overflow
+    # encountered in cast" above it)
+    from npbert.checkpoint import load_pretrained
+    source = load_pretrained(pretrained_model if command == "fill-mask" else sentence_model, np.float64,
+                             strict=False)
+    params = dict(source.params)
+    params["bert.encoder.layer.0.output.dense.weight"] = params["bert.encoder.layer.0.output.dense.weight"].copy()
+    params["bert.encoder.layer.0.output.dense.weight"][0, 0] = value
+    save_pretrained(str(tmp_path / "bad"), source.config, params, source.tokenizer)
+    (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
+    args = ["a [MASK] ."] if command == "fill-mask" else [*SENTENCE_TASK, "--input", str(tmp_path / "in.txt")]
+    assert main([command, str(tmp_path / "bad"), *args]) == 2
+    assert (f"the weights in model.safetensors hold NaN or inf in 1 of {len(params)} tensors "
+            "(bert.encoder.layer.0.output.dense.weight)") in one_error_line(capsys, command)
+
+
+def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkeypatch, capsys):
+    import warnings
+
+    from npbert.commands import info
+    from npbert.errors import NpbertError
+
+    def warn_then(fail):
+        def run(args):
+            warnings.warn("overflow encountered in exp", RuntimeWarning)
+            if fail:
+                raise NpbertError("the cause")
+            return 0
+        return run
+
+    with warnings.catch_warnings():                  # warnings printed to stderr, as outside pytest
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, category, *_, **__: print(
+            f"{category.__name__}: {message}", file=sys.stderr))
+        monkeypatch.setattr(info, "run", warn_then(fail=True))
+        assert main(["info", "tiny"]) == 2
+        assert one_error_line(capsys, "info") == "npbert info: error: the cause\n"
+        monkeypatch.setattr(info, "run", warn_then(fail=False))
+        assert main(["info", "tiny"]) == 0
+        assert capsys.readouterr().err == "RuntimeWarning: overflow encountered in exp\n"
