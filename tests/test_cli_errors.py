@@ -201,6 +201,21 @@ def test_an_option_out_of_its_range_is_one_line_before_anything_runs(sentence_mo
     assert not (tmp_path / "out").exists()
 
 
+def test_the_argument_types_take_their_range_and_nothing_else():
+    from npbert.commands.arg_types import comma_list, finite_float, positive_int, probability, seed
+    inf = float("inf")
+    takes = [(positive_int, "1", 1), (seed, "0", 0), (probability, "0.999", 0.999), (probability, "0", 0.0),
+             (finite_float(0, inf, low_open=True), "1e-300", 1e-300), (comma_list(positive_int), "3,4", [3, 4]),
+             (comma_list(("a", "b")), "b,a", ["b", "a"])]
+    refuses = [(positive_int, "0"), (positive_int, "1.0"), (positive_int, ""), (seed, "-1"), (probability, "1"),
+               (probability, "-0.1"), (probability, "nan"), (finite_float(0, inf, low_open=True), "0"),
+               (finite_float(-inf, inf), "inf"), (comma_list(positive_int), "3,"), (comma_list(("a", "b")), "a,c")]
+    assert [kind(text) for kind, text, _ in takes] == [value for _, _, value in takes]
+    for kind, text in refuses:
+        with pytest.raises(argparse.ArgumentTypeError):
+            kind(text)
+
+
 # The commands whose numbers are checked when the run starts (their options' check_numbers), until
 # their parsers take the types of npbert/commands/arg_types.py too.
 CHECKED_AT_RUN_START = {"pretrain", "finetune", "prepare"}

@@ -13,32 +13,42 @@ from __future__ import annotations
 import argparse
 import math
 
-def integer_type(low: int, high: int | None, range_text: str, name: str):
-    """An argparse type: an integer in [low, high] (high None: no upper bound)."""
+
+def at_least(low: int, name: str):
+    """An argparse type: an integer >= low."""
+    range_text = f"an integer >= {low}"
+
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {range_text}, got {text!r}") from None
-        if value < low or (high is not None and value > high):
+        if value < low:
             raise argparse.ArgumentTypeError(f"must be {range_text}, got {value}")
         return value
     parse.__name__, parse.range = name, range_text
     return parse
 
 
-positive_int = integer_type(1, None, "an integer >= 1", "positive_int")
-non_negative_int = integer_type(0, None, "an integer >= 0", "non_negative_int")
-seed = integer_type(0, None, "an integer >= 0", "seed")       # numpy's SeedSequence refuses a negative one
+positive_int = at_least(1, "positive_int")
+non_negative_int = at_least(0, "non_negative_int")
+seed = at_least(0, "seed")                             # numpy's SeedSequence refuses a negative one
+
+
+def _interval_text(low, high, low_open, high_open) -> str:
+    if math.isfinite(low) and math.isfinite(high):
+        return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if math.isfinite(low):
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if math.isfinite(high):
+        return f"a finite number {'<' if high_open else '<='} {high:g}"
+    return "a finite number"
 
 
 def finite_float(low: float, high: float, *, low_open: bool = False, high_open: bool = False):
     """An argparse type: a finite float in the interval from low to high (inf: no bound on that
     side), each end closed unless said open; NaN and +-inf are never in range."""
-    range_text = (f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-                  if math.isfinite(low) and math.isfinite(high) else
-                  f"a finite number {'>' if low_open else '>='} {low:g}" if math.isfinite(low) else
-                  f"a finite number {'<' if high_open else '<='} {high:g}")
+    range_text = _interval_text(low, high, low_open, high_open)
 
     def parse(text: str) -> float:
         try:
