@@ -493,3 +493,12 @@ def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkey
         monkeypatch.setattr(info, "run", warn_then(fail=False))
         assert main(["info", "tiny"]) == 0
         assert capsys.readouterr().err == "RuntimeWarning: overflow encountered in exp\n"
+
+
+def test_predict_on_an_input_that_cannot_be_read(sentence_model, tmp_path, capsys):
+    import socket
+    path = str(tmp_path / "a.sock")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        assert main(["predict", sentence_model, *SENTENCE_TASK, "--input", path]) == 2
+    assert f"cannot read input file {path}: " in one_error_line(capsys, "predict")

@@ -14,8 +14,10 @@ from fuzzing import JSON, fuzz, json_mutated, outcome
 import npbert.checkpoint
 from npbert.checkpoint import check_checkpoint
 from npbert.commands.info import heads
+from npbert.config import HEAD_FIELD_TYPES
 from npbert.errors import CheckpointError
-from npbert.task_models import check_head_fits_task, classifier_dropout, label_names_of
+from npbert.feature_based import FIELD
+from npbert.task_models import HEAD_FIELDS, check_head_fits_task, classifier_dropout, label_names_of
 from npbert.tasks.registry import TASKS
 
 
@@ -70,6 +72,7 @@ def test_a_field_of_the_wrong_type_is_named(work, monkeypatch, field, value, mes
 
 def test_the_file_as_written_reads_back(work):
     assert not isinstance(check_config(work, work[1]), Exception)
+    assert FIELD in HEAD_FIELD_TYPES and set(HEAD_FIELD_TYPES) <= set(HEAD_FIELDS) | {"classifier_dropout"}
 
 
 @fuzz
