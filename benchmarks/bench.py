@@ -35,6 +35,7 @@ sys.path.insert(0, HERE)
 import workload  # noqa: E402
 
 import npbert  # noqa: E402
+from npbert.commands.arg_types import comma_list, positive_int  # noqa: E402
 
 NPBERT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(npbert.__file__)))   # the workers import this one
 
@@ -191,19 +192,19 @@ def start_times(threads) -> list:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny preset, vocab 30522, 2 timed steps, 1 round")
-    p.add_argument("--presets", default="tiny,mini,small", help="model presets to measure, comma-separated")
-    p.add_argument("--vocabs", default="30522,8192", help="vocabulary sizes to measure, comma-separated")
-    p.add_argument("--impls", default=",".join(IMPLS),
+    p.add_argument("--presets", type=comma_list(tuple(workload.PRESETS)), default="tiny,mini,small", help="model presets to measure")
+    p.add_argument("--vocabs", type=comma_list(positive_int), default="30522,8192", help="vocabulary sizes to measure")
+    p.add_argument("--impls", type=comma_list(IMPLS), default=",".join(IMPLS),
                    help="numpy, numba, hf-masked, hf (hf*: torch + transformers), ort (inference: onnx + onnxruntime), "
                         "matmuls (the step's matmuls alone in NumPy: the ceiling, every position computed)")
     p.add_argument("--padded", action="store_true",
                    help="batches of random lengths in [seq / 4, seq] with [PAD] after them (tokens/s still counts B x seq)")
-    p.add_argument("--seq", type=int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
-    p.add_argument("--batch", type=int, default=None, help="sequences a batch (default: the preset's: 32, small 16)")
-    p.add_argument("--allocators", default="glibc,glibc-keep", help=", ".join(ALLOCATORS))
-    p.add_argument("--steps", type=int, default=3, help="timed steps per measurement (best is reported)")
-    p.add_argument("--rounds", type=int, default=1, help="repeat every measurement, interleaved; best is kept")
-    p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)),
+    p.add_argument("--seq", type=positive_int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
+    p.add_argument("--batch", type=positive_int, default=None, help="sequences a batch (default: the preset's: 32, small 16)")
+    p.add_argument("--allocators", type=comma_list(tuple(ALLOCATORS)), default="glibc,glibc-keep", help="allocators to measure")
+    p.add_argument("--steps", type=positive_int, default=3, help="timed steps per measurement (best is reported)")
+    p.add_argument("--rounds", type=positive_int, default=1, help="repeat every measurement, interleaved; best is kept")
+    p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)),
                    help="threads for every impl: BLAS, npbert's kernels, torch (default: all CPUs)")
     p.add_argument("--no-parts", dest="parts", action="store_false", help="skip the time-per-part breakdown")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="FILE",
@@ -213,7 +214,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--worker", choices=("run", "start", "matmul"), help=argparse.SUPPRESS)
     p.add_argument("--impl", help=argparse.SUPPRESS)
     p.add_argument("--preset", help=argparse.SUPPRESS)
-    p.add_argument("--vocab", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--vocab", type=positive_int, help=argparse.SUPPRESS)
     p.add_argument("--allocator", default="glibc", help=argparse.SUPPRESS)
     p.add_argument("--cache", help=argparse.SUPPRESS)
 
@@ -229,7 +230,7 @@ def run(args) -> int:
         worker_matmul(args)
         return 0
     if args.quick:
-        args.presets, args.vocabs, args.steps, args.rounds = "tiny", "30522", 2, 1
+        args.presets, args.vocabs, args.steps, args.rounds = ["tiny"], [30522], 2, 1
     return orchestrate(args)
 
 
@@ -243,9 +244,9 @@ def orchestrate(args) -> int:
     import hf
     import machine
     import ort
-    wanted = args.impls.split(",")
+    wanted = args.impls
     impls = [i for i in wanted if (not i.startswith("hf") or hf.available()) and (i != "ort" or not ort.missing())]
-    allocators = [a for a in args.allocators.split(",") if a in ALLOCATORS
+    allocators = [a for a in args.allocators if a in ALLOCATORS
                   and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
     args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
     progress("measuring the machine's matmul speed and the numba start-up time")
@@ -256,8 +257,8 @@ def orchestrate(args) -> int:
         records.append(dict(kind="skipped", impls=[impl], missing=ort.missing() if impl == "ort" else hf.missing()))
     records += start_times(args.threads)
     for round_ in range(args.rounds):
-        for preset in args.presets.split(","):
-            for vocab in (int(v) for v in args.vocabs.split(",")):
+        for preset in args.presets:
+            for vocab in args.vocabs:
                 for allocator in allocators:
                     for impl in impls:
                         progress(f"measuring {impl} {preset} vocab {vocab} {allocator}"

@@ -3,7 +3,7 @@
 functions below, each of which names both implementations, so an editor's go-to-definition
 leads to either:
 
-    npbert.set_backend("numpy")        # or "numba"; also NPBERT_BACKEND=numpy|numba
+    npbert.set_backend("numpy")        # or "numba"; also NPBERT_BACKEND=numpy|numba (any case)
     with backend.use_backend("numba"):  # for a block, then back to the one before
         ...
 
@@ -18,11 +18,9 @@ pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set
 from __future__ import annotations
 
 import contextlib
-import os
 
 from npbert import kernels, ops
-
-BACKENDS = ("numpy", "numba")
+from npbert.environment import BACKENDS, backend_from_environment
 HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_gelu_backward",
            "embedding_forward", "embedding_backward", "layernorm_forward", "layernorm_backward",
            "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
@@ -54,17 +52,10 @@ def use_backend(name: str):
         set_backend(previous)
 
 
-def _default_backend() -> str:
-    name = os.environ.get("NPBERT_BACKEND", "") or "numpy"
-    if name not in BACKENDS:
-        raise ValueError(f"NPBERT_BACKEND={name!r} is not a backend; choose one of {', '.join(BACKENDS)}")
-    return name
-
-
 def _kernels() -> bool:
     """The numba backend is in force (chosen on first use from NPBERT_BACKEND if not set)."""
     if _numba is None:
-        set_backend(_default_backend())
+        set_backend(backend_from_environment() or "numpy")
     return _numba
 
 

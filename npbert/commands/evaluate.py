@@ -2,6 +2,7 @@
 import json
 
 from npbert.commands import add_backend_argument, check_checkpoint_task
+from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
@@ -12,9 +13,9 @@ def register(sub):
                    help="the task the checkpoint was fine-tuned for (`npbert finetune --help` lists them)")
     p.add_argument("--data", default=None,
                    help="labelled task file; a split name for generated tasks (default: dev for those)")
-    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per sequence (default: the task's)")
-    p.add_argument("--batch-size", type=int, default=64, help="sequences per batch")
-    p.add_argument("--max-examples", type=int, default=None, help="score only the first N examples (default: all)")
+    p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sequences per batch")
+    p.add_argument("--max-examples", type=positive_int, default=None, help="score only the first N examples (default: all)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     add_backend_argument(p)
     p.set_defaults(func=run)

@@ -1,11 +1,12 @@
 """`npbert fill-mask CHECKPOINT "text with [MASK]"`: what the model predicts for each mask."""
+from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
     p = sub.add_parser("fill-mask", help="show a checkpoint's top-k predictions for each [MASK] in a text")
     p.add_argument("checkpoint", help="a checkpoint directory (npbert or Hugging Face BERT with an MLM head)")
     p.add_argument("text", nargs="+", help='texts with [MASK], e.g. "the man went to the [MASK] ."')
-    p.add_argument("--top-k", type=int, default=5, help="predictions shown for each [MASK]")
+    p.add_argument("--top-k", type=positive_int, default=5, help="predictions shown for each [MASK]")
     p.set_defaults(func=run)
 
 

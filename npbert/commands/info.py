@@ -18,10 +18,10 @@ def run(args):
     from npbert.config import PRESETS, BertConfig
     from npbert.model import count_params
     shapes = None
-    if os.path.isdir(args.model):
-        config, shapes = check_checkpoint(args.model)
-    elif args.model in PRESETS:
+    if args.model in PRESETS and not os.path.exists(args.model):
         config = BertConfig.from_preset(args.model)
+    elif os.path.exists(args.model):                  # a file is named as one by check_checkpoint
+        config, shapes = check_checkpoint(args.model)
     else:
         raise FileNotFoundError(f"{args.model!r} is neither a preset ({', '.join(PRESETS)}) nor a directory")
     print(config.to_json_string(), end="")

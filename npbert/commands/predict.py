@@ -5,6 +5,7 @@ import sys
 import numpy as np
 
 from npbert.commands import add_backend_argument, check_checkpoint_task
+from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
@@ -17,8 +18,8 @@ def register(sub):
                                                  "question<TAB>context | context<TAB>ending<TAB>... (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
     p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout)")
-    p.add_argument("--max-seq-length", type=int, default=None, help="tokens per sequence (default: the task's)")
-    p.add_argument("--batch-size", type=int, default=64, help="sequences per batch")
+    p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="sequences per batch")
     add_backend_argument(p)
     p.set_defaults(func=run)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from npbert.data.shards import FIELDS, MANIFEST, VOCAB_FILE, file_sha256, read_manifest, read_shard
 from npbert.errors import DataError
+from npbert.tokenizer.vocab import load_vocab
 
 
 class PretrainingData:
@@ -95,6 +96,9 @@ def check_vocab(manifest, vocab_file):
     if file_sha256(vocab_file) != manifest["vocab_sha256"]:
         raise DataError(f"{vocab_file} is not the vocabulary the shards were made with "
                         f"(sha256 differs from {MANIFEST})")
+    tokens = len(load_vocab(vocab_file))               # the model's vocab_size: 1e9 here would be a MemoryError
+    if tokens != manifest["vocab_size"]:
+        raise DataError(f"{MANIFEST} says vocab_size {manifest['vocab_size']}, but {vocab_file} has {tokens} tokens")
 
 
 def load_checked_shard(directory, entry, manifest) -> dict:

@@ -78,6 +78,8 @@ def read_shard(path) -> dict:
             return {k: z[k] for k in FIELDS}
     except FileNotFoundError:
         raise DataError(f"shard {path} is missing") from None
+    except EOFError:                                   # a file of zero bytes
+        raise DataError(f"shard {path} is empty (0 bytes): prepare the data again") from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
         if isinstance(e, DataError):
             raise
@@ -105,7 +107,54 @@ def read_manifest(directory) -> dict:
                         f"version {FORMAT_VERSION}: prepare the data again")
     if isinstance(manifest.get("options"), dict):
         manifest["options"] = {**OPTIONS_ADDED_LATER, **manifest["options"]}
+    check_manifest(manifest, path)
     return manifest
+
+
+def _is_int(low):
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_shard_list(shards) -> bool:
+    """[{"file": a plain file name in the directory, "instances": a count, or null until written}, ...]"""
+    return isinstance(shards, list) and all(
+        isinstance(s, dict) and isinstance(s.get("file"), str) and s["file"] == os.path.basename(s["file"])
+        and s["file"] not in ("", ".", "..") and (s.get("instances") is None or _is_int(0)(s.get("instances")))
+        for s in shards)
+
+
+# What the readers of a manifest index without looking, each with what it must be:
+# (keys, check, what it must be, whether it may be absent).
+MANIFEST_FIELDS = (
+    (("complete",), lambda v: isinstance(v, bool), "true or false", False),
+    (("vocab_size",), _is_int(1), "an integer >= 1", False),
+    (("vocab_sha256",), lambda v: isinstance(v, str), "a string", False),
+    (("options",), lambda v: isinstance(v, dict), "an object", False),
+    (("options", "max_seq_length"), _is_int(1), "an integer >= 1", False),
+    (("options", "max_predictions_per_seq"), _is_int(0), "an integer >= 0", False),
+    (("options", "mask_mix"), lambda v: isinstance(v, str), "a string", False),
+    (("options", "do_lower_case"), lambda v: isinstance(v, bool), "true or false", True),   # absent: true
+    (("splits",), lambda v: isinstance(v, dict) and all(isinstance(s, dict) for s in v.values()),
+     "an object of splits", False),
+)
+_MISSING = object()
+
+
+def check_manifest(manifest: dict, path) -> None:
+    """DataError naming the first field of the manifest that is missing or of the wrong type (a
+    manifest edited by hand or by another tool): before, a KeyError or TypeError traceback."""
+    for keys, fits, want, optional in MANIFEST_FIELDS:
+        value = manifest
+        for key in keys:
+            value = value.get(key, _MISSING) if isinstance(value, dict) else _MISSING
+        if value is _MISSING and not optional:
+            raise DataError(f"{path} has no {'.'.join(keys)}: prepare the data again")
+        if value is not _MISSING and not fits(value):
+            raise DataError(f"{path}: {'.'.join(keys)} must be {want}, got {json.dumps(value)[:80]}")
+    for name, split in manifest["splits"].items():
+        if not _is_shard_list(split.get("shards")):
+            raise DataError(f"{path}: splits.{name}.shards must be a list of {{\"file\": a file name in the "
+                            f"directory, \"instances\": a count}}, got {json.dumps(split.get('shards'))[:80]}")
 
 
 def file_sha256(path) -> str:

@@ -24,7 +24,8 @@ does not survive fork() (use the "spawn" or "forkserver" start method for more i
 
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
-count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS.
+count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS
+(npbert/environment.py).
 """
 import os
 import types
@@ -33,6 +34,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from npbert.environment import threads_from_environment
 from npbert.kernels import blas
 
 _drivers = {}
@@ -53,7 +55,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def num_threads() -> int:
     if _forked:
         return 1
-    wanted = int(os.environ.get("NPBERT_NUM_THREADS", "0")) or len(os.sched_getaffinity(0))
+    wanted = threads_from_environment("NPBERT_NUM_THREADS") or len(os.sched_getaffinity(0))
     return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
 
 

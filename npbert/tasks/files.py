@@ -14,10 +14,14 @@ def read_lines(path, what="task file") -> list[str]:
     the file in errors ("task file", "input file")."""
     if os.path.isdir(path):
         raise DataError(f"{what} {path} is a directory, not a file")
-    if not os.path.isfile(path):
+    if not os.path.exists(path):                      # not isfile: /dev/null, /dev/stdin and pipes are read too
         raise DataError(f"{what} not found: {path}")
-    with open(path, "rb") as f:
-        return decode_lines(f.read(), path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as e:                               # a socket, a file without read permission, ...
+        raise DataError(f"cannot read {what} {path}: {e.strerror}") from None
+    return decode_lines(raw, path)
 
 
 def decode_lines(raw: bytes, source) -> list[str]:

@@ -1,6 +1,8 @@
 """Vocabulary files: vocab.txt, one token per line, id = line number, with BERT's special tokens."""
 from __future__ import annotations
 
+import codecs
+
 from npbert.errors import DataError
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
@@ -18,6 +20,9 @@ def load_vocab(path) -> list[str]:
         raise DataError(f"vocabulary file not found: {path}") from None
     except OSError as e:
         raise DataError(f"cannot read vocabulary {path}: {e.strerror}") from None
+    if raw.startswith(codecs.BOM_UTF8):               # Hugging Face would read '\ufeff[PAD]' as the first token
+        raise DataError(f"vocabulary {path} starts with a UTF-8 byte-order mark (bytes EF BB BF), which would be "
+                        "part of its first token: save it as UTF-8 without one")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
