@@ -13,14 +13,13 @@ Each shard holds n instances padded to max_seq_length L and max_predictions_per_
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import zipfile
 
 import numpy as np
 
-from npbert.atomic import atomic_write
+from npbert.atomic import atomic_write, file_sha256  # noqa: F401  (re-exported: the shards' checksums)
 from npbert.data.instances import DEFAULT_MASK_MIX
 from npbert.errors import JSON_ERRORS, DataError
 
@@ -108,10 +107,3 @@ def read_manifest(directory) -> dict:
     return manifest
 
 
-def file_sha256(path) -> str:
-    """The file's SHA-256 in hex, read a MiB at a time (a checkpoint's weights can be GBs)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
