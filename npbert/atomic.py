@@ -161,3 +161,16 @@ def file_sha256(path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def path_sha256(path) -> str:
+    """A file's SHA-256; for a directory, the SHA-256 of its visible files' names and digests
+    (the files directly in it, as a corpus directory or a prepared-data directory holds them)."""
+    if not os.path.isdir(path):
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for entry in sorted(os.listdir(path)):
+        full = os.path.join(path, entry)
+        if not entry.startswith(".") and os.path.isfile(full):
+            digest.update(f"{entry}\0{file_sha256(full)}\n".encode())
+    return digest.hexdigest()

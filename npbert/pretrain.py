@@ -24,6 +24,7 @@ import numpy as np
 from npbert.checkpoint import load_pretrained
 from npbert.config import PRESETS, BertConfig
 from npbert.data.instances import canonical_mask_mix
+from npbert.data.prepare import CorpusOptions
 from npbert.errors import NpbertError
 from npbert.model import NSP_ONLY_PARAMS, init_params
 from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
@@ -44,19 +45,9 @@ PATHS = ("corpus", "data", "vocab", "model")           # made absolute when a ru
 
 
 @dataclass
-class PretrainOptions:
+class PretrainOptions(CorpusOptions):         # the corpus options: npbert/data/prepare.py, shared with prepare
     out: str = "runs/pretrain"
-    corpus: str = "builtin"           # builtin | imdb | a text file or directory (prepared into out/data)
     data: str | None = None           # an already prepared directory (npbert prepare); overrides corpus
-    vocab: str | None = None          # vocab.txt for a corpus (else builtin's own, or one is trained)
-    vocab_size: int = 8192
-    max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
-    dupe_factor: int | None = None
-    max_documents: int | None = None
-    heldout_fraction: float | None = None  # documents held out for evaluation (None: prepare's 0.02)
-    mask_mix: str | None = None       # MASK/SAME/RND for a corpus (None: 80/10/10); with data, the data's (another
-                                      # is an error); the checkpoint records the data's
-    do_lower_case: bool | None = None  # for a corpus: None lower-cases (with --model: the checkpoint's casing)
     preset: str = "tiny"
     model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
                                       # preset), a new optimizer and schedule; for a corpus, its vocab.txt and casing

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import time
 
 from npbert.data.instances import canonical_mask_mix
@@ -41,16 +42,19 @@ def check_corpus(corpus) -> None:
 
 
 def prepare_corpus(opts, log):
-    """opts.corpus prepared into OUT/data (kept there; a retry reuses what is complete)."""
-    from npbert.data.prepare import PrepareOptions, prepare
+    """opts.corpus prepared into OUT/data (kept there: a retry reuses what is complete, unless the
+    corpus or the options changed since, when it is prepared again)."""
+    from npbert.data.prepare import PrepareOptions, corpus_options, existing_manifest, prepare, resolved_options
     directory = os.path.join(opts.out, DATA_DIR)
+    prepare_opts = PrepareOptions(**corpus_options(opts), out=directory, seed=opts.seed)
+    options = resolved_options(prepare_opts)
+    try:
+        existing_manifest(directory, options)
+    except DataError:                                  # OUT/data is this run's own: it never saved (run_dir.py)
+        log(f"{directory} was prepared from another corpus or other options: preparing it again")
+        shutil.rmtree(directory)
     t0 = time.perf_counter()
-    kwargs = dict(corpus=opts.corpus, out=directory, vocab=opts.vocab, vocab_size=opts.vocab_size,
-                  max_seq_length=opts.max_seq_length, seed=opts.seed, max_documents=opts.max_documents)
-    for name in ("dupe_factor", "do_lower_case", "heldout_fraction", "mask_mix"):   # None: prepare's default
-        if getattr(opts, name) is not None:
-            kwargs[name] = getattr(opts, name)
     log(f"preparing {opts.corpus} into {directory} ...")
-    prepare(PrepareOptions(**kwargs), log=lambda *a, **k: None, notes=log)
+    prepare(prepare_opts, log=lambda *a, **k: None, notes=log)
     log(f"prepared {opts.corpus} in {time.perf_counter() - t0:.1f} s")
     return load_prepared(directory)

@@ -6,10 +6,9 @@ trained on: the run would no longer be the one that was stopped).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 
-from npbert.atomic import file_sha256
+from npbert.atomic import path_sha256
 from npbert.errors import NpbertError
 
 INPUTS = "inputs"                                     # the key in the checkpoint's extra
@@ -22,21 +21,9 @@ def absolute_paths(opts, names):
     return dataclasses.replace(opts, **found)
 
 
-def content_sha256(path) -> str:
-    """A file's SHA-256; for a directory, the SHA-256 of its visible files' names and digests."""
-    if not os.path.isdir(path):
-        return file_sha256(path)
-    digest = hashlib.sha256()
-    for entry in sorted(os.listdir(path)):
-        full = os.path.join(path, entry)
-        if not entry.startswith(".") and os.path.isfile(full):
-            digest.update(f"{entry}\0{file_sha256(full)}\n".encode())
-    return digest.hexdigest()
-
-
 def fingerprint(paths) -> dict:
     """{absolute path: content SHA-256} of the files and directories a run reads."""
-    return {os.path.abspath(p): content_sha256(p) for p in paths}
+    return {os.path.abspath(p): path_sha256(p) for p in paths}
 
 
 def check_same_inputs(recorded, paths, where) -> None:
@@ -52,7 +39,7 @@ def check_same_inputs(recorded, paths, where) -> None:
         if not os.path.exists(path):
             raise NpbertError(f"the run in {where} was started on {path}, which no longer exists: resume on the "
                               "data it started with")
-        if content_sha256(path) != sha:
+        if path_sha256(path) != sha:
             raise NpbertError(f"{path} has changed since the run in {where} started on it (SHA-256 {sha[:12]}... "
                               "then, not now): a resumed run must read the same data; restore it, or start a new "
                               "run with --overwrite")

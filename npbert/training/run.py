@@ -152,7 +152,7 @@ def failures_said(run, saved, out):
         raise TrainingDiverged(f"{e}; {kept(run, saved, out)}") from None
     except OSError as e:
         where = e.filename or out
-        raise NpbertError(f"could not write {where} ({e.strerror or e}); {kept(run, saved, out)}") from None
+        raise NpbertError(f"{where}: {e.strerror or e}; {kept(run, saved, out)}") from None
 
 
 def kept(run, saved, out) -> str:
