@@ -42,8 +42,9 @@ def add_run_arguments(p, defaults):
                    help="seed of the initialisation, batch order and dropout")
     p.add_argument("--log-every", type=int, default=defaults.log_every,
                    help="print and log the training loss every N steps")
-    p.add_argument("--stop-after", type=int, default=None,
-                   help="save and stop after this many steps (default: run to the end)")
+    p.add_argument("--stop-after", type=int, default=None, metavar="STEP",
+                   help="save and stop once the run reaches step STEP, counted from the run's start (on --resume "
+                        "too: --stop-after 30 on a run at step 20 trains 10 steps) (default: run to the end)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the npbert run in --out with a new one; the old run is kept until the new one "
