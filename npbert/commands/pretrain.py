@@ -1,6 +1,6 @@
 """`npbert pretrain`: masked LM + next-sentence prediction, from the built-in corpus by default."""
 from npbert.commands.corpus_args import add_corpus_arguments
-from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training, track_typed
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, track_typed
 from npbert.config import PRESETS
 
 
@@ -37,11 +37,4 @@ def register(sub):
                    help="dropout on the attention probabilities")
     p.add_argument("--eval-every", type=int, default=d.eval_every, help="evaluate on the held-out data every N steps")
     p.add_argument("--eval-batches", type=int, default=d.eval_batches, help="held-out batches per evaluation")
-    p.add_argument("--save-every", type=int, default=d.save_every, help="save a resumable checkpoint every N steps")
-    add_run_arguments(p, d)
-    p.set_defaults(func=run)
-
-
-def run(args):
-    from npbert.pretrain import PretrainOptions, pretrain
-    return run_training(pretrain, PretrainOptions, args)
+    add_run_arguments(p, d, "save a resumable checkpoint every N steps", "npbert.pretrain:pretrain")
