@@ -269,6 +269,25 @@ def test_ctrl_c_and_stop_after_say_how_the_run_ended(tmp_path, data_dir):
     assert said[-1].startswith("stopped at step 4 (--stop-after 4); saved ")
 
 
+def test_a_ctrl_c_during_the_last_step_is_not_swallowed(tmp_path, data_dir, monkeypatch):
+    """Before: a Ctrl-C during the last step's evaluation (where Numba loads the evaluation's
+    kernels the first time) was taken as "stop after this step", which was the last: the run
+    went on to its final evaluation and exited 0."""
+    import npbert.pretraining.job as job
+    real = job.PretrainingJob.after_step
+
+    def ctrl_c_in_the_last_evaluation(self, position, epoch_ended, done):
+        if done:
+            os.kill(os.getpid(), signal.SIGINT)
+        real(self, position, epoch_ended, done)
+    monkeypatch.setattr(job.PretrainingJob, "after_step", ctrl_c_in_the_last_evaluation)
+    r = pretrain(options(tmp_path, data_dir, steps=3), log=quiet)
+    assert r["stopped"] and r["step"] == 3 and records(tmp_path / "run", "final") == []
+    monkeypatch.undo()
+    r = pretrain(options(tmp_path, data_dir, steps=3), resume=True, log=quiet)   # --resume finishes it
+    assert not r["stopped"] and len(records(tmp_path / "run", "final")) == 1
+
+
 def test_the_final_evaluation_is_a_record_and_labelled_against_the_progress_lines(tmp_path, data_dir):
     said = []
     r = pretrain(options(tmp_path, data_dir, steps=4, eval_every=2, eval_batches=1, batch_size=4), log=said.append)

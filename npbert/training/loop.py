@@ -120,8 +120,8 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
                 if (save_every and position.step % save_every == 0) or done or stopping or \
                         (epoch_ended and job.save_at_epoch_end):
                     checkpoint()
-                if stopping and not done:
-                    return True
+                if stopping and (not done or stop.requested):   # a Ctrl-C in the last step (say while the
+                    return True                                # evaluation's kernels load) is not swallowed
                 if done or epoch_ended:
                     break
             if not stepped:
