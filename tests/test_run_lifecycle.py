@@ -179,6 +179,14 @@ def test_a_reader_says_where_an_interrupted_overwrite_left_the_run(tmp_path, tra
         load_pretrained(os.path.join(trained, "checkpoint"))
 
 
+def test_a_kill_before_the_new_runs_marker_is_undone_by_the_next_command(tmp_path, data_dir, trained):
+    aside = tmp_path / f".run.replaced-{2 ** 22 + 6}-0123abcd"
+    os.rename(trained, aside)
+    os.mkdir(trained)                                    # the new run's directory, killed before its marker
+    assert pretrain(options(tmp_path, data_dir, steps=7), resume=True, log=quiet)["step"] == 7
+    assert saved_step(trained) == 7 and not aside.exists()
+
+
 # --- tampered run files -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line", ["[1, 2]", '{"kind": "train", "step": null}', '"text"'])

@@ -179,7 +179,8 @@ def recover_replaced(path) -> None:
             continue
         if os.path.isdir(path) and is_run(path) and has_saved(path):
             shutil.rmtree(aside)                        # the new run saved: the old one was to go
-        elif not os.path.exists(path) or is_run(path):
+        elif not os.path.exists(path) or is_run(path) or (os.path.isdir(path) and not os.listdir(path)):
+            # (empty: killed between making the new run's directory and writing its marker)
             if os.path.exists(path):
                 shutil.rmtree(path)                     # the new run, which never saved
             os.rename(aside, path)
