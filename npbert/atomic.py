@@ -8,6 +8,7 @@ the directory back from them, and every successful swap removes those of dead pr
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import secrets
@@ -151,3 +152,25 @@ def _fsync(path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_sha256(path) -> str:
+    """The file's SHA-256 in hex, read a MiB at a time (a checkpoint's weights can be GBs)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def path_sha256(path) -> str:
+    """A file's SHA-256; for a directory, the SHA-256 of its visible files' names and digests
+    (the files directly in it, as a corpus directory or a prepared-data directory holds them)."""
+    if not os.path.isdir(path):
+        return file_sha256(path)
+    digest = hashlib.sha256()
+    for entry in sorted(os.listdir(path)):
+        full = os.path.join(path, entry)
+        if not entry.startswith(".") and os.path.isfile(full):
+            digest.update(f"{entry}\0{file_sha256(full)}\n".encode())
+    return digest.hexdigest()

@@ -92,6 +92,13 @@ def _check_directory(directory):
     parent, name = os.path.split(os.path.abspath(directory))
     left = sorted(glob.glob(glob.escape(os.path.join(parent, f".{name}.old-")) + "*"))
     hint = f"; a save was interrupted and left the previous checkpoint at {left[-1]}" if left else ""
+    run, run_name = os.path.split(parent)
+    replaced = sorted(glob.glob(glob.escape(os.path.join(run, f".{run_name}.replaced-")) + "*"))
+    if replaced and not hint:                          # run_dir.py: a kill during --overwrite, before the new run saved
+        hint = (f"; an interrupted --overwrite left the earlier run of {parent} at {replaced[-1]} (the next "
+                f"`npbert pretrain` or `npbert finetune` with --out {parent} puts it back)")
+    if os.path.exists(directory):
+        raise CheckpointError(f"checkpoint {directory} is a file, not a checkpoint directory")
     raise CheckpointError(f"checkpoint directory {directory} does not exist{hint}")
 
 

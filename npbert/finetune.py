@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npbert.backend import get_backend
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
@@ -32,15 +31,14 @@ from npbert.tasks.encoding import eval_batches, make_batch, train_batches
 from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, majority_baseline, score
 from npbert.tasks.registry import get_task, label_names, read_examples
 from npbert.tokenizer import BertTokenizer
-from npbert.training.loop import Job, Schedule, train
-from npbert.training.metrics_log import MetricsLog
-from npbert.training.options import check_numbers, given_options, resumed_options
+from npbert.training.loop import Job, Schedule
+from npbert.training.options import check_numbers
 from npbert.training.progress import say
-from npbert.training.run_dir import check_out, open_run
-from npbert.training.state import (load_training_checkpoint, note_backend_change, recover_checkpoint,
-                                   save_training_checkpoint, start_training)
+from npbert.training.run import Recipe, Started, run_training
+from npbert.training.run_dir import CHECKPOINT_DIR
+from npbert.training.state import start_training
 
-CHECKPOINT_DIR, BEST_DIR, METRICS_FILE = "checkpoint", "best", "metrics.jsonl"
+BEST_DIR = "best"
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
 
 
@@ -74,7 +72,7 @@ class FinetuneOptions:
     seed: int = 0
     log_every: int = 20
     save_every: int = 200                # steps between resumable checkpoints (and at each epoch's end)
-    stop_after: int | None = None        # stop (and save) after this many steps: for tests of resume
+    stop_after: int | None = None        # stop (and save) once the run reaches this step, counted from its start
 
     def qa(self) -> QAOptions:
         return QAOptions(self.doc_stride, self.max_query_length, self.n_best_size, self.max_answer_length)
@@ -89,73 +87,81 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     """Run (or resume) fine-tuning; returns the best dev metrics and where the model is.
     given: the options the user set (the CLI's typed flags); default, those that differ from
     FinetuneOptions' defaults. The task files, the model and every option are checked before
-    anything is written (npbert/training/run_dir.py)."""
-    check_out(opts.out, resume, overwrite)
-    ckpt_dir, best_dir = os.path.join(opts.out, CHECKPOINT_DIR), os.path.join(opts.out, BEST_DIR)
-    if resume:
-        recover_checkpoint(ckpt_dir, log)
-        saved = load_training_checkpoint(ckpt_dir)
-        opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
-                               CHANGEABLE_ON_RESUME, opts.out)
-        config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(ckpt_dir)
-        log(f"resuming {opts.out} at step {saved.position.step}")
-    check_options(opts)
-    task = get_task(opts.task)
-    max_len = opts.max_seq_length or task.max_seq_length
-    train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
-    dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
-    for examples, split in ((train_examples, "training"), (dev_examples, "dev")):
-        if not has_gold(task, examples):
-            raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
-    labels = label_names(task, train_examples)
-    if not resume:
-        config, params, tokenizer = start_model(opts, task, labels, log)
-    config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels, opts.features)
-    check_max_length(config, max_len)
-    train_set = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
-    dev_set = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
-    with open_run(opts.out, "finetune", resume, overwrite, log) as run:
-        if resume:
-            note_backend_change(saved.backend, log)
-        ckpt = saved if resume else start_training(config, params, opts, frozen_names(config, params))
-        ckpt.config, ckpt.backend = config, get_backend()
-        metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
-                             keep_until_step=ckpt.position.step if resume else None)
-        job = FinetuningJob(ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, metrics,
-                            log)
+    anything is written (npbert/training/run.py)."""
+    return run_training(FinetuningRecipe(), opts, resume, overwrite, log, given)
+
+
+class FinetuningRecipe(Recipe):
+    """Fine-tuning in the shared lifecycle: prepare() reads the task's examples and the model and
+    encodes them (nothing written), start() builds the job, finish() reports the best dev score
+    and scores --test once."""
+    kind, changeable = "finetune", CHANGEABLE_ON_RESUME
+
+    def check(self, opts):
+        check_options(opts)
+
+    def paths(self, opts):
+        return ("model", "vocab") if get_task(opts.task).generated else ("model", "vocab", "train", "dev", "test")
+
+    def prepare(self, opts, saved, log):
+        self.task = task = get_task(opts.task)
+        self.max_len = opts.max_seq_length or task.max_seq_length
+        self.train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
+        self.dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
+        for examples, split in ((self.train_examples, "training"), (self.dev_examples, "dev")):
+            if not has_gold(task, examples):
+                raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
+        self.labels = labels = label_names(task, self.train_examples)
+        if saved is not None:
+            config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(
+                os.path.join(opts.out, CHECKPOINT_DIR))
+        else:
+            config, params, tokenizer = start_model(opts, task, labels, log)
+        self.config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels,
+                                       opts.features)
+        self.params, self.tokenizer = params, tokenizer
+        check_max_length(self.config, self.max_len)
+        self.train_set = encode(task, self.train_examples, tokenizer, self.max_len, labels, opts.qa())
+        self.dev_set = encode(task, self.dev_examples, tokenizer, self.max_len, labels, opts.qa())
+        return opts
+
+    def inputs(self, opts):
+        return [] if self.task.generated else [opts.train, opts.dev]
+
+    def start(self, opts, saved, metrics, log):
+        task, labels = self.task, self.labels
+        ckpt = saved or start_training(self.config, self.params, opts, frozen_names(self.config, self.params))
+        ckpt.config = self.config
+        job = FinetuningJob(ckpt, task, self.tokenizer, self.train_set, self.dev_examples, self.dev_set, labels, opts,
+                            os.path.join(opts.out, BEST_DIR), metrics, log)
         total = opts.epochs * job.batches_per_epoch
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
         log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
-            f"{len(train_examples):,} examples ({len(train_set.features):,} sequences), dev {len(dev_examples):,}: "
-            f"{opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
-            f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+            f"{len(self.train_examples):,} examples ({len(self.train_set.features):,} sequences), dev "
+            f"{len(self.dev_examples):,}: {opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, "
+            f"peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         if opts.features != FINE_TUNE:
             log(f"feature-based ({opts.features}): the encoder is frozen; the head reads "
                 f"{FEATURES[opts.features].about} and trains "
                 f"{sum(p.size for p in ckpt.optimizer.m.values()):,} parameters")
-        baseline = majority_baseline(task, train_examples, dev_examples, labels)
+        baseline = majority_baseline(task, self.train_examples, self.dev_examples, labels)
         log(f"dev baseline (always the most frequent training answer): {format_scores(baseline)}")
-        if not resume:
+        if saved is None:
             metrics.write(kind="baseline", step=0, **baseline)
+        return Started(ckpt, job, schedule, self.tokenizer)
 
-        def save(ckpt):
-            save_training_checkpoint(ckpt_dir, ckpt, tokenizer)
-            run.saved()
-
-        stopped = train(job, ckpt, schedule, save, metrics, log, opts.log_every, opts.save_every, opts.stop_after)
-    if stopped:
-        log(f"stopped at step {ckpt.position.step}; saved {ckpt_dir}; continue with "
-            f"`npbert finetune --out {opts.out} --resume`")
-        return dict(stopped=True, step=ckpt.position.step, checkpoint=ckpt_dir)
-    main = task.metrics[0]
-    result = dict(ckpt.extra["best"], best=best_dir, checkpoint=ckpt_dir, stopped=False, task=task.name)
-    log(f"best dev {main} {result[main]:.4f} (epoch {result['epoch']}); model saved to {best_dir}")
-    if opts.test:
-        result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, max_len,
-                                             opts.qa(), opts.max_eval_examples)[0]
-        log(f"test ({opts.test}) with the best model: {format_scores(result['test'])}")
-        metrics.write(kind="test", step=ckpt.position.step, **result["test"])
-    return result
+    def finish(self, opts, started, metrics, log):
+        task, ckpt, best_dir = self.task, started.ckpt, os.path.join(opts.out, BEST_DIR)
+        main = task.metrics[0]
+        result = dict(ckpt.extra["best"], best=best_dir, checkpoint=os.path.join(opts.out, CHECKPOINT_DIR),
+                      stopped=False, task=task.name)
+        log(f"best dev {main} {result[main]:.4f} (epoch {result['epoch']}); model saved to {best_dir}")
+        if opts.test:
+            result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, self.max_len,
+                                                 opts.qa(), opts.max_eval_examples)[0]
+            log(f"test on {opts.test} with the best model (epoch {result['epoch']}): {format_scores(result['test'])}")
+            metrics.write(kind="test", step=ckpt.position.step, split=opts.test, **result["test"])
+        return result
 
 
 class FinetuningJob(Job):
@@ -212,7 +218,7 @@ def check_options(opts: FinetuneOptions) -> None:
     check_numbers(opts, positive=("epochs", "batch_size", "log_every", "eval_batch_size", "max_seq_length",
                                   "max_train_examples", "max_eval_examples", "doc_stride", "max_query_length",
                                   "n_best_size", "max_answer_length"),
-                  non_negative=("save_every", "learning_rate", "weight_decay", "max_grad_norm"),
+                  non_negative=("save_every",),
                   fractions=("warmup_proportion", "hidden_dropout_prob", "attention_probs_dropout_prob"))
     if opts.features not in CHOICES:
         raise NpbertError(f"--features {opts.features!r} is not one of {', '.join(CHOICES)}")

@@ -21,13 +21,14 @@ from npbert.errors import JSON_ERRORS, DataError, NpbertError
 from npbert.training.run_dir import METRICS_FILE
 
 PICTURE_FILE = "metrics.png"
-KINDS = ("baseline", "train", "eval", "test")
-NOT_SERIES = ("kind", "step", "epoch")
+KINDS = ("baseline", "train", "eval", "final", "test")
+NOT_SERIES = ("kind", "step", "epoch", "split")   # split: the file or split a test record scored
 TRAINING_ONLY = ("lr", "grad_norm", "tokens_per_s")  # how training went, not how well the model does
 # how each kind is drawn: the (noisy) training values as a thin line, evaluations as dots on a
-# line, a test score as a star, a baseline as a dashed level across the panel
+# line, a final (whole held-out set) or test score as a star, a baseline as a dashed level across the panel
 STYLES = dict(train=dict(linewidth=1, alpha=0.6), eval=dict(marker="o", linewidth=1.5, markersize=4),
-              test=dict(marker="*", linestyle="none", markersize=12), baseline=dict(linestyle="--", linewidth=1.5))
+              test=dict(marker="*", linestyle="none", markersize=12),
+              final=dict(marker="*", linestyle="none", markersize=12), baseline=dict(linestyle="--", linewidth=1.5))
 
 
 def plot_run(run_dir, out=None, log=print) -> str:
@@ -98,7 +99,7 @@ def check_record(record, path, number) -> dict:
     if not is_number(record.get("step")) or not float(record["step"]).is_integer():
         raise DataError(f"{where}: step {record.get('step')!r} is not a whole number")
     for field, value in record.items():
-        if field != "kind" and not is_number(value):
+        if field not in ("kind", "split") and not is_number(value):
             raise DataError(f"{where}: {field} is {value!r}, not a number")
     return record
 
@@ -147,7 +148,8 @@ def is_score(field) -> bool:
 
 
 def kind_names(pretraining) -> dict:
-    return dict(baseline="baseline", train="train", eval="held-out" if pretraining else "dev", test="test")
+    return dict(baseline="baseline", train="train", eval="held-out" if pretraining else "dev",
+                final="final held-out (all pairs)", test="test")
 
 
 def summary(path, records, skipped, pretraining) -> list:
@@ -199,7 +201,7 @@ def logged_every(records) -> str:
 
 def draw_panel(ax, records, names, belongs, title, ylabel) -> None:
     colours = {}
-    for kind in ("train", "eval", "test", "baseline"):
+    for kind in ("train", "eval", "final", "test", "baseline"):
         for field, (steps, values) in series(records, kind).items():
             if not belongs(field):
                 continue

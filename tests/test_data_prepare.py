@@ -210,3 +210,22 @@ def test_a_text_corpus_without_vocabulary_trains_one_and_reuses_it_on_resume(tmp
     prepare(opts, log=log.append)
     assert any("reusing the vocabulary" in line for line in log)
     assert open(out / MANIFEST, encoding="utf-8").read() == before
+
+
+def test_prepare_refuses_an_out_directory_it_did_not_make(tmp_path, capsys):
+    mine = tmp_path / "u"
+    mine.mkdir()
+    (mine / "vocab.txt").write_text("mine")
+    assert main(["prepare", "--out", str(mine), "--max-documents", "30"]) == 2
+    assert "is not empty and holds no manifest.json" in capsys.readouterr().err
+    assert os.listdir(mine) == ["vocab.txt"] and (mine / "vocab.txt").read_text() == "mine"
+
+
+def test_data_prepared_from_a_corpus_since_edited_is_not_reused(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("".join(f"document {i} begins here .\nand it ends here .\n\n" for i in range(30)))
+    opts = PrepareOptions(corpus=str(corpus), out=str(tmp_path / "d"), max_seq_length=32, dupe_factor=1)
+    prepare(opts, **QUIET)
+    corpus.write_text("".join(f"story {i} starts now .\nit stops right here .\n\n" for i in range(30)))
+    with pytest.raises(DataError, match="prepared with other options: corpus_sha256="):
+        prepare(opts, **QUIET)

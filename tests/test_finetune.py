@@ -260,7 +260,7 @@ def test_finetuning_uses_the_checkpoints_dropout_unless_told(tmp_path):
 # --- the shared training loop, from fine-tuning's side --------------------------------------------------
 
 def test_every_step_uses_the_schedule_and_clipped_gradients(micro, tmp_path, monkeypatch):
-    from test_pretrain import spy_on_updates
+    from test_pretrain_loop import spy_on_updates
     seen = spy_on_updates(monkeypatch)
     opts = options(micro, tmp_path, "builtin-sentence", 96, 2, batch_size=16, learning_rate=1e-3,
                    warmup_proportion=0.25, max_grad_norm=0.01)

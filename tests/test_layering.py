@@ -22,7 +22,7 @@ LAYERS = [
     ("npbert.feature_based", 7), ("npbert.inference", 7),
     ("npbert.task_models", 8), ("npbert.checkpoint", 8), ("npbert.fill_mask", 8),
     ("npbert.gradcheck", 9), ("npbert.golden", 10), ("npbert.training", 9), ("npbert.data", 9),
-    ("npbert.tasks", 10), ("npbert.run_plot", 10),
+    ("npbert.tasks", 10), ("npbert.run_plot", 10), ("npbert.pretraining", 10),
     ("npbert.pretrain", 11), ("npbert.finetune", 11), ("npbert.bow_baseline", 11),
     ("npbert.commands", 12),
     ("npbert.cli", 13),

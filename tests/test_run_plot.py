@@ -88,8 +88,10 @@ def test_a_pretraining_run_is_drawn_with_its_baselines(runs, capsys):
     drawn = panels(pt)
     assert set(drawn) == {"loss", "MLM and NSP accuracy against the baselines", "learning rate", "training speed"}
     scores = drawn["MLM and NSP accuracy against the baselines"]
-    assert set(scores) == {f"{k} {f}" for k in ("train", "held-out", "baseline") for f in ("mlm_acc", "nsp_acc")}
+    final = "final held-out (all pairs)"
+    assert set(scores) == {f"{k} {f}" for k in ("train", "held-out", final, "baseline") for f in ("mlm_acc", "nsp_acc")}
     assert scores["held-out mlm_acc"] == log_of(pt, "eval", "mlm_acc")
+    assert scores[f"{final} mlm_acc"] == log_of(pt, "final", "mlm_acc")        # the run's result, drawn
     assert scores["baseline nsp_acc"][1] == [log_of(pt, "baseline", "nsp_acc")[1][0]] * 2    # a level line
     assert drawn["learning rate"]["train lr"] == log_of(pt, "train", "lr")
     assert lr_axis_label(pt) == "step (logged every 2 steps, from step 2)"   # why the line does not start at 0

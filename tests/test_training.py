@@ -1,5 +1,5 @@
 """The pieces of npbert/training/ on their own: the loop's pieces are tested through pretraining
-and fine-tuning in test_pretrain.py and test_finetune.py."""
+and fine-tuning in test_pretrain_*.py and test_finetune.py."""
 import json
 
 import pytest
@@ -37,9 +37,10 @@ def test_metrics_log_on_resume_drops_later_records_and_a_half_written_line(tmp_p
 
 def test_option_numbers_are_checked_with_the_flag_named():
     for change, message in ((dict(steps=0), "--steps must be a positive integer, got 0"),
-                            (dict(learning_rate=-1.0), "--learning-rate must be a number >= 0"),
+                            (dict(learning_rate=-1.0), "--learning-rate must be a finite number >= 0"),
                             (dict(hidden_dropout_prob=1.0), "--hidden-dropout-prob must be in \\[0, 1\\)"),
-                            (dict(max_grad_norm=float("nan")), "--max-grad-norm must be a number >= 0")):
+                            (dict(max_grad_norm=float("nan")), "--max-grad-norm must be a finite number >= 0"),
+                            (dict(max_grad_norm=float("inf")), "--max-grad-norm must be a finite number >= 0")):
         opts = PretrainOptions(**change)
         with pytest.raises(NpbertError, match=message):
             check_numbers(opts, positive=("steps",), non_negative=("learning_rate", "max_grad_norm"),

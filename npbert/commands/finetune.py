@@ -1,5 +1,5 @@
 """`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
-from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, run_training, track_typed
+from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, track_typed
 from npbert.config import PRESETS
 from npbert.feature_based import CHOICES
 
@@ -49,16 +49,8 @@ def register(sub):
     p.add_argument("--max-eval-examples", type=int, default=None,
                    help="evaluate only the first N dev examples (default: all)")
     p.add_argument("--eval-batch-size", type=int, default=d.eval_batch_size, help="sequences per evaluation batch")
-    p.add_argument("--save-every", type=int, default=d.save_every,
-                   help="save a resumable checkpoint every N steps, and at each epoch's end (0: epoch ends only)")
     p.add_argument("--doc-stride", type=int, default=d.doc_stride, help="QA: tokens between window starts")
     p.add_argument("--max-query-length", type=int, default=d.max_query_length, help="QA: question tokens kept")
     p.add_argument("--n-best-size", type=int, default=d.n_best_size, help="QA: start/end candidates")
     p.add_argument("--max-answer-length", type=int, default=d.max_answer_length, help="QA: longest answer in tokens")
-    add_run_arguments(p, d)
-    p.set_defaults(func=run)
-
-
-def run(args):
-    from npbert.finetune import FinetuneOptions, finetune
-    return run_training(finetune, FinetuneOptions, args)
+    add_run_arguments(p, d, "save a resumable checkpoint every N steps, and at each epoch's end (0: epoch ends only)", "npbert.finetune:finetune")

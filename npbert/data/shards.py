@@ -13,14 +13,13 @@ Each shard holds n instances padded to max_seq_length L and max_predictions_per_
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import zipfile
 
 import numpy as np
 
-from npbert.atomic import atomic_write
+from npbert.atomic import atomic_write, file_sha256  # noqa: F401  (re-exported: the shards' checksums)
 from npbert.data.instances import DEFAULT_MASK_MIX
 from npbert.errors import JSON_ERRORS, DataError
 
@@ -29,7 +28,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 VOCAB_FILE = "vocab.txt"
 # options added after format_version 1: a manifest without one was made with this value
-OPTIONS_ADDED_LATER = dict(mask_mix=DEFAULT_MASK_MIX)
+OPTIONS_ADDED_LATER = dict(mask_mix=DEFAULT_MASK_MIX, corpus_sha256=None)
 FIELDS = ("input_ids", "token_type_ids", "lengths", "masked_lm_positions", "masked_lm_ids", "num_masked",
           "next_sentence_labels")
 
@@ -155,12 +154,3 @@ def check_manifest(manifest: dict, path) -> None:
         if not _is_shard_list(split.get("shards")):
             raise DataError(f"{path}: splits.{name}.shards must be a list of {{\"file\": a file name in the "
                             f"directory, \"instances\": a count}}, got {json.dumps(split.get('shards'))[:80]}")
-
-
-def file_sha256(path) -> str:
-    """The file's SHA-256 in hex, read a MiB at a time (a checkpoint's weights can be GBs)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -107,10 +107,6 @@ def _pad_row_constant(table, table0, pad):
     return table
 
 
-def _with_prefix(grads, prefix):
-    return {prefix + k: v for k, v in grads.items()}
-
-
 def op_cases(d: Dims):
     """name -> Case for every op, layer, head and whole model, at the sizes in d (float64 unless d.dtype)."""
     rng = np.random.default_rng(d.seed)

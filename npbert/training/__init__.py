@@ -1,5 +1,9 @@
 """Training machinery shared by pretraining and fine-tuning, one idea per module:
 
+    run.py          one run's lifecycle: checks, the lock, resume, the run directory, saving only
+                    finite models, failures in one line, how the run ended; a Recipe per kind
+    lock.py         one writer per run directory (flock + PID; a kill -9 leaves no stale lock)
+    inputs.py       the inputs a run reads, pinned: absolute paths + SHA-256, checked on resume
     loop.py         the step (forward, finite checks, backward, clip, AdamW, schedule), progress
                     lines, evaluation and checkpoint timing, Ctrl-C: written once, used by both
     state.py        the training checkpoint (model + optimizer + RNG + data position), atomic
@@ -10,5 +14,6 @@
     interrupt.py    Ctrl-C: stop after this step, save, exit
     overfitting.py  the warning when held-out loss keeps rising
 
-npbert/pretrain.py and npbert/finetune.py keep only what is their own: data, heads, metrics.
+npbert/pretrain.py (with npbert/pretraining/) and npbert/finetune.py keep only what is their own:
+their options, data, model and metrics, handed to run.py as a Recipe.
 """

@@ -28,7 +28,8 @@ from npbert.training.state import TrainingCheckpoint
 
 
 class TrainingDiverged(NpbertError):
-    """The loss or the gradient norm became NaN or infinite; the last good checkpoint is kept."""
+    """The loss, the gradient norm or the updated parameters became NaN or infinite; nothing of
+    that step is saved (npbert/training/run.py says which checkpoint is kept)."""
 
 
 @dataclass
@@ -119,8 +120,8 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
                 if (save_every and position.step % save_every == 0) or done or stopping or \
                         (epoch_ended and job.save_at_epoch_end):
                     checkpoint()
-                if stopping and not done:
-                    return True
+                if stopping and (not done or stop.requested):   # a Ctrl-C in the last step (say while the
+                    return True                                # evaluation's kernels load) is not swallowed
                 if done or epoch_ended:
                     break
             if not stepped:
@@ -143,5 +144,5 @@ def update(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, batch):
 
 def check_finite(what: str, value, step: int) -> None:
     if not math.isfinite(float(value)):
-        raise TrainingDiverged(f"the {what} is {float(value)} at step {step}; stopped without saving it, the last "
-                               "good checkpoint is kept (try a lower --learning-rate)")
+        raise TrainingDiverged(f"the {what} is {float(value)} at step {step}; stopped without saving it "
+                               "(try a lower --learning-rate)")

@@ -10,6 +10,7 @@ longer be the run that was stopped (use `pretrain --model` to go on past a run's
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from npbert.errors import NpbertError
 
@@ -56,12 +57,27 @@ def check_numbers(opts, positive=(), non_negative=(), fractions=()) -> None:
         if name in positive:
             ok, want = isinstance(value, int) and not isinstance(value, bool) and value >= 1, "a positive integer"
         elif name in non_negative:
-            ok, want = _is_number(value) and value >= 0, "a number >= 0"
+            ok, want = _is_number(value) and value >= 0, "a finite number >= 0"
         else:
             ok, want = _is_number(value) and 0.0 <= value < 1.0, "in [0, 1)"
         if not ok:
             raise NpbertError(f"{flag(name)} must be {want}, got {value!r}")
 
 
+# The optimizer's numbers, bounded where a larger value can only diverge (docs/pretraining.md,
+# "Options"): AdamW moves every weight by about lr per step, and the weights start near 0.02, so
+# a learning rate above 1 destroys the model in one step; a weight decay above 1 shrinks the
+# weights by more than the step itself. The gradient norm's bound only needs to be a number.
+OPTIMIZER_BOUNDS = dict(learning_rate=1.0, weight_decay=1.0, max_grad_norm=1e6)
+
+
+def check_optimizer(opts) -> None:
+    """NpbertError naming the first optimizer option that is not a finite number in [0, bound]."""
+    for name, bound in OPTIMIZER_BOUNDS.items():
+        value = getattr(opts, name)
+        if not (_is_number(value) and 0 <= value <= bound):
+            raise NpbertError(f"{flag(name)} must be a number from 0 to {bound:g}, got {value!r}")
+
+
 def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value   # not NaN
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -5,10 +5,12 @@
     OUT/checkpoint/       the last saved training checkpoint, for --resume
     OUT/metrics.jsonl     the log; pretraining adds OUT/data/, fine-tuning OUT/best/
 
-A new run may go into a directory that is missing, empty, or an npbert run that never saved a
-checkpoint (a first run that failed: its retry takes it over). A run that saved is refused
-unless --resume continues it or --overwrite replaces it; anything else is refused outright,
---overwrite or not: npbert deletes only what it made.
+A run is a directory carrying the marker, nothing less: a directory holding a metrics.jsonl or
+a checkpoint/ of someone else's making is not one. A new run may go into a directory that is
+missing, empty, or an npbert run that never saved a checkpoint (a first run that failed: its
+retry takes it over). A run that saved is refused unless --resume continues it or --overwrite
+replaces it; anything else is refused outright, --overwrite or not: npbert deletes only what it
+made. One process writes a run at a time (npbert/training/lock.py holds the lock around all this).
 
 --overwrite renames the old run aside to the hidden sibling `.OUT.replaced-<pid>-<hex>`
 (nothing copied, nothing deleted yet) and puts it back if the new run fails before its first
@@ -29,13 +31,22 @@ from npbert.errors import NpbertError
 MARKER = "npbert_run.json"
 REPLACED = "replaced"                     # the kind of sibling() an overwritten run is moved to
 CHECKPOINT_DIR, METRICS_FILE = "checkpoint", "metrics.jsonl"
-TRAINING_STATE = os.path.join(CHECKPOINT_DIR, "training_state.json")
 
 
 def is_run(path) -> bool:
-    """An npbert run directory: it has the marker, or (made before the marker existed) a
-    metrics log or a training checkpoint."""
-    return any(os.path.exists(os.path.join(path, f)) for f in (MARKER, METRICS_FILE, TRAINING_STATE))
+    """An npbert run directory: it carries the marker (a regular file, not a link to one)."""
+    marker = os.path.join(path, MARKER)
+    return os.path.isfile(marker) and not os.path.islink(marker)
+
+
+def run_kind(path) -> str | None:
+    """The command that made the run in path ("pretrain", "finetune"), None if unreadable."""
+    try:
+        with open(os.path.join(path, MARKER), encoding="utf-8") as f:
+            kind = json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
 
 
 def has_saved(path) -> bool:
@@ -61,29 +72,55 @@ def free_run_dir(path) -> str:
     return candidate
 
 
-def check_out(path, resume: bool, overwrite: bool) -> None:
-    """Refuse what must not happen in `path`, before anything is read or written anywhere."""
+def check_out_flags(path, resume: bool, overwrite: bool) -> None:
+    """What can be refused from the command line alone, before the lock is taken."""
     if resume and overwrite:
         raise NpbertError("--resume and --overwrite contradict each other: --resume continues the run in "
                           f"{path}, --overwrite replaces it with a new one; pass one of them")
     check_dir_path(path)
+    if overwrite and os.path.islink(path):
+        raise NpbertError(f"--out {path} is a symbolic link (to {os.path.realpath(path)}): --overwrite moves and "
+                          "deletes the run directory itself, not through a link; pass --out with the real path")
+    cwd, real = os.path.realpath(os.getcwd()), os.path.realpath(path)
+    if overwrite and (cwd == real or cwd.startswith(real + os.sep)):
+        raise NpbertError(f"--overwrite cannot replace {path}: it is (or holds) the current directory; run from "
+                          "its parent with --out NAME")
+
+
+def check_out(path, resume: bool, overwrite: bool, kind: str) -> None:
+    """Refuse what must not happen in `path`, before anything is read or written there (under the
+    run's lock: an interrupted --overwrite is put back first)."""
+    check_out_flags(path, resume, overwrite)
     recover_replaced(path)
     exists = os.path.isdir(path) and bool(os.listdir(path))
+    if exists and not is_run(path):
+        raise NpbertError(f"{path} is not empty and is not an npbert run (it has no {MARKER}); npbert will not "
+                          "write into it or delete it: choose another --out")
+    check_checkpoint_path(os.path.join(path, CHECKPOINT_DIR))
     if resume:
-        if not exists or not is_run(path):
+        if not exists:
             raise NpbertError(f"nothing to resume: {path} holds no npbert run")
+        made_by = run_kind(path)
+        if made_by not in (None, kind):
+            raise NpbertError(f"{path} is a run of `npbert {made_by}`, not of `npbert {kind}`: continue it with "
+                              f"`npbert {made_by} --out {path} --resume`")
         if not has_saved(path):
             raise NpbertError(f"nothing to resume: the run in {path} stopped before it saved a checkpoint; "
                               "run the same command again without --resume to start it over")
         return
-    if not exists:
-        return
-    if not is_run(path):
-        raise NpbertError(f"{path} is not empty and is not an npbert run (no {MARKER}, {METRICS_FILE} or "
-                          f"{CHECKPOINT_DIR}/); npbert will not write into it or delete it: choose another --out")
-    if has_saved(path) and not overwrite:
+    if exists and has_saved(path) and not overwrite:
         raise NpbertError(f"output directory {path} already exists; pass --resume to continue that run "
                           "or --overwrite to start again there")
+
+
+def check_checkpoint_path(ckpt) -> None:
+    """OUT/checkpoint is replaced whole at every save: a file or a link there is refused now,
+    not after the training, at the first save."""
+    if os.path.islink(ckpt):
+        raise NpbertError(f"{ckpt} is a symbolic link; every save replaces that directory, and npbert does not "
+                          "replace through a link: move the checkpoint into the run directory")
+    if os.path.lexists(ckpt) and not os.path.isdir(ckpt):
+        raise NpbertError(f"{ckpt} is a file, not a checkpoint directory; npbert will not replace it: move it")
 
 
 @contextlib.contextmanager
@@ -116,6 +153,7 @@ def open_run(path, kind: str, resume: bool, overwrite: bool, log):
 class RunDir:
     def __init__(self, path, aside=None):
         self.path, self.aside = path, aside
+        self.last_saved = None                          # the step of this invocation's last save
 
     def file(self, name) -> str:
         return os.path.join(self.path, name)
@@ -125,8 +163,9 @@ class RunDir:
             json.dump(dict(kind=kind, created=time.strftime("%Y-%m-%dT%H:%M:%S%z")), f)
             f.write("\n")
 
-    def saved(self) -> None:
-        """A checkpoint of this run is on disk: the run it replaced can go."""
+    def saved(self, step=None) -> None:
+        """A checkpoint of this run (of `step`) is on disk: the run it replaced can go."""
+        self.last_saved = step
         if self.aside is not None:
             shutil.rmtree(self.aside)
             self.aside = None
@@ -140,7 +179,8 @@ def recover_replaced(path) -> None:
             continue
         if os.path.isdir(path) and is_run(path) and has_saved(path):
             shutil.rmtree(aside)                        # the new run saved: the old one was to go
-        elif not os.path.exists(path) or is_run(path):
+        elif not os.path.exists(path) or is_run(path) or (os.path.isdir(path) and not os.listdir(path)):
+            # (empty: killed between making the new run's directory and writing its marker)
             if os.path.exists(path):
                 shutil.rmtree(path)                     # the new run, which never saved
             os.rename(aside, path)

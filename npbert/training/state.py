@@ -97,6 +97,7 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
             state = json.load(f)
         with np.load(os.path.join(directory, STATE_ARRAYS)) as z:
             moments = {k: z[k] for k in z.files}
+        check_counts(state)
         rng = np.random.default_rng()
         rng.bit_generator.state = state["rng_state"]
         position = Position(**state["position"])
@@ -107,10 +108,21 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
             raise CheckpointError(f"{directory}: the training state freezes {unknown[0]}, which the model lacks")
         optimizer = AdamW(trained(loaded.params, frozen), weight_decay=options.get("weight_decay", 0.01))
         optimizer.load_state_arrays(moments, state["optimizer_t"])
-    except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, *JSON_ERRORS) as e:
+    except (OSError, EOFError, KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile,
+            *JSON_ERRORS) as e:
         raise CheckpointError(f"{directory}: the training state is corrupt ({str(e)[:200]})") from None
     return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
                               state.get("backend", ""), state.get("extra", {}), frozen)
+
+
+def check_counts(state) -> None:
+    """KeyError/TypeError (reported as a corrupt state) unless the position and the optimizer's
+    update count are integers >= 0: a tampered `"step": null` or a negative count would fail
+    later, inside the first step, as a ZeroDivisionError."""
+    counts = dict(state["position"], optimizer_t=state["optimizer_t"])
+    for name, value in counts.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise TypeError(f"{name} is {value!r}, not an integer >= 0")
 
 
 def note_backend_change(saved_backend: str, log) -> None:

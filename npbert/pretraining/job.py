@@ -1,0 +1,69 @@
+"""The pretraining Job the shared loop runs (npbert/training/loop.py): masked LM + NSP on the
+epoch's permutation of the prepared instances, with held-out evaluation as it goes."""
+from __future__ import annotations
+
+from npbert.model import pretraining_backward, pretraining_forward
+from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
+from npbert.training.loop import Job
+from npbert.training.overfitting import RisingLossWatch
+
+
+class PretrainingJob(Job):
+    """Masked LM + NSP on prepared instances: the epoch's permutation of the training split,
+    held-out evaluation every eval_every steps against the two baselines (none for data
+    prepared with --heldout-fraction 0). With no_nsp, masked LM alone on the same batches: the
+    NSP labels are left out (no NSP loss, so zero gradients for the NSP head and the pooler,
+    which are frozen as well, so that weight decay does not shrink them either), and nothing
+    reports an NSP accuracy."""
+    name = "pretrain"
+
+    def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
+        self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log
+        self.train_data, self.heldout_data = train_data, heldout_data
+        self.batches_per_epoch = train_data.num_batches(opts.batch_size)
+        self.nsp = not opts.no_nsp
+        if heldout_data is not None:
+            self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
+            self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
+            self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
+        self.watch = RisingLossWatch(ckpt.extra.get("heldout_losses"))
+
+    def baselines(self) -> dict:
+        """The held-out baselines the accuracies are measured against."""
+        return keep_nsp(dict(mlm_acc=self.mlm_baseline, nsp_acc=self.nsp_baseline), self.nsp)
+
+    def batches(self, epoch, start):
+        return self.train_data.batches(self.opts.batch_size, self.opts.seed, epoch, start)
+
+    def forward(self, params, batch, rng):
+        if not self.nsp:
+            batch = dict(batch, nsp_labels=None)       # no label counted: NSP loss 0, its gradients 0
+        return pretraining_forward(params, self.config, **batch, rng=rng)
+
+    def backward(self, cache):
+        return pretraining_backward(cache)
+
+    def step_metrics(self, out, batch):
+        return keep_nsp(step_metrics(out), self.nsp)
+
+    def describe(self, m, epoch):
+        nsp = f"nsp acc {m['nsp_acc']:.3f}" if self.nsp else "nsp off"
+        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | {nsp}"
+
+    def after_step(self, position, epoch_ended, done):
+        step = position.step
+        if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
+            return
+        e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches,
+                     nsp=self.nsp)
+        nsp_acc = f" | nsp acc {e['nsp_acc']:.3f} (baseline {self.nsp_baseline:.3f})" if self.nsp else ""
+        nsp_loss = f" | nsp loss {e['nsp_loss']:.3f}" if self.nsp else ""
+        pairs = min(self.opts.eval_batches * self.opts.batch_size, len(self.heldout_data))
+        self.log(f"  held-out ({pairs:,} of {len(self.heldout_data):,} pairs): mlm acc {e['mlm_acc']:.3f} (baseline "
+                 f"{self.mlm_baseline:.3f}){nsp_acc} | mlm loss {e['mlm_loss']:.3f}{nsp_loss}")
+        self.metrics.write(kind="eval", step=step, **e)
+        warning = self.watch.add(step, e["mlm_loss"])
+        if warning:
+            passes = step * self.opts.batch_size / len(self.train_data)
+            self.log(f"  warning: {warning}: {step} steps of {self.opts.batch_size} have gone through the "
+                     f"{len(self.train_data):,} training instances {passes:.0f} times. More text, or fewer --steps.")
