@@ -34,7 +34,11 @@ def test_without_nsp_the_nsp_head_and_pooler_never_change_and_nothing_reports_ns
     trained = load_pretrained(r["checkpoint"]).params
     assert sorted(trained) == sorted(init)                              # the heads stay in the checkpoint
     assert all(np.array_equal(trained[k], init[k]) for k in NSP_ONLY_PARAMS)
-    assert all(not np.array_equal(trained[k], init[k]) for k in trained if k not in NSP_ONLY_PARAMS)
+    # every other parameter moves, but for the attention key biases: their gradient is 0 in exact
+    # arithmetic (softmax ignores a shift of a row of scores), and whether Adam moves them by its
+    # rounding noise or not at all depends on the CPU's SIMD width, so no verdict hangs on them
+    moving = [k for k in trained if k not in NSP_ONLY_PARAMS and not k.endswith("attention.self.key.bias")]
+    assert all(not np.array_equal(trained[k], init[k]) for k in moving)
     assert len(seen) == 12 and all(trained_names == set(trained) - NSP_ONLY_PARAMS for trained_names, _ in seen)
     assert all(not g.any() for _, grads in seen for g in grads.values())
     with np.load(os.path.join(r["checkpoint"], "training_state.npz")) as moments:
