@@ -218,7 +218,7 @@ def check_options(opts: FinetuneOptions) -> None:
     check_numbers(opts, positive=("epochs", "batch_size", "log_every", "eval_batch_size", "max_seq_length",
                                   "max_train_examples", "max_eval_examples", "doc_stride", "max_query_length",
                                   "n_best_size", "max_answer_length"),
-                  non_negative=("save_every",),
+                  counts=("save_every", "seed"),
                   fractions=("warmup_proportion", "hidden_dropout_prob", "attention_probs_dropout_prob"))
     if opts.features not in CHOICES:
         raise NpbertError(f"--features {opts.features!r} is not one of {', '.join(CHOICES)}")

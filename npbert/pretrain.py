@@ -206,7 +206,7 @@ def check_options(opts) -> None:
     """The numbers a run needs, checked before anything is read or written (the optimizer's:
     npbert/training/options.py)."""
     check_numbers(opts, positive=("steps", "batch_size", "log_every"),
-                  non_negative=("eval_every", "save_every", "eval_batches", "warmup_steps"),
+                  counts=("eval_every", "save_every", "eval_batches", "warmup_steps", "seed"),
                   fractions=("heldout_fraction", "hidden_dropout_prob", "attention_probs_dropout_prob"))
     if opts.preset not in PRESETS:
         raise NpbertError(f"unknown --preset {opts.preset!r}; choose one of {', '.join(PRESETS)}")

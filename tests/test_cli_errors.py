@@ -216,15 +216,12 @@ def test_the_argument_types_take_their_range_and_nothing_else():
             kind(text)
 
 
-# The commands whose numbers are checked when the run starts (their options' check_numbers), until
-# their parsers take the types of npbert/commands/arg_types.py too.
-CHECKED_AT_RUN_START = {"pretrain", "finetune", "prepare"}
 
 
 def test_every_number_option_has_a_range_shown_in_its_help():
     # a bare type=int or type=float takes -3, 0, nan and inf; each option's type says its range
     unranged = [f"{command} {action.option_strings[0]}" for command, parser in subcommands().items()
-                if command not in CHECKED_AT_RUN_START for action in parser._actions
+                for action in parser._actions
                 if action.option_strings and action.type in (int, float)]
     assert not unranged
     text = " ".join(subcommands()["evaluate"].format_help().split())

@@ -81,10 +81,22 @@ def test_a_lock_left_by_a_process_killed_with_sigkill_is_taken_over(tmp_path, da
 def test_absurd_optimizer_values_are_refused_and_overwrite_keeps_the_run(tmp_path, data_dir, trained, capsys, flag,
                                                                          value):
     before = sorted(os.listdir(trained))
-    assert cli(tmp_path, data_dir, "--overwrite", flag, value) == 2
-    assert capsys.readouterr().err.startswith(f"npbert pretrain: error: {flag} must be a number from 0 to ")
+    with pytest.raises(SystemExit) as refused:                        # refused while parsing the command line
+        cli(tmp_path, data_dir, "--overwrite", flag, value)
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.startswith(f"npbert pretrain: error: argument {flag}: must be a number in [0, ")
     assert sorted(os.listdir(trained)) == before and saved_step(trained) == 7
     assert [e for e in os.listdir(tmp_path) if e.startswith(".")] == []
+
+
+@pytest.mark.parametrize("change", [dict(learning_rate=float("inf")), dict(learning_rate=3e3),
+                                    dict(weight_decay=float("nan")), dict(max_grad_norm=float("inf")), dict(seed=-1)])
+def test_the_python_api_checks_the_same_numbers_before_anything_is_touched(tmp_path, data_dir, trained, change):
+    # the command line refuses these while parsing; a script calling pretrain() meets the same check
+    before = sorted(os.listdir(trained))
+    with pytest.raises(NpbertError, match="must be"):
+        pretrain(options(tmp_path, data_dir, **change), overwrite=True, log=quiet)
+    assert sorted(os.listdir(trained)) == before and saved_step(trained) == 7
 
 
 def test_a_non_finite_model_is_never_saved_and_the_message_says_what_is_kept(tmp_path, data_dir, monkeypatch):

@@ -1,5 +1,6 @@
 """The corpus options of `npbert prepare` and `npbert pretrain`, declared to argparse once (the
 record they fill: npbert.data.prepare.CorpusOptions)."""
+from npbert.commands.arg_types import at_least, positive_int, probability
 from npbert.data.prepare import DEFAULT_HELDOUT_FRACTION, CorpusOptions
 
 DEFAULTS = CorpusOptions()
@@ -11,16 +12,16 @@ def add_corpus_arguments(p) -> None:
                         "of .txt files")
     p.add_argument("--vocab", default=None,
                    help="vocab.txt for the corpus (default: builtin's own, else one trained from the corpus)")
-    p.add_argument("--vocab-size", type=int, default=DEFAULTS.vocab_size,
+    p.add_argument("--vocab-size", type=at_least(16, "vocab_size"), default=DEFAULTS.vocab_size,
                    help="size of the WordPiece vocabulary trained when --vocab is not given")
-    p.add_argument("--max-seq-length", type=int, default=None,
+    p.add_argument("--max-seq-length", type=positive_int, default=None,
                    help="tokens per instance (default: 64 for builtin, 128 otherwise)")
-    p.add_argument("--dupe-factor", type=int, default=None,
+    p.add_argument("--dupe-factor", type=positive_int, default=None,
                    help="passes over the corpus, each masked differently (default: 5 for builtin, 2 otherwise)")
-    p.add_argument("--heldout-fraction", type=float, default=None,
+    p.add_argument("--heldout-fraction", type=probability, default=None,
                    help="share of the corpus's documents held out for evaluation, at least 2 documents "
                         f"(default: {DEFAULT_HELDOUT_FRACTION})")
-    p.add_argument("--max-documents", type=int, default=None,
+    p.add_argument("--max-documents", type=positive_int, default=None,
                    help="use the first N documents; builtin: generate N stories (default: all; builtin 4000)")
     p.add_argument("--cased", dest="do_lower_case", action="store_false", default=None,
                    help="keep case (default: lower-case; pretrain --model: the checkpoint's casing)")

@@ -47,15 +47,18 @@ def _show(value) -> str:
     return "(not set)" if value is None else str(value)
 
 
-def check_numbers(opts, positive=(), non_negative=(), fractions=()) -> None:
+def check_numbers(opts, positive=(), counts=(), non_negative=(), fractions=()) -> None:
     """NpbertError naming the option unless each of `positive` is an integer >= 1, each of
-    `non_negative` a number >= 0, and each of `fractions` in [0, 1); None means "default"."""
-    for name in positive + non_negative + fractions:
+    `counts` an integer >= 0 (a count, a step, a seed), each of `non_negative` a number >= 0, and
+    each of `fractions` in [0, 1); None means "default"."""
+    for name in positive + counts + non_negative + fractions:
         value = getattr(opts, name)
         if value is None:
             continue
-        if name in positive:
-            ok, want = isinstance(value, int) and not isinstance(value, bool) and value >= 1, "a positive integer"
+        if name in positive + counts:
+            low = 1 if name in positive else 0
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
+            want = "a positive integer" if low else "an integer >= 0"
         elif name in non_negative:
             ok, want = _is_number(value) and value >= 0, "a finite number >= 0"
         else:
