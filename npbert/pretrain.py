@@ -27,7 +27,7 @@ from npbert.config import PRESETS, BertConfig
 from npbert.data.instances import canonical_mask_mix
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import NSP_ONLY_PARAMS, init_params, pretraining_backward, pretraining_forward
-from npbert.task_models import pretraining_config
+from npbert.heads.params import pretraining_config
 from npbert.tokenizer import BertTokenizer, load_vocab
 from npbert.training.loop import Job, Schedule, train
 from npbert.training.metrics_log import MetricsLog

@@ -1,5 +1,5 @@
 """The tasks npbert fine-tunes on, by name: which head, how to read them, their labels, their
-metrics (the first is the one the best checkpoint is chosen by) and a default sequence length.
+metrics (the first is the one the best checkpoint is chosen by; the head computes them) and a default sequence length.
 
     npbert finetune --task sst-2 --train SST-2/train.tsv --dev SST-2/dev.tsv ...
     npbert finetune --task builtin-sentence          (generated: no files needed)
@@ -23,7 +23,7 @@ from npbert.tasks.text_files import read_text_file
 @dataclass(frozen=True)
 class Task:
     name: str
-    kind: str                      # a task_models kind
+    kind: str                      # its head (npbert/heads/registry.py)
     read: Callable                 # path (or split name, if generated) -> list of examples
     metrics: tuple                 # metric names; metrics[0] picks the best checkpoint
     labels: tuple | None = None    # fixed label names; None: taken from the training examples
@@ -90,22 +90,3 @@ def read_examples(task: Task, source) -> list:
     if not examples:
         raise DataError(f"{source} holds no examples")
     return examples
-
-
-def label_names(task: Task, train_examples) -> list | None:
-    """The task's label names: fixed ones, else those of the training examples ("O" first for
-    tags, numbers in numeric order). None for regression, QA and multiple choice."""
-    if task.labels is not None:
-        return list(task.labels)
-    if task.regression or task.kind in ("question_answering", "multiple_choice"):
-        return None
-    if task.kind == "token_classification":
-        seen = {t for ex in train_examples for t in (ex["tags"] or [])}
-        return (["O"] if "O" in seen else []) + sorted(seen - {"O"})
-    seen = {str(ex["label"]) for ex in train_examples if ex.get("label") is not None}
-    if not seen:
-        raise DataError(f"{train_examples[0]['where']}: the training examples have no labels")
-    try:
-        return sorted(seen, key=lambda s: (int(s), s))   # "2" before "10"; equal numbers ("1", "01") by text
-    except ValueError:                                   # not all integers
-        return sorted(seen)
