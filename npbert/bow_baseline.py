@@ -144,7 +144,7 @@ def main(argv=None) -> int:
         task = get_task(args.task)
         if head_of(task.kind) is not sequence.HEAD or task.regression:
             raise NpbertError(f"the bag-of-words baseline classifies sentences or sentence pairs; {task.name} "
-                              f"is a {'regression' if task.regression else head_of(task.kind).architecture} task")
+                              f"is a {'regression' if task.regression else task.kind.replace('_', ' ')} task")
         train, dev, test = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
     except NpbertError as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)
