@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from npbert.errors import DataError
+from npbert.heads import choice, sequence, span, token
 from npbert.tasks import glue
 from npbert.tasks.builtin import builtin_labels, read_builtin
 from npbert.tasks.conll import read_conll
@@ -18,6 +19,8 @@ from npbert.tasks.movie_reviews import read_rt_polarity
 from npbert.tasks.squad import read_squad
 from npbert.tasks.swag import read_swag
 from npbert.tasks.text_files import read_text_file
+
+SEQUENCE, TOKEN, SPAN, CHOICE = (h.HEAD.kind for h in (sequence, token, span, choice))
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class Task:
 def _glue(name, metrics, about):
     read = (lambda path: glue.read_glue(name.removesuffix("-mm"), path))
     labels = glue.LABELS[name.removesuffix("-mm")]
-    return Task(name, "sequence_classification", read, metrics, labels, regression=labels is None, about=about)
+    return Task(name, SEQUENCE, read, metrics, labels, regression=labels is None, about=about)
 
 
 def _builtin(name, kind, metrics, about, max_seq_length=64):
@@ -56,23 +59,23 @@ TASKS = {t.name: t for t in [
     _glue("qnli", ACCURACY, "GLUE QNLI question/sentence entailment, TSV"),
     _glue("rte", ACCURACY, "GLUE RTE entailment, TSV"),
     _glue("wnli", ACCURACY, "GLUE WNLI, TSV"),
-    Task("classification", "sequence_classification", read_text_file, ("accuracy", "macro_f1"),
+    Task("classification", SEQUENCE, read_text_file, ("accuracy", "macro_f1"),
          about="CSV (header) or .jsonl with text, optional text_pair, label; labels from the training file"),
-    Task("regression", "sequence_classification", read_text_file, ("spearman", "pearson"), regression=True,
+    Task("regression", SEQUENCE, read_text_file, ("spearman", "pearson"), regression=True,
          about="CSV or .jsonl with text, optional text_pair, a numeric label"),
-    Task("conll", "token_classification", read_conll, ("entity_f1", "token_accuracy"),
+    Task("conll", TOKEN, read_conll, ("entity_f1", "token_accuracy"),
          about="CoNLL-2003 style: word ... tag per line, blank line between sentences"),
-    Task("squad", "question_answering", read_squad, ("f1", "exact_match"), max_seq_length=384,
+    Task("squad", SPAN, read_squad, ("f1", "exact_match"), max_seq_length=384,
          about="SQuAD v1.1 JSON"),
-    Task("swag", "multiple_choice", read_swag, ACCURACY, about="SWAG CSV (sent1, sent2, ending0-3, label)"),
-    Task("rt-polarity", "sequence_classification", read_rt_polarity, ("accuracy", "macro_f1"), RT_LABELS,
+    Task("swag", CHOICE, read_swag, ACCURACY, about="SWAG CSV (sent1, sent2, ending0-3, label)"),
+    Task("rt-polarity", SEQUENCE, read_rt_polarity, ("accuracy", "macro_f1"), RT_LABELS,
          generated=True, max_seq_length=64, about="Rotten Tomatoes sentences (movie-reviews package), 80/10/10"),
-    _builtin("builtin-sentence", "sequence_classification", ACCURACY, "built-in: profession of a sentence (12)"),
-    _builtin("builtin-pair", "sequence_classification", ACCURACY, "built-in: entailment of a fact (3)"),
-    _builtin("builtin-tagging", "token_classification", ("entity_f1", "token_accuracy"), "built-in: PER/LOC/ORG"),
-    _builtin("builtin-qa", "question_answering", ("f1", "exact_match"), "built-in: questions on a story", 128),
-    _builtin("builtin-choice", "multiple_choice", ACCURACY, "built-in: the sentence that continues (4)"),
-    _builtin("builtin-qnli", "sequence_classification", ACCURACY, "built-in: does the sentence answer the question (2)"),
+    _builtin("builtin-sentence", SEQUENCE, ACCURACY, "built-in: profession of a sentence (12)"),
+    _builtin("builtin-pair", SEQUENCE, ACCURACY, "built-in: entailment of a fact (3)"),
+    _builtin("builtin-tagging", TOKEN, ("entity_f1", "token_accuracy"), "built-in: PER/LOC/ORG"),
+    _builtin("builtin-qa", SPAN, ("f1", "exact_match"), "built-in: questions on a story", 128),
+    _builtin("builtin-choice", CHOICE, ACCURACY, "built-in: the sentence that continues (4)"),
+    _builtin("builtin-qnli", SEQUENCE, ACCURACY, "built-in: does the sentence answer the question (2)"),
 ]}
 
 
