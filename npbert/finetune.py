@@ -132,7 +132,7 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
         log(f"fine-tuning for {task.name} ({describe_head(head, task, labels)}) on {len(train_examples):,} "
             f"examples ({count(sequences(head, train_set.features), 'sequence')}), dev {len(dev_examples):,}: "
-            f"{count(opts.epochs, 'epoch')} of {job.batches_per_epoch} steps of {opts.batch_size}, peak lr "
+            f"{count(opts.epochs, 'epoch')} of {count(job.batches_per_epoch, 'step')} of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         if opts.features != FINE_TUNE:
             log(f"feature-based ({opts.features}): the encoder is frozen; the head reads "

@@ -330,3 +330,22 @@ def test_out_that_is_a_file_is_refused(micro, tmp_path, capsys):
                     + extra) == 2
         assert "is an existing file, not a directory" in capsys.readouterr().err
     assert (tmp_path / "run").read_text() == "my notes"
+
+
+def test_a_fine_tuned_checkpoint_says_what_it_is(micro, tmp_path, capsys):
+    """The run's first line names the head and counts sequences (four per multiple-choice example)
+    and epochs in good English; `npbert info` gives the checkpoint's own class, not
+    BertForPreTraining; `npbert fill-mask` says it has no masked-LM head and what it is."""
+    said = []
+    opts = dataclasses.replace(options(micro, tmp_path, "builtin-choice", 20, 1), max_eval_examples=8)
+    result = finetune(opts, log=said.append)
+    assert any("(BertForMultipleChoice) on 20 examples (80 sequences), dev 8: 1 epoch of 1 step of 32" in s
+               for s in said), said
+    capsys.readouterr()
+    assert main(["info", result["best"]]) == 0
+    out = capsys.readouterr().out
+    assert "BertForMultipleChoice (+ classifier):" in out and "BertForPreTraining" not in out
+    assert main(["fill-mask", result["best"], "the [MASK] ."]) == 2
+    err = capsys.readouterr().err
+    assert "is a BertForMultipleChoice and has no masked-LM head" in err and "npbert predict" in err
+    assert "Unexpected tensors" not in err
