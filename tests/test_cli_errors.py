@@ -73,6 +73,17 @@ def test_predict_on_a_directory_or_a_missing_file(sentence_model, tmp_path, caps
     assert f"input file not found: {missing}" in one_error_line(capsys, "predict")
 
 
+def test_predict_gives_one_line_per_input_line_and_empty_for_a_blank_one(sentence_model, tmp_path, capsys):
+    """Before: a blank line was skipped, so 4 lines with one blank gave 3 predictions, each but
+    the first beside the wrong input. Every head's output keeps the lines, "(empty)" for a blank."""
+    (tmp_path / "in.txt").write_text("Anna bakes bread.\n\n  \nTom flies planes.\n")
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4 and out[1] == out[2] == "(empty)"
+    labels = TASKS["builtin-sentence"].labels
+    assert all(line.split("\t")[0] in labels for line in (out[0], out[3]))
+
+
 def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys):
     (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
     assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt"),
