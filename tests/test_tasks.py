@@ -9,7 +9,7 @@ import pytest
 from npbert.errors import DataError
 from npbert.ops import IGNORE_INDEX
 from npbert.tasks import qa
-from npbert.tasks.builtin import read_builtin
+from npbert.data.builtin_tasks import read as read_builtin
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
 from npbert.finetuned import label_names, majority_baseline
 from npbert.heads.registry import head_of
@@ -141,7 +141,7 @@ def test_builtin_tasks_read_as_records():
 
 
 # builtin-qnli: a question's opening -> the Person field that answers it (written out again here,
-# not taken from builtin_tasks.QUESTIONS, so a wrong fact in that table fails the test)
+# not taken from builtin_tasks.stories.QUESTIONS, so a wrong fact in that table fails the test)
 ANSWER_FIELDS = (("What is the job", "job"), ("In which city", "city"), ("In which country", "country"),
                  ("Where does", "org"), ("How old", "age"), ("What is the name", "petname"),
                  ("Who is the friend", "friend"), ("What does", "hobby"))

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from npbert.data import builtin_tasks
 from npbert.errors import DataError
 from npbert.heads import choice, sequence, span, token
 from npbert.tasks import glue
-from npbert.tasks.builtin import builtin_labels, read_builtin
 from npbert.tasks.conll import read_conll
 from npbert.tasks.movie_reviews import LABELS as RT_LABELS
 from npbert.tasks.movie_reviews import read_rt_polarity
@@ -43,7 +43,7 @@ def _glue(name, metrics, about):
 
 
 def _builtin(name, kind, metrics, about, max_seq_length=64):
-    return Task(name, kind, lambda split: read_builtin(name, split), metrics, builtin_labels(name), generated=True,
+    return Task(name, kind, lambda split: builtin_tasks.read(name, split), metrics, builtin_tasks.labels(name), generated=True,
                 max_seq_length=max_seq_length, about=about)
 
 
