@@ -408,7 +408,7 @@ def head_alone_cases(d: Dims, config, head_params, token_labels, start, end, rng
                            lambda p, head=head, targets=targets: _loss_of(
                                head.forward(p["x"], p, config, targets, d.rng(), NO_TRACE)),
                            lambda dl, c, head=head: _merge(head.backward(dl, c, NO_TRACE)),
-                           f"{x_shape} -> loss", dict(targets), golden=False)
+                           f"({','.join(map(str, x_shape))}) -> loss", dict(targets), golden=False)
     return cases
 
 
