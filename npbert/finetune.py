@@ -27,8 +27,8 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
 from npbert.feature_based import CHOICES, FEATURES, FIELD, FINE_TUNE, features_named, frozen_names, with_features
-from npbert.finetuned import (check_max_length, evaluate_checkpoint, evaluate_encoded, format_scores, has_gold,
-                              label_names, majority_baseline)
+from npbert.finetuned import (check_max_length, encode, evaluate_checkpoint, evaluate_encoded, format_scores,
+                              has_gold, label_names, majority_baseline)
 from npbert.heads.params import check_head, finetuned_config, init_head, label_names_of
 from npbert.heads.registry import head_of
 from npbert.heads.span import QAOptions
@@ -105,7 +105,6 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
         log(f"resuming {opts.out} at step {saved.position.step}")
     check_options(opts)
     task = get_task(opts.task)
-    head = head_of(task.kind)
     max_len = opts.max_seq_length or task.max_seq_length
     train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
     dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
@@ -115,10 +114,10 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
     labels = label_names(task, train_examples)
     if not resume:
         config, params, tokenizer = start_model(opts, task, labels, log)
-    config = finetuned_config(config, head, REGRESSION_LABELS if task.regression else labels, opts.features)
+    config = finetuned_config(config, head_of(task.kind), REGRESSION_LABELS if task.regression else labels, opts.features)
     check_max_length(config, max_len)
-    train_set = head.encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
-    dev_set = head.encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
+    train_set = encode(task, train_examples, tokenizer, max_len, labels, opts.qa())
+    dev_set = encode(task, dev_examples, tokenizer, max_len, labels, opts.qa())
     with open_run(opts.out, "finetune", resume, overwrite, log) as run:
         if resume:
             note_backend_change(saved.backend, log)
@@ -130,8 +129,8 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
                             log)
         total = opts.epochs * job.batches_per_epoch
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
-        log(f"fine-tuning for {task.name} ({describe_head(head, task, labels)}) on {len(train_examples):,} "
-            f"examples ({count(sequences(head, train_set.features), 'sequence')}), dev {len(dev_examples):,}: "
+        log(f"fine-tuning for {task.name} ({describe_head(task, labels)}) on {len(train_examples):,} "
+            f"examples ({count(sequences(task, train_set.features), 'sequence')}), dev {len(dev_examples):,}: "
             f"{count(opts.epochs, 'epoch')} of {count(job.batches_per_epoch, 'step')} of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         if opts.features != FINE_TUNE:
@@ -229,15 +228,15 @@ def _default_split(task, split):
     return split
 
 
-def describe_head(head, task, labels) -> str:
+def describe_head(task, labels) -> str:
     """What the run trains, for its first line: "BertForSequenceClassification, 12 labels"."""
     outputs = "regression" if task.regression else f"{count(len(labels), 'label')}" if labels else None
-    return ", ".join(x for x in (head.architecture, outputs) if x)
+    return ", ".join(x for x in (head_of(task.kind).architecture, outputs) if x)
 
 
-def sequences(head, features) -> int:
+def sequences(task, features) -> int:
     """The sequences the model reads: one per feature, C per feature for a head with choices."""
-    return sum(len(f["input_ids"]) for f in features) if head.choices else len(features)
+    return sum(len(f["input_ids"]) for f in features) if head_of(task.kind).choices else len(features)
 
 
 def count(n, noun) -> str:

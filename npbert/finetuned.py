@@ -32,6 +32,11 @@ def majority_baseline(task, train_examples, dev_examples, labels=None) -> dict:
     return head.score(task, dev_examples, head.baseline(task, train_examples, dev_examples), labels)
 
 
+def encode(task, examples, tokenizer, max_seq_length, labels, options=None):
+    """The examples as the task's head feeds them to the model (an Encoded: features, QA's contexts)."""
+    return head_of(task.kind).encode(task, examples, tokenizer, max_seq_length, labels, options)
+
+
 def check_max_length(config, max_len):
     if max_len > config.max_position_embeddings:
         raise DataError(f"max_seq_length {max_len} is longer than the model's max_position_embeddings "
@@ -92,7 +97,7 @@ def evaluate_checkpoint(directory, task_name, source, batch_size=64, max_seq_len
     examples = read_examples(task, source)[:max_examples]
     max_len = max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
-    encoded = head_of(task.kind).encode(task, examples, tokenizer, max_len, labels, options)
+    encoded = encode(task, examples, tokenizer, max_len, labels, options)
     scores, predictions = evaluate_encoded(params, config, task, examples, encoded, labels, batch_size,
                                            tokenizer.pad_token_id, options)
     return scores, examples, predictions
