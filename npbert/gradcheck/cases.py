@@ -284,15 +284,14 @@ NUM_LABELS, NUM_CHOICES = 3, 2
 
 
 def head_cases(d: Dims, params, batch, rng):
-    """The fine-tuning heads alone, then each whole model + head. The whole-model cases
-    differentiate the head, the pooler (for the heads on the pooled output) and the word and
-    token-type embeddings and their LayerNorm: the far end of the chain, where a wrong dh or
-    dpooled shows. bert_for_pretraining checks every encoder parameter; tests/test_heads.py
-    checks every parameter of each model + head once."""
+    """The heads' layers, each whole model + head, the feature-based models, each head alone. The
+    whole-model cases differentiate the head, the pooler (for the heads on the pooled output) and
+    the word and token-type embeddings and their LayerNorm: the far end of the chain, where a wrong
+    dh or dpooled shows (bert_for_pretraining checks every encoder parameter; tests/test_heads.py
+    every parameter of each model + head once)."""
     from npbert.task_model import task_model_backward, task_model_forward
-    B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
-    config = d.config()
-    cases = {}
+    B, T, K, C = d.B, d.T, NUM_LABELS, NUM_CHOICES
+    config, cases = d.config(), {}
 
     def add(name, inputs, run, backward, shapes, fixed=None, model=None, golden=True):
         cases[name] = Case({k: np.asarray(v, d.dtype) for k, v in inputs.items()}, run, backward, shapes,
@@ -302,6 +301,54 @@ def head_cases(d: Dims, params, batch, rng):
         p = init_head(config, head, k, rng, np.float64)
         return {n: (a * 10 if a.ndim == 2 else a + 0.1 * _normal(rng, *a.shape)).astype(d.dtype) for n, a in p.items()}
 
+    start, end = head_layer_cases(d, add, head_params, rng)
+    base = {k: v for k, v in params.items() if not k.startswith("cls.")}
+    far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
+    inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
+    inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
+    token_labels = rng.integers(0, K, (B, T))
+    token_labels[(np.arange(T) == 0) | (batch["attention_mask"] == 0)] = ops.IGNORE_INDEX   # [CLS], padding
+    models = [
+        ("bert_for_sequence_classification", sequence.HEAD, K,
+         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
+        ("bert_for_sequence_regression", sequence.HEAD, 1,
+         dict(labels=_normal(rng, B).astype(d.dtype)), f"({B},{T}) -> ({B},1), MSE"),
+        ("bert_for_token_classification", token.HEAD, K,
+         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
+        ("bert_for_question_answering", span.HEAD, 2,
+         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
+        ("bert_for_multiple_choice", choice.HEAD, 1,
+         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
+    ]
+
+    def inputs_of(head):                                                  # (B, C, T) for a head with choices
+        return inputs3 if head.choices else {k2: batch[k2] for k2 in inputs3}
+    for name, head, k, labels, shapes in models:
+        hp = head_params(head, k)
+        fixed = {**base, **hp}
+        data = inputs_of(head)
+        forward, backward = functools.partial(task_model_forward, head), functools.partial(task_model_backward, 1.0)
+        pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and head.reads == CLS]
+        # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
+        # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
+        emb = [k2 for k2 in far_end if not (head is span.HEAD and k2 == WORD)]
+        add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
+            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
+                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
+            lambda dl, c: task_model_backward(dl, c), f"{shapes} head,{'pooler,' if pooler else ''}emb",
+            model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
+
+    same_as = {head.kind: (labels, shapes) for name, head, k, labels, shapes in models
+               if name != "bert_for_sequence_regression"}                 # each head's targets and shapes
+    feature_based_cases(d, add, head_params, inputs_of, same_as, rng)
+    cases.update(head_alone_cases(d, config, head_params, token_labels, start, end, rng))
+    return cases
+
+
+def head_layer_cases(d: Dims, add, head_params, rng) -> tuple:
+    """The layers the heads are made of: classifier, qa_head, span_loss, mse (golden vectors).
+    -> the span loss's (start, end) positions, which the QA model's row reuses."""
+    B, T, H, K = d.B, d.T, d.H, NUM_LABELS
     cls = head_params(sequence.HEAD, K)
     add("classifier", {"x": _normal(rng, B, T, H), **cls},
         lambda p: classifier_forward(p["x"], p, d.dropout, d.rng()),
@@ -321,48 +368,17 @@ def head_cases(d: Dims, params, batch, rng):
     add("mse", {"pred": _normal(rng, B * T)},
         lambda p: ops.mse_forward(p["pred"], target),
         lambda dl, c: {"pred": ops.mse_backward(dl, c)}, f"({B * T},)", dict(target=target))
+    return start, end
 
-    base = {k: v for k, v in params.items() if not k.startswith("cls.")}
-    far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
-    inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
-    inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
-    token_labels = rng.integers(0, K, (B, T))
-    token_labels[:, 0] = ops.IGNORE_INDEX
-    token_labels[batch["attention_mask"] == 0] = ops.IGNORE_INDEX       # padding is never scored
-    models = [
-        ("bert_for_sequence_classification", sequence.HEAD, K,
-         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
-        ("bert_for_sequence_regression", sequence.HEAD, 1,
-         dict(labels=_normal(rng, B).astype(d.dtype)), f"({B},{T}) -> ({B},1), MSE"),
-        ("bert_for_token_classification", token.HEAD, K,
-         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
-        ("bert_for_question_answering", span.HEAD, 2,
-         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
-        ("bert_for_multiple_choice", choice.HEAD, 1,
-         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
-    ]
 
-    def inputs_of(head):
-        return inputs3 if head.choices else {k2: batch[k2] for k2 in inputs3}
-    for name, head, k, labels, shapes in models:
-        hp = head_params(head, k)
-        fixed = {**base, **hp}
-        data = inputs_of(head)
-        forward, backward = functools.partial(task_model_forward, head), functools.partial(task_model_backward, 1.0)
-        pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and head.reads == CLS]
-        # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
-        # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
-        emb = [k2 for k2 in far_end if not (head is span.HEAD and k2 == WORD)]
-        add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
-            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
-                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
-            lambda dl, c: task_model_backward(dl, c), f"{shapes} head,{'pooler,' if pooler else ''}emb",
-            model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
-
-    # the feature-based approach (npbert/feature_based.py), npbert's own, not BERT's: not golden vectors
-    # (and drawn from rng after every golden case, which stay as they were). The scalar mix alone, then
-    # the head and the mix on the features of a frozen encoder of 3 layers or more (the last four hidden
-    # states must exist): each kind once, each way of combining the hidden states once.
+def feature_based_cases(d: Dims, add, head_params, inputs_of, same_as, rng) -> None:
+    """The scalar mix alone, then each head on a frozen encoder's features (npbert/feature_based.py).
+    same_as: each head kind's targets and shapes, as its bert_for_* row has them."""
+    from npbert.task_model import task_model_backward, task_model_forward
+    B, T, H, K = d.B, d.T, d.H, NUM_LABELS
+    # npbert's own, not BERT's: not golden vectors (and drawn from rng after every golden case, which
+    # stay as they were). The frozen encoder has 3 layers or more (the last four hidden states must
+    # exist): each head once, each way of combining the hidden states once.
     states = [_normal(rng, B, T, H) for _ in range(3)]
     add("scalar_mix", {MIX_W: _normal(rng, 3), GAMMA: 1 + _normal(rng, 1)},
         lambda p: scalar_mix_forward(states, p),
@@ -370,8 +386,6 @@ def head_cases(d: Dims, params, batch, rng):
         dict(states=np.stack(states)), golden=False)
     frozen_config = dataclasses.replace(d, layers=max(d.layers, 3)).config()
     frozen = {k: v for k, v in _case_params(frozen_config, rng, d.dtype).items() if not k.startswith("cls.")}
-    same_as = {head.kind: (labels, shapes) for name, head, k, labels, shapes in models
-               if name != "bert_for_sequence_regression"}                 # each head's targets and shapes
     for head, k, features in ((sequence.HEAD, K, "weighted-last-four"), (token.HEAD, K, "concat-last-four"),
                               (span.HEAD, 2, "weighted-all"), (choice.HEAD, 1, "second-to-last")):
         fconfig = with_features(frozen_config, features)
@@ -387,8 +401,6 @@ def head_cases(d: Dims, params, batch, rng):
             lambda dl, c: task_model_backward(dl, c),
             f"{features}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
             golden=False)
-    cases.update(head_alone_cases(d, config, head_params, token_labels, start, end, rng))
-    return cases
 
 
 def head_alone_cases(d: Dims, config, head_params, token_labels, start, end, rng) -> dict:
