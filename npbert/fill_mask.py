@@ -27,7 +27,11 @@ def encode_with_masks(tokenizer, text) -> list:
 def fill_mask(params, config, tokenizer, text, top_k=5) -> list:
     """-> for each [MASK], in order: a list of (token, probability), best first."""
     if "cls.predictions.bias" not in params:
-        raise CheckpointError("this checkpoint has no masked-LM head (cls.predictions.*), so it cannot fill masks")
+        what = "/".join(config.extra.get("architectures") or ["BertModel"])
+        hint = "; a fine-tuned model predicts with `npbert predict`" if any(
+            c.startswith("BertFor") and c != "BertForPreTraining" for c in what.split("/")) else ""
+        raise CheckpointError(f"this checkpoint is a {what} and has no masked-LM head (cls.predictions.*), so "
+                              f"it cannot fill masks{hint}")
     ids = np.array([encode_with_masks(tokenizer, text)])                     # (1, T)
     (h, _), _ = bert_forward(params, config, ids)                            # (1, T, H)
     positions = np.flatnonzero(ids[0] == tokenizer.mask_token_id)            # (M,)

@@ -26,10 +26,14 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
 from npbert.feature_based import CHOICES, FEATURES, FIELD, FINE_TUNE, features_named, frozen_names, with_features
-from npbert.task_models import ARCHITECTURES, check_head, finetuned_config, init_head, label_names_of, model_of
-from npbert.tasks.encoding import eval_batches, make_batch, train_batches
-from npbert.tasks.pipeline import QAOptions, decode, encode, has_gold, majority_baseline, score
-from npbert.tasks.registry import get_task, label_names, read_examples
+from npbert.finetuned import (check_max_length, encode, evaluate_checkpoint, evaluate_encoded, format_scores,
+                              has_gold, label_names, majority_baseline)
+from npbert.heads.params import check_head, finetuned_config, init_head, label_names_of
+from npbert.heads.registry import head_of
+from npbert.heads.span import QAOptions
+from npbert.task_model import model_of
+from npbert.tasks.encoding import make_batch, train_batches
+from npbert.tasks.registry import get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Job, Schedule
 from npbert.training.options import check_numbers
@@ -117,7 +121,7 @@ class FinetuningRecipe(Recipe):
                 os.path.join(opts.out, CHECKPOINT_DIR))
         else:
             config, params, tokenizer = start_model(opts, task, labels, log)
-        self.config = finetuned_config(config, task.kind, REGRESSION_LABELS if task.regression else labels,
+        self.config = finetuned_config(config, head_of(task.kind), REGRESSION_LABELS if task.regression else labels,
                                        opts.features)
         self.params, self.tokenizer = params, tokenizer
         check_max_length(self.config, self.max_len)
@@ -136,10 +140,10 @@ class FinetuningRecipe(Recipe):
                             os.path.join(opts.out, BEST_DIR), metrics, log)
         total = opts.epochs * job.batches_per_epoch
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
-        log(f"fine-tuning for {task.name} ({task.kind}, {len(labels) if labels else 'no'} labels) on "
-            f"{len(self.train_examples):,} examples ({len(self.train_set.features):,} sequences), dev "
-            f"{len(self.dev_examples):,}: {opts.epochs} epochs of {job.batches_per_epoch} steps of {opts.batch_size}, "
-            f"peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
+        log(f"fine-tuning for {task.name} ({describe_head(task, labels)}) on {len(self.train_examples):,} "
+            f"examples ({count(sequences(task, self.train_set.features), 'sequence')}), dev "
+            f"{len(self.dev_examples):,}: {count(opts.epochs, 'epoch')} of {count(job.batches_per_epoch, 'step')} "
+            f"of {opts.batch_size}, peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         if opts.features != FINE_TUNE:
             log(f"feature-based ({opts.features}): the encoder is frozen; the head reads "
                 f"{FEATURES[opts.features].about} and trains "
@@ -186,7 +190,7 @@ class FinetuningJob(Job):
         return self.model_forward(params, self.ckpt.config, **batch, rng=rng)
 
     def backward(self, cache):
-        return self.model_backward(cache)
+        return self.model_backward(1.0, cache)
 
     def step_metrics(self, out, batch):
         return dict(loss=float(out["loss"]))
@@ -230,14 +234,19 @@ def _default_split(task, split):
     return split
 
 
-def check_max_length(config, max_len):
-    if max_len > config.max_position_embeddings:
-        raise DataError(f"max_seq_length {max_len} is longer than the model's max_position_embeddings "
-                        f"({config.max_position_embeddings})")
+def describe_head(task, labels) -> str:
+    """What the run trains, for its first line: "BertForSequenceClassification, 12 labels"."""
+    outputs = "regression" if task.regression else f"{count(len(labels), 'label')}" if labels else None
+    return ", ".join(x for x in (head_of(task.kind).architecture, outputs) if x)
 
 
-def format_scores(scores) -> str:
-    return " | ".join(f"{k} {v:.4f}" for k, v in scores.items())
+def sequences(task, features) -> int:
+    """The sequences the model reads: one per feature, C per feature for a head with choices."""
+    return sum(len(f["input_ids"]) for f in features) if head_of(task.kind).choices else len(features)
+
+
+def count(n, noun) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 # --- the model to start from -----------------------------------------------------------------------
@@ -254,7 +263,7 @@ def start_model(opts, task, labels, log):
     if opts.from_scratch:
         tokenizer = scratch_tokenizer(opts, task)
         config = BertConfig.from_preset(opts.from_scratch, vocab_size=tokenizer.vocab_size, **overrides)
-        params, head = init_params(config, np.random.default_rng(opts.seed), np.float32, heads=False), {}
+        params, saved = init_params(config, np.random.default_rng(opts.seed), np.float32, heads=False), {}
         log(f"from scratch: {opts.from_scratch} preset, random weights, vocabulary of {tokenizer.vocab_size:,}")
     else:
         loaded = load_pretrained(opts.model, strict=False)
@@ -262,33 +271,34 @@ def start_model(opts, task, labels, log):
             raise CheckpointError(f"{opts.model} has no vocab.txt, so the task's texts cannot be tokenized")
         config, tokenizer = dataclasses.replace(loaded.config, **overrides), loaded.tokenizer
         params = {k: v for k, v in loaded.params.items() if k.startswith("bert.")}   # drop MLM/NSP heads
-        head = {k: v for k, v in loaded.params.items() if not k.startswith(("bert.", "cls."))}
+        saved = {k: v for k, v in loaded.params.items() if not k.startswith(("bert.", "cls."))}   # its task head
     features_named(opts.features, config.num_hidden_layers, "--features", NpbertError)   # states it has
-    if head and keeps_head(head, config, task, labels, num_labels, opts, log):
-        params.update(head)
+    head = head_of(task.kind)
+    if saved and keeps_head(saved, config, head, labels, num_labels, opts, log):
+        params.update(saved)
         return config, params, tokenizer
     if opts.model:
         log(f"from {opts.model}: {config.num_hidden_layers} layers, hidden {config.hidden_size}; new "
-            f"{task.kind} head")
+            f"{head.architecture} head")
     config = with_features(config, opts.features)
-    params.update(init_head(config, task.kind, num_labels, np.random.default_rng([opts.seed, 2]), np.float32))
+    params.update(init_head(config, head, num_labels, np.random.default_rng([opts.seed, 2]), np.float32))
     return config, params, tokenizer
 
 
-def keeps_head(head, config, task, labels, num_labels, opts, log) -> bool:
+def keeps_head(saved, config, head, labels, num_labels, opts, log) -> bool:
     """A fine-tuned checkpoint's head is trained further if it is the same head with the same labels,
     reading the same features; another architecture's head, or one on other features, is dropped."""
     where = opts.model
-    if config.extra.get("architectures") != [ARCHITECTURES[task.kind]]:
+    if config.extra.get("architectures") != [head.architecture]:
         log(f"from {where}: dropping its {', '.join(config.extra.get('architectures') or ['unknown'])} head")
         return False
     if config.extra.get(FIELD, FINE_TUNE) != opts.features:
         log(f"from {where}: dropping its head (--features {config.extra.get(FIELD, FINE_TUNE)}; this run: "
             f"{opts.features})")
         return False
-    k = check_head(head, config, task.kind, where)             # a head that does not fit: an error
+    k = check_head(saved, config, head, where)             # a head that does not fit: an error
     same = k == num_labels and (labels is None or label_names_of(config) in (None, labels))
-    log(f"from {where}: {'continuing its' if same else 'replacing its'} {task.kind} head "
+    log(f"from {where}: {'continuing its' if same else 'replacing its'} {head.architecture} head "
         f"({k} outputs{'' if same else f', the task has {num_labels}'})")
     return same
 
@@ -301,63 +311,3 @@ def scratch_tokenizer(opts, task):
         return BertTokenizer(builtin_vocab())
     raise DataError(f"--from-scratch on {task.name} needs --vocab VOCAB_TXT (use the pretrained model's "
                     "vocab.txt, so the comparison differs only in the weights)")
-
-
-# --- evaluation ------------------------------------------------------------------------------------
-
-def run_model(params, config, kind, features, batch_size, pad_id) -> tuple:
-    """The model's outputs for every feature (without padding), in feature order, and the mean
-    loss over the batches (None without labels). No dropout."""
-    forward, _ = model_of(config, kind)
-    outputs, loss_sum, loss_n = [None] * len(features), 0.0, 0
-    for rows in eval_batches(features, batch_size):
-        feats = [features[i] for i in rows]
-        out, _ = forward(params, config, **make_batch(feats, pad_id), rng=None)
-        if out["loss"] is not None:
-            loss_sum, loss_n = loss_sum + float(out["loss"]) * len(rows), loss_n + len(rows)
-        for b, (i, f) in enumerate(zip(rows, feats)):
-            T = len(f["input_ids"]) if kind != "multiple_choice" else None
-            outputs[i] = dict(sequence_classification=lambda: out["logits"][b],
-                              multiple_choice=lambda: out["logits"][b],
-                              token_classification=lambda: out["logits"][b, :T],
-                              question_answering=lambda: (out["start_logits"][b, :T], out["end_logits"][b, :T]))[kind]()
-    return outputs, (loss_sum / loss_n if loss_n else None)
-
-
-def evaluate_encoded(params, config, task, examples, encoded, labels, batch_size, pad_id, qa_options):
-    """-> (metrics, predictions) of the model on encoded examples (metrics empty without gold)."""
-    outputs, loss = run_model(params, config, task.kind, encoded.features, batch_size, pad_id)
-    predictions = decode(task, examples, encoded, outputs, labels, qa_options)
-    scores = score(task, examples, predictions, labels) if has_gold(task, examples) else {}
-    if loss is not None and scores:
-        scores["loss"] = loss
-    return scores, predictions
-
-
-def load_finetuned(directory, task):
-    """A fine-tuned checkpoint for task: (config, params, tokenizer, labels), with clear errors."""
-    loaded = load_pretrained(directory, strict=False)
-    if loaded.tokenizer is None:
-        raise CheckpointError(f"{directory} has no vocab.txt, so texts cannot be tokenized")
-    num_labels = check_head(loaded.params, loaded.config, task.kind, directory)
-    labels = label_names_of(loaded.config)
-    if task.kind in ("sequence_classification", "token_classification") and not task.regression:
-        if labels is None or len(labels) != num_labels:
-            raise CheckpointError(f"{directory}/config.json has no id2label for its {num_labels} outputs")
-    if task.regression and num_labels != 1:
-        raise CheckpointError(f"{directory} has {num_labels} outputs; the regression task {task.name} needs 1")
-    return loaded.config, loaded.params, loaded.tokenizer, labels
-
-
-def evaluate_checkpoint(directory, task_name, source, batch_size=64, max_seq_length=None, qa_options=None,
-                        max_examples=None) -> tuple:
-    """-> (metrics, examples, predictions) of a fine-tuned checkpoint on a task file or split."""
-    task = get_task(task_name)
-    config, params, tokenizer, labels = load_finetuned(directory, task)
-    examples = read_examples(task, source)[:max_examples]
-    max_len = max_seq_length or task.max_seq_length
-    check_max_length(config, max_len)
-    encoded = encode(task, examples, tokenizer, max_len, labels, qa_options)
-    scores, predictions = evaluate_encoded(params, config, task, examples, encoded, labels, batch_size,
-                                           tokenizer.pad_token_id, qa_options)
-    return scores, examples, predictions

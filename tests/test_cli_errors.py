@@ -21,7 +21,8 @@ from npbert.cli import build_parser, main
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.model import init_params
-from npbert.task_models import finetuned_config, init_head
+from npbert.heads.params import finetuned_config, init_head
+from npbert.heads.registry import head_of
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
 
@@ -33,8 +34,8 @@ def random_finetuned(directory, kind, labels):
                         intermediate_size=32, max_position_embeddings=128)
     rng = np.random.default_rng(0)
     params = init_params(config, rng, heads=False)
-    params.update(init_head(config, kind, len(labels) if labels else 2, rng))
-    save_pretrained(str(directory), finetuned_config(config, kind, labels), params, tokenizer)
+    params.update(init_head(config, head_of(kind), len(labels) if labels else 2, rng))
+    save_pretrained(str(directory), finetuned_config(config, head_of(kind), labels), params, tokenizer)
     return str(directory)
 
 
@@ -70,6 +71,17 @@ def test_predict_on_a_directory_or_a_missing_file(sentence_model, tmp_path, caps
     missing = str(tmp_path / "missing.txt")
     assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", missing]) == 2
     assert f"input file not found: {missing}" in one_error_line(capsys, "predict")
+
+
+def test_predict_gives_one_line_per_input_line_and_empty_for_a_blank_one(sentence_model, tmp_path, capsys):
+    """Before: a blank line was skipped, so 4 lines with one blank gave 3 predictions, each but
+    the first beside the wrong input. Every head's output keeps the lines, "(empty)" for a blank."""
+    (tmp_path / "in.txt").write_text("Anna bakes bread.\n\n  \nTom flies planes.\n")
+    assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 4 and out[1] == out[2] == "(empty)"
+    labels = TASKS["builtin-sentence"].labels
+    assert all(line.split("\t")[0] in labels for line in (out[0], out[3]))
 
 
 def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys):

@@ -9,7 +9,12 @@ import regex
 from npbert.data import builtin_corpus as world
 from npbert.data.builtin_corpus import generate_documents
 from npbert.data.builtin_vocab import builtin_vocab
-from npbert.data.builtin_tasks import ENTITY_TAGS, FACT_LABELS, TASKS, label_names, make_task
+from npbert.data.builtin_tasks import TASKS, make_task
+from npbert.data.builtin_tasks.stories import ENTITY_TAGS, FACT_LABELS
+
+
+def label_names(name):
+    return list(TASKS[name].labels)
 from npbert.errors import DataError
 from npbert.tokenizer import BertTokenizer
 
@@ -89,8 +94,8 @@ def test_tasks_are_deterministic_and_splits_differ():
 
 
 def test_topic_task():
-    records = make_task("topic", "test", num_documents=200)
-    names = label_names("topic")
+    records = make_task("builtin-sentence", "test", num_documents=200)
+    names = label_names("builtin-sentence")
     assert len(names) == 12 and set(r["label"] for r in records) == set(range(12))
     assert all(set(r) == {"text", "label"} and r["text"].endswith(".") for r in records)
     baker = [r["text"] for r in records if names[r["label"]] == "baker"]
@@ -98,8 +103,8 @@ def test_topic_task():
 
 
 def test_facts_task():
-    records = make_task("facts", "train", num_documents=300)
-    assert label_names("facts") == list(FACT_LABELS) == ["entailment", "neutral", "contradiction"]
+    records = make_task("builtin-pair", "train", num_documents=300)
+    assert label_names("builtin-pair") == list(FACT_LABELS) == ["entailment", "neutral", "contradiction"]
     counts = collections.Counter(r["label"] for r in records)
     assert set(counts) == {0, 1, 2} and min(counts.values()) > 60
     for r in records:
@@ -116,7 +121,7 @@ def test_facts_task():
 
 
 def test_entities_task_is_valid_bio():
-    records = make_task("entities", "dev", num_documents=50)
+    records = make_task("builtin-tagging", "dev", num_documents=50)
     tags = {t for r in records for t in r["tags"]}
     assert tags <= set(ENTITY_TAGS) and {"B-PER", "I-PER", "B-LOC", "B-ORG", "I-ORG"} <= tags
     for r in records:
@@ -130,7 +135,7 @@ def test_entities_task_is_valid_bio():
 
 
 def test_qa_task_spans_point_at_the_answers():
-    records = make_task("qa", "dev", num_documents=60)
+    records = make_task("builtin-qa", "dev", num_documents=60)
     kinds = collections.Counter(r["id"].split("-")[1] for r in records)
     assert {"job", "city", "hobby"} <= set(kinds) and len(kinds) >= 6
     assert len({r["id"] for r in records}) == len(records)
@@ -144,5 +149,5 @@ def test_qa_task_spans_point_at_the_answers():
 def test_unknown_task_or_split():
     with pytest.raises(DataError, match="unknown built-in task 'ner'"):
         make_task("ner", "train")
-    with pytest.raises(DataError, match="unknown split 'validation'"):
-        make_task("qa", "validation")
+    with pytest.raises(DataError, match="has the splits train, dev, test, not 'validation'"):
+        make_task("builtin-qa", "validation")

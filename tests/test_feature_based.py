@@ -11,17 +11,19 @@ import numpy as np
 import pytest
 from test_finetune import random_checkpoint
 
-import npbert.task_models as tm
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, NpbertError
 from npbert.feature_based import FEATURES, FIELD, features_forward, with_features
-from npbert.finetune import FinetuneOptions, finetune, load_finetuned
+from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuned import load_finetuned
 from npbert.gradcheck import Dims, op_cases, run_gradchecks
 from npbert.layers.scalar_mix import GAMMA, W
 from npbert.model import bert_forward, bert_hidden_states, init_params
-from npbert.task_models import FEATURE_MODELS, head_shapes, init_head
+from npbert.heads.params import head_shapes, init_head
+from npbert.heads.registry import HEADS, head_of
+from npbert.task_model import model_of
 from npbert.tasks.registry import TASKS
 from npbert.trace import Trace
 
@@ -67,7 +69,7 @@ def test_features_are_the_hidden_states_combined_as_chosen(name):
     else:
         expected = np.concatenate([states[i] for i in chosen], axis=-1)
         assert np.array_equal(x, expected)                                  # the same ops on the same backend
-    assert x.shape[-1] == head_shapes(fconfig, "token_classification", 3)["classifier.weight"][1]
+    assert x.shape[-1] == head_shapes(fconfig, head_of("token_classification"), 3)["classifier.weight"][1]
     cls, _ = features_forward({**params, **mix}, fconfig, **batch, at_cls=True)
     assert np.array_equal(cls, x[:, 0])
 
@@ -83,29 +85,13 @@ def test_hidden_states_stop_at_the_deepest_layer_asked_for():
 FEATURE_CASES = [n for n in op_cases(Dims()) if n.startswith("feature_based[")]
 
 
-@pytest.mark.parametrize("kind, forward, backward", [
-    ("sequence_classification", tm.feature_based_sequence_classification_forward,
-     tm.feature_based_sequence_classification_backward),
-    ("token_classification", tm.feature_based_token_classification_forward,
-     tm.feature_based_token_classification_backward),
-    ("question_answering", tm.feature_based_question_answering_forward,
-     tm.feature_based_question_answering_backward),
-    ("multiple_choice", tm.feature_based_multiple_choice_forward, tm.feature_based_multiple_choice_backward)])
-def test_each_feature_based_model_is_gradient_checked(monkeypatch, kind, forward, backward):
-    # the row feature_based[<kind>] differences this model's loss (float64 central differences,
-    # every head parameter) and must run this forward and this backward to pass
-    assert FEATURE_MODELS[kind] == (forward, backward)
-    called = []
-
-    def spy(f):
-        def wrapped(*args, **kwargs):
-            called.append(f.__name__)
-            return f(*args, **kwargs)
-        return wrapped
-    monkeypatch.setitem(FEATURE_MODELS, kind, (spy(forward), spy(backward)))
+@pytest.mark.parametrize("kind", list(HEADS))
+def test_each_head_on_frozen_features_is_gradient_checked(kind):
+    # the row feature_based[<kind>] differences the loss of npbert/task_model.py's one model path
+    # on a config that records a feature-based choice (float64 central differences, every head
+    # parameter and the scalar mix): every head of the registry has one
     (result,) = run_gradchecks(Dims(), names=[f"feature_based[{kind}]"])
     assert result.passed and result.max_error < 1e-6, result.errors
-    assert {forward.__name__, backward.__name__} <= set(called)
 
 
 @pytest.mark.parametrize("name", FEATURE_CASES)
@@ -130,8 +116,8 @@ ZERO_IN_EXACT_ARITHMETIC = {"question_answering": {"qa_outputs.bias"},
 def test_the_frozen_encoder_runs_without_dropout_while_the_head_has_its_own():
     config, params, batch = small_model()                          # hidden and attention dropout 0.3
     fconfig = with_features(config, "last")
-    params.update(init_head(fconfig, "sequence_classification", 3, np.random.default_rng(1), np.float64))
-    forward, _ = FEATURE_MODELS["sequence_classification"]
+    params.update(init_head(fconfig, head_of("sequence_classification"), 3, np.random.default_rng(1), np.float64))
+    forward, _ = model_of(fconfig, "sequence_classification")
     traces = [Trace(), Trace()]
     outs = [forward(params, fconfig, **batch, rng=rng, trace=t)[0]
             for rng, t in zip((None, np.random.default_rng(5)), traces)]
@@ -141,10 +127,10 @@ def test_the_frozen_encoder_runs_without_dropout_while_the_head_has_its_own():
 
 def test_a_new_head_starts_from_the_plain_mean_and_fits_its_features():
     config = with_features(small_model()[0], "weighted-all")
-    head = init_head(config, "token_classification", 5, np.random.default_rng(0))
+    head = init_head(config, head_of("token_classification"), 5, np.random.default_rng(0))
     assert np.array_equal(head[W], np.zeros(4)) and np.array_equal(head[GAMMA], np.ones(1))
     assert head["classifier.weight"].shape == (5, 8)
-    assert head_shapes(with_features(config, "concat-last-four"), "question_answering")["qa_outputs.weight"] == (2, 32)
+    assert head_shapes(with_features(config, "concat-last-four"), head_of("question_answering"))["qa_outputs.weight"] == (2, 32)
 
 
 # --- npbert finetune --features ---------------------------------------------------------------------------
@@ -171,7 +157,7 @@ def test_a_run_trains_only_the_head_records_its_choice_and_evaluate_reproduces_i
                                                                                   features, metric, line):
     result = finetune(feature_options(micro3, tmp_path / "run", task, features), **QUIET)
     start = params_of(micro3)
-    head = set(head_shapes(with_features(load_pretrained(micro3).config, features), TASKS[task].kind))   # names
+    head = set(head_shapes(with_features(load_pretrained(micro3).config, features), head_of(TASKS[task].kind)))   # names
     for sub in ("best", "checkpoint"):
         saved = params_of(tmp_path / "run" / sub)
         assert all(np.array_equal(saved[k], start[k]) for k in start), "the encoder is frozen"
@@ -217,7 +203,7 @@ def test_a_feature_based_checkpoint_continues_with_its_head_only_on_the_same_fea
     said = []
     finetune(feature_options(first["best"], tmp_path / "same", "builtin-sentence", "weighted-all", learning_rate=0.0),
              log=said.append)
-    assert any("continuing its sequence_classification head" in s for s in said)
+    assert any("continuing its BertForSequenceClassification head" in s for s in said)
     same, before = params_of(tmp_path / "same" / "best"), params_of(first["best"])
     assert all(np.array_equal(same[k], before[k]) for k in before)
     said.clear()

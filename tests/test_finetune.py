@@ -137,7 +137,7 @@ def test_saved_model_has_hugging_face_fields_and_refuses_a_mismatched_head(micro
     assert main(["evaluate", str(tmp_path / "bad"), "--task", "builtin-sentence"]) == 2
     assert "classifier.weight has shape (12, 16)" in capsys.readouterr().err
     with pytest.raises(CheckpointError, match="no qa_outputs"):
-        from npbert.finetune import load_finetuned
+        from npbert.finetuned import load_finetuned
         load_finetuned(result["best"], TASKS["builtin-qa"])
 
 
@@ -277,20 +277,21 @@ def test_save_every_bounds_what_a_kill_loses_and_resumes_bit_exactly(micro, tmp_
     kw = dict(task="builtin-pair", model=micro, epochs=2, max_train_examples=200, max_eval_examples=50,
               batch_size=32, log_every=3, save_every=4)
     finetune(FinetuneOptions(out=str(tmp_path / "a"), **kw), log=lambda *a: None)
-    import npbert.task_models as task_models
-    real, steps = task_models.MODELS["sequence_classification"], {"n": 0}
+    import npbert.finetune as finetune_module
+    real, steps = finetune_module.model_of, {"n": 0}
 
     def killed_at_step_9(*args, **kwargs):
         steps["n"] += kwargs["rng"] is not None          # training steps; the dev evaluation has no dropout
         if steps["n"] == 9:
             raise KeyboardInterrupt                      # as SIGKILL would, minus the process
-        return real[0](*args, **kwargs)
-    monkeypatch.setitem(task_models.MODELS, "sequence_classification", (killed_at_step_9, real[1]))
+        forward, _ = real(args[1], "sequence_classification")
+        return forward(*args, **kwargs)
+    monkeypatch.setattr(finetune_module, "model_of", lambda config, kind: (killed_at_step_9, real(config, kind)[1]))
     with pytest.raises(KeyboardInterrupt):
         finetune(FinetuneOptions(out=str(tmp_path / "b"), **kw), log=lambda *a: None)
     state = json.loads((tmp_path / "b" / "checkpoint" / "training_state.json").read_text())
     assert state["position"] == dict(step=8, epoch=1, batch=1)
-    monkeypatch.setitem(task_models.MODELS, "sequence_classification", real)
+    monkeypatch.setattr(finetune_module, "model_of", real)
     finetune(FinetuneOptions(out=str(tmp_path / "b")), resume=True, log=lambda *a: None)
     a, b = (load_pretrained(str(tmp_path / r / "checkpoint"), strict=False).params for r in "ab")
     assert all(np.array_equal(a[k], b[k]) for k in a)
@@ -329,3 +330,22 @@ def test_out_that_is_a_file_is_refused(micro, tmp_path, capsys):
                     + extra) == 2
         assert "is an existing file, not a directory" in capsys.readouterr().err
     assert (tmp_path / "run").read_text() == "my notes"
+
+
+def test_a_fine_tuned_checkpoint_says_what_it_is(micro, tmp_path, capsys):
+    """The run's first line names the head and counts sequences (four per multiple-choice example)
+    and epochs in good English; `npbert info` gives the checkpoint's own class, not
+    BertForPreTraining; `npbert fill-mask` says it has no masked-LM head and what it is."""
+    said = []
+    opts = dataclasses.replace(options(micro, tmp_path, "builtin-choice", 20, 1), max_eval_examples=8)
+    result = finetune(opts, log=said.append)
+    assert any("(BertForMultipleChoice) on 20 examples (80 sequences), dev 8: 1 epoch of 1 step of 32" in s
+               for s in said), said
+    capsys.readouterr()
+    assert main(["info", result["best"]]) == 0
+    out = capsys.readouterr().out
+    assert "BertForMultipleChoice (+ classifier):" in out and "BertForPreTraining" not in out
+    assert main(["fill-mask", result["best"], "the [MASK] ."]) == 2
+    err = capsys.readouterr().err
+    assert "is a BertForMultipleChoice and has no masked-LM head" in err and "npbert predict" in err
+    assert "Unexpected tensors" not in err

@@ -17,7 +17,8 @@ from npbert.commands.info import heads
 from npbert.config import HEAD_FIELD_TYPES
 from npbert.errors import CheckpointError
 from npbert.feature_based import FIELD
-from npbert.task_models import HEAD_FIELDS, check_head_fits_task, classifier_dropout, label_names_of
+from npbert.heads.head import classifier_dropout
+from npbert.heads.params import HEAD_FIELDS, check_head_fits_task, label_names_of
 from npbert.tasks.registry import TASKS
 
 

@@ -14,8 +14,10 @@ from hypothesis import strategies as st
 from fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
 from npbert.errors import DataError
 from npbert.tasks.encoding import encode_sequences
-from npbert.tasks.lines import FIELDS, examples_from_lines
-from npbert.tasks.registry import TASKS, label_names, read_examples
+from npbert.finetuned import label_names
+from npbert.heads.registry import HEADS, head_of
+from npbert.tasks.lines import examples_from_lines
+from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
 
 SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [
@@ -255,13 +257,15 @@ def test_random_bytes(work, task_format, data):
 
 
 @fuzz
-@given(kind=st.sampled_from(list(FIELDS)),
+@given(kind=st.sampled_from(list(HEADS)),
        text=st.text(st.sampled_from("ab \t\n\r\x0b\x0c\x1c\x85\u2028\u3000\x00é中") | st.characters(), max_size=80))
 def test_lines_to_predict_on(kind, text):
-    """npbert predict's lines (read with readlines(), universal newlines): examples or a DataError."""
+    """npbert predict's lines (read with readlines(), universal newlines): one example per line
+    (None for a blank one, which predict answers "(empty)"), or a DataError."""
     lines = io.StringIO(text, newline=None).readlines()
-    result = outcome(examples_from_lines, kind, lines, "input.txt")
+    result = outcome(examples_from_lines, head_of(kind), lines, "input.txt")
     if isinstance(result, DataError):
         assert "input.txt" in str(result)
     else:
-        check_examples(kind, result)
+        assert len(result) == len(lines) and all((ex is None) == (not line.strip()) for ex, line in zip(result, lines))
+        check_examples(kind, [ex for ex in result if ex is not None])

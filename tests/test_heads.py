@@ -13,11 +13,22 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
 from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gradchecks
 from npbert.model import init_params
-from npbert.task_models import (MODELS, check_head, finetuned_config, head_shapes, init_head, label_names_of,
-                                multiple_choice_forward, question_answering_forward,
-                                sequence_classification_forward, token_classification_forward)
+from npbert.heads.params import check_head, finetuned_config, head_shapes, init_head, label_names_of
+from npbert.heads.registry import HEADS, head_of
+from npbert.task_model import model_of
 
-HEAD_OPS = ["classifier", "qa_head", "span_loss", "mse"]
+
+def model_forward(kind):
+    forward, _ = model_of(BertConfig(), kind)        # a config without a feature-based choice: BertFor<kind>
+    return forward
+
+
+sequence_classification_forward, token_classification_forward, question_answering_forward, multiple_choice_forward = (
+    model_forward(k) for k in ("sequence_classification", "token_classification", "question_answering",
+                               "multiple_choice"))
+
+HEAD_OPS = ["classifier", "qa_head", "span_loss", "mse", "sequence_head", "sequence_head[regression]", "token_head",
+            "span_head", "choice_head"]
 WHOLE = ["bert_for_sequence_classification", "bert_for_sequence_regression", "bert_for_token_classification",
          "bert_for_question_answering", "bert_for_multiple_choice"]
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "heads_gradients.npz")
@@ -51,13 +62,13 @@ def test_whole_models_with_heads_gradients(d):
         assert r.passed, f"{r.name} {d}: {r.errors}"
 
 
-@pytest.mark.parametrize("kind", list(MODELS))
+@pytest.mark.parametrize("kind", list(HEADS))
 def test_every_parameter_of_a_tiny_model_with_head(kind):
     # the gradcheck cases differentiate head + pooler + embeddings; here every parameter, once
     d = Dims(B=2, T=3, heads=1, head_size=2, I=3, V=5, layers=1, dropout=0.2, lengths=(2, 3))
     config, rng = d.config(), np.random.default_rng(1)
     params = {k: v for k, v in init_params(config, rng, np.float64).items() if not k.startswith("cls.")}
-    params.update(init_head(config, kind, 3, rng, np.float64))
+    params.update(init_head(config, head_of(kind), 3, rng, np.float64))
     params = {k: v * 20 if v.ndim == 2 else v + 0.1 * rng.standard_normal(v.shape) for k, v in params.items()}
     ids, mask = rng.integers(0, 5, (2, 3)), d.attention_mask()
     if kind == "multiple_choice":
@@ -69,12 +80,12 @@ def test_every_parameter_of_a_tiny_model_with_head(kind):
     else:
         data = dict(input_ids=ids, attention_mask=mask,
                     labels=np.array([[0, 2, -100], [1, 1, 0]]) if kind == "token_classification" else np.array([2, 0]))
-    forward, backward = MODELS[kind]
+    forward, backward = model_of(config, kind)
 
     def run(p):
         out, cache = forward(p, config, **data, rng=d.rng())
         return out["loss"], cache
-    r = check(kind, params, run, lambda dl, c: backward(c, dl))
+    r = check(kind, params, run, lambda dl, c: backward(dl, c))
     assert r.passed, {k: v for k, v in r.errors.items() if v >= TOL}
 
 
@@ -95,13 +106,13 @@ def fixture_case(prefix):
 @pytest.mark.parametrize("prefix", ["seq", "reg", "tok", "qa", "mc"])
 def test_loss_logits_and_every_gradient_match_transformers(prefix):
     kind, config, params, hf_grads, inputs, hf_out = fixture_case(prefix)
-    forward, backward = MODELS[kind]
+    forward, backward = model_of(config, kind)
     out, cache = forward(params, config, **inputs)
     assert abs(float(out["loss"]) - float(hf_out["loss"])) < 1e-12
     for k in ("logits", "start_logits", "end_logits"):
         if k in hf_out:
             assert np.abs(out[k] - hf_out[k]).max() < 1e-12, k
-    grads = backward(cache)      # the [PAD] row too: QA's span softmax reaches padded positions
+    grads = backward(1.0, cache)      # the [PAD] row too: QA's span softmax reaches padded positions
     for name, g in hf_grads.items():
         assert np.abs(grads[name] - g).max() < 1e-12, name
     for name in set(grads) - set(hf_grads):          # HF's token/QA models have no pooler
@@ -115,7 +126,7 @@ def tiny(kind, num_labels=3, seed=0, dtype=np.float64):
                         max_position_embeddings=12, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     rng = np.random.default_rng(seed)
     params = {k: v for k, v in init_params(config, rng, dtype).items() if not k.startswith("cls.")}
-    params.update(init_head(config, kind, num_labels, rng, dtype))
+    params.update(init_head(config, head_of(kind), num_labels, rng, dtype))
     return config, params
 
 
@@ -161,18 +172,18 @@ def test_regression_uses_mean_squared_error():
 
 
 def test_float32_heads_agree_with_float64():
-    for kind in MODELS:
+    for kind in HEADS:
         c, p64 = tiny(kind, seed=4)
         p32 = {k: v.astype(np.float32) for k, v in p64.items()}
         ids = np.random.default_rng(5).integers(0, 20, (2, 2, 5) if kind == "multiple_choice" else (2, 5))
         labels = dict(question_answering=dict(start_positions=[1, 2], end_positions=[2, 3]),
                       token_classification=dict(labels=np.zeros((2, 5), int))).get(kind, dict(labels=[1, 0]))
-        forward, backward = MODELS[kind]
+        forward, backward = model_of(c, kind)
         o64, c64 = forward(p64, c, ids, **labels)
         o32, c32 = forward(p32, c, ids, **labels)
         assert o32["loss"].dtype == np.float32
         assert abs(float(o32["loss"]) - float(o64["loss"])) < 1e-5 * float(o64["loss"])
-        g64, g32 = backward(c64), backward(c32)
+        g64, g32 = backward(1.0, c64), backward(1.0, c32)
         assert all(g32[k].dtype == np.float32 for k in g64)
         # each tensor against its own scale (float32_errors), so an all-zero float32 gradient fails
         # however small its entries. Measured <= 1.2e-6, except multiple choice: the choices'
@@ -208,28 +219,28 @@ def test_bad_labels_are_clear_errors():
     with pytest.raises(InputError, match="3-D"):
         multiple_choice_forward(params, config, ids, labels=[0, 1])
     with pytest.raises(InputError, match="both start_positions and end_positions"):
-        question_answering_forward({**params, **init_head(config, "question_answering", 2, np.random.default_rng(0))},
+        question_answering_forward({**params, **init_head(config, head_of("question_answering"), 2, np.random.default_rng(0))},
                                    config, ids, start_positions=[0, 1])
 
 
 def test_check_head_names_the_checkpoint_when_the_hidden_size_does_not_fit():
     config, params = tiny("sequence_classification")
-    assert check_head(params, config, "sequence_classification", "ckpt") == 3
+    assert check_head(params, config, head_of("sequence_classification"), "ckpt") == 3
     params["classifier.weight"] = np.zeros((3, 7))
     with pytest.raises(CheckpointError, match="ckpt: classifier.weight has shape .*hidden_size 8"):
-        check_head(params, config, "sequence_classification", "ckpt")
+        check_head(params, config, head_of("sequence_classification"), "ckpt")
     with pytest.raises(CheckpointError, match="no qa_outputs"):
-        check_head(params, config, "question_answering", "ckpt")
+        check_head(params, config, head_of("question_answering"), "ckpt")
 
 
 def test_finetuned_config_uses_hugging_face_fields():
     config = BertConfig(vocab_size=20, hidden_size=8, num_attention_heads=2)
-    c = finetuned_config(config, "sequence_classification", ["neg", "pos"])
+    c = finetuned_config(config, head_of("sequence_classification"), ["neg", "pos"])
     d = c.to_dict()
     assert d["architectures"] == ["BertForSequenceClassification"] and d["num_labels"] == 2
     assert d["id2label"] == {"0": "neg", "1": "pos"} and d["label2id"] == {"neg": 0, "pos": 1}
     assert d["problem_type"] == "single_label_classification"
     assert label_names_of(BertConfig.from_dict(json.loads(c.to_json_string()))) == ["neg", "pos"]
-    assert finetuned_config(config, "sequence_classification", ["score"]).extra["problem_type"] == "regression"
-    assert finetuned_config(config, "question_answering").extra["architectures"] == ["BertForQuestionAnswering"]
-    assert head_shapes(config, "multiple_choice") == {"classifier.weight": (1, 8), "classifier.bias": (1,)}
+    assert finetuned_config(config, head_of("sequence_classification"), ["score"]).extra["problem_type"] == "regression"
+    assert finetuned_config(config, head_of("question_answering")).extra["architectures"] == ["BertForQuestionAnswering"]
+    assert head_shapes(config, head_of("multiple_choice")) == {"classifier.weight": (1, 8), "classifier.bias": (1,)}

@@ -164,9 +164,11 @@ def test_params_without_a_pooler_are_a_clear_error_for_the_heads_that_need_one()
     """A BertModel saved without a pooler (HF's add_pooling_layer=False) runs as BertModel and
     for token-level heads; NSP and sequence classification say what is missing, instead of an
     AttributeError on None deep inside."""
-    from npbert.task_models import sequence_classification_forward, token_classification_forward
+    from npbert.task_model import model_of
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, max_position_embeddings=8)
+    (sequence_classification_forward, _), (token_classification_forward, _) = (
+        model_of(config, kind) for kind in ("sequence_classification", "token_classification"))
     params = {k: v for k, v in init_params(config, np.random.default_rng(0)).items() if "pooler" not in k}
     ids = np.array([[1, 2, 3], [4, 5, 6]])
     (h, pooled), _ = bert_forward(params, config, ids)
@@ -174,6 +176,6 @@ def test_params_without_a_pooler_are_a_clear_error_for_the_heads_that_need_one()
     with pytest.raises(InputError, match="next-sentence prediction needs the pooler .*bert.pooler.dense.weight"):
         pretraining_forward(params, config, ids, nsp_labels=[0, 1])
     head = {"classifier.weight": np.zeros((3, 8), np.float32), "classifier.bias": np.zeros(3, np.float32)}
-    with pytest.raises(InputError, match="sequence classification needs the pooler"):
+    with pytest.raises(InputError, match="BertForSequenceClassification needs the pooler"):
         sequence_classification_forward({**params, **head}, config, ids, labels=[0, 1])
     assert token_classification_forward({**params, **head}, config, ids)[0]["logits"].shape == (2, 3, 3)

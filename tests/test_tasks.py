@@ -9,11 +9,12 @@ import pytest
 from npbert.errors import DataError
 from npbert.ops import IGNORE_INDEX
 from npbert.tasks import qa
-from npbert.tasks.builtin import read_builtin
+from npbert.data.builtin_tasks import read as read_builtin
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
+from npbert.finetuned import label_names, majority_baseline
+from npbert.heads.registry import head_of
 from npbert.tasks.lines import examples_from_lines
-from npbert.tasks.pipeline import decode, encode, majority_baseline, score
-from npbert.tasks.registry import TASKS, get_task, label_names, read_examples
+from npbert.tasks.registry import TASKS, get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "a", "dog", "ran", "in",
@@ -140,7 +141,7 @@ def test_builtin_tasks_read_as_records():
 
 
 # builtin-qnli: a question's opening -> the Person field that answers it (written out again here,
-# not taken from builtin_tasks.QUESTIONS, so a wrong fact in that table fails the test)
+# not taken from builtin_tasks.stories.QUESTIONS, so a wrong fact in that table fails the test)
 ANSWER_FIELDS = (("What is the job", "job"), ("In which city", "city"), ("In which country", "country"),
                  ("Where does", "org"), ("How old", "age"), ("What is the name", "petname"),
                  ("Who is the friend", "friend"), ("What does", "hobby"))
@@ -317,6 +318,18 @@ def test_qa_errors(tok):
 
 # --- decode and score per kind --------------------------------------------------------------------------
 
+def encode(task, *args):
+    return head_of(task.kind).encode(task, *args)
+
+
+def decode(task, *args):
+    return head_of(task.kind).decode(task, *args)
+
+
+def score(task, *args):
+    return head_of(task.kind).score(task, *args)
+
+
 def test_decode_and_score_each_kind(tok):
     seq = get_task("classification")
     ex = [dict(text="a", label="pos"), dict(text="b", label="neg")]
@@ -355,7 +368,11 @@ def test_majority_baseline_repeats_the_most_frequent_training_answer():
 
 
 def test_lines_for_predict():
-    assert examples_from_lines("sequence_classification", ["a\tb\n", "\n", "c\n"])[1]["text_pair"] is None
-    assert examples_from_lines("multiple_choice", ["ctx\te1\te2\n"])[0]["endings"] == ["e1", "e2"]
+    sequence, choice, span = (head_of(k) for k in ("sequence_classification", "multiple_choice", "question_answering"))
+    examples = examples_from_lines(sequence, ["a\tb\n", "\n", "c\n"])
+    assert examples[1] is None and examples[2]["text_pair"] is None      # a blank line keeps its place
+    assert examples_from_lines(choice, ["ctx\te1\te2\n"])[0]["endings"] == ["e1", "e2"]
     with pytest.raises(DataError, match=r"in.txt:1: expected question<TAB>context"):
-        examples_from_lines("question_answering", ["only a question\n"], "in.txt")
+        examples_from_lines(span, ["only a question\n"], "in.txt")
+    with pytest.raises(DataError, match=r"in.txt: no text to predict on"):
+        examples_from_lines(sequence, ["\n", " \n"], "in.txt")

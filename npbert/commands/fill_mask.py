@@ -14,7 +14,7 @@ def run(args):
     from npbert.checkpoint import load_pretrained
     from npbert.errors import CheckpointError
     from npbert.fill_mask import fill_mask
-    loaded = load_pretrained(args.checkpoint)
+    loaded = load_pretrained(args.checkpoint, strict=False)   # a task head's tensors: said below
     if loaded.tokenizer is None:
         raise CheckpointError(f"{args.checkpoint} has no vocab.txt, so texts cannot be tokenized")
     for text in args.text:

@@ -1,6 +1,7 @@
 """`npbert info PRESET_OR_CHECKPOINT_DIR`: the configuration and the parameter counts; for a
 checkpoint also whether its weights fit its config.json (from the safetensors header alone:
 no tensor is read) and which heads it has."""
+import math
 import os
 
 
@@ -26,8 +27,14 @@ def run(args):
         raise FileNotFoundError(f"{args.model!r} is neither a preset ({', '.join(PRESETS)}) nor a directory")
     print(config.to_json_string(), end="")
     print(f"parameters, BertModel (embeddings, encoder, pooler):  {count_params(config):>13,}")
-    print(f"parameters, BertForPreTraining (+ MLM and NSP heads): {count_params(config, heads=True):>13,}"
-          "  (decoder tied to the word embeddings)")
+    task_head = {n: s for n, s in (shapes or {}).items() if not n.startswith(("bert.", "cls."))}
+    if task_head:                   # a fine-tuned checkpoint: its own class, with its head's tensors
+        names = ", ".join(sorted({n.rsplit(".", 1)[0] for n in task_head}))
+        what = f"{'/'.join(config.extra.get('architectures') or ['with a task head'])} (+ {names}):"
+        print(f"parameters, {what:<42} {count_params(config) + sum(math.prod(s) for s in task_head.values()):>13,}")
+    elif shapes is None or any(n.startswith("cls.") for n in shapes):
+        print(f"parameters, BertForPreTraining (+ MLM and NSP heads): {count_params(config, heads=True):>13,}"
+              "  (decoder tied to the word embeddings)")
     if shapes is not None:
         print(f"weights: {len(shapes)} tensors, shapes as config.json says; heads: {heads(config, shapes)}")
     return 0
@@ -36,7 +43,7 @@ def run(args):
 def heads(config, shapes) -> str:
     """The heads a checkpoint's tensors hold, by name, with a task head's class and labels."""
     from npbert.feature_based import FIELD
-    from npbert.task_models import label_names_of
+    from npbert.heads.params import label_names_of
     found = [what for prefix, what in (("cls.predictions.", "masked LM"), ("cls.seq_relationship.", "next sentence"))
              if any(n.startswith(prefix) for n in shapes)]
     task = sorted({n.rsplit(".", 1)[0] for n in shapes if not n.startswith(("bert.", "cls."))})

@@ -1,21 +1,21 @@
 """`npbert predict CHECKPOINT --task TASK`: labels, tags, answer spans or choices for texts from a
-file or stdin, one per line (tab-separated fields for pairs, QA and choices), or a task file."""
+file or stdin, one per line (tab-separated fields for pairs, QA and choices), or a task file: one
+prediction per input line, "(empty)" for a blank one."""
 import sys
-
-import numpy as np
 
 from npbert.commands import add_backend_argument, check_checkpoint_task
 from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
+    from npbert.heads.registry import HEADS
     from npbert.tasks.registry import TASKS
     p = sub.add_parser("predict", help="predict with a fine-tuned checkpoint on texts (one per line, or stdin)")
     p.add_argument("checkpoint", help="a fine-tuned checkpoint directory (e.g. runs/finetune/best)")
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (it fixes the input format)")
-    p.add_argument("--input", default="-", help="text file, one example per line: text[<TAB>pair] | words | "
-                                                 "question<TAB>context | context<TAB>ending<TAB>... (default: stdin)")
+    p.add_argument("--input", default="-", help="text file, one example per line: "
+                   + " | ".join(h.line_fields for h in HEADS.values()) + " (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
     p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout)")
     p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
@@ -26,42 +26,31 @@ def register(sub):
 
 def run(args):
     from npbert.errors import DataError
-    from npbert.finetune import check_max_length, load_finetuned, run_model
-    from npbert.ops import softmax_forward
+    from npbert.finetuned import check_max_length, load_finetuned, run_model
+    from npbert.heads.registry import head_of
     from npbert.tasks.files import decode_lines, read_lines
-    from npbert.tasks.lines import FIELDS, examples_from_lines
-    from npbert.tasks.pipeline import decode, encode
+    from npbert.tasks.lines import EMPTY, examples_from_lines
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
+    head = head_of(task.kind)
     check_checkpoint_task(args.checkpoint, task)
     config, params, tokenizer, labels = load_finetuned(args.checkpoint, task)
     if args.task_file:
-        examples = read_examples(task, args.input)
+        lines = read_examples(task, args.input)
     elif args.input == "-":
         if sys.stdin.isatty():                          # someone typing: say what to type, and how to finish
-            print(f"npbert predict: type one example per line ({FIELDS[task.kind]}), then Ctrl-D to end",
+            print(f"npbert predict: type one example per line ({head.line_fields}), then Ctrl-D to end",
                   file=sys.stderr, flush=True)
-        examples = examples_from_lines(task.kind, decode_lines(sys.stdin.buffer.read(), "<stdin>"))
+        lines = examples_from_lines(head, decode_lines(sys.stdin.buffer.read(), "<stdin>"))
     else:
-        examples = examples_from_lines(task.kind, read_lines(args.input, "input file"), args.input)
+        lines = examples_from_lines(head, read_lines(args.input, "input file"), args.input)
+    examples = [ex for ex in lines if ex is not None]   # a blank line: no example, EMPTY in its place
     max_len = args.max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
-    encoded = encode(task, examples, tokenizer, max_len, labels)
+    encoded = head.encode(task, examples, tokenizer, max_len, labels)
     outputs, _ = run_model(params, config, task.kind, encoded.features, args.batch_size, tokenizer.pad_token_id)
-    predictions = decode(task, examples, encoded, outputs, labels)
-    lines = []
-    for ex, out, pred in zip(examples, outputs, predictions):
-        if task.kind == "token_classification":
-            lines.append(" ".join(f"{w}/{t}" for w, t in zip(ex["words"], pred)))
-        elif task.kind == "question_answering":
-            lines.append(f"{pred['text']}\t{pred['probability']:.3f}")
-        elif task.regression:
-            lines.append(f"{pred:.4f}")
-        else:
-            p = float(softmax_forward(np.asarray(out, np.float64))[0].max())
-            lines.append(f"{pred}\t{p:.3f}" if task.kind == "sequence_classification" else
-                         f"{pred}\t{p:.3f}\t{ex['endings'][pred]}")
-    text = "".join(line + "\n" for line in lines)
+    predictions = iter(zip(examples, outputs, head.decode(task, examples, encoded, outputs, labels)))
+    text = "".join((EMPTY if ex is None else head.format(task, *next(predictions))) + "\n" for ex in lines)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -1,7 +1,7 @@
 """Data: corpus readers, the built-in corpus and tasks, pretraining instances, shards, batches.
 
     corpus.py            text files, directories, IMDB -> documents (lists of sentences)
-    builtin_corpus.py    npbert's own generated stories (no download); builtin_tasks.py: labelled tasks
+    builtin_corpus.py    npbert's own generated stories (no download); builtin_tasks/: the six labelled tasks
     instances.py         documents of token ids -> masked (A, B) pairs (google-research/bert's algorithm)
     shards.py            instances -> compact .npz shards + manifest.json
     statistics.py        what a preparation realised (mask rate, 80/10/10, IsNext share, lengths)

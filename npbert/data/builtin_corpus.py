@@ -13,7 +13,7 @@ Why a small BERT learns it in a few hundred steps:
     function words and punctuation keep a realistic most-frequent-token baseline.
 
 Every sentence is rendered from a template as (word, tag) pairs, tags being BIO labels for
-PER/LOC/ORG spans, and every document keeps its facts, so builtin_tasks.py can make labelled
+PER/LOC/ORG spans, and every document keeps its facts, so builtin_tasks/ can make labelled
 fine-tuning sets from the same world. builtin_vocab.py lists every word the generators can emit.
 """
 from __future__ import annotations

@@ -10,6 +10,7 @@ the composites, checks the backend in force: `npbert gradcheck --backend numba` 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
@@ -31,9 +32,13 @@ from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
 from npbert.layers.scalar_mix import W as MIX_W
-from npbert.layers.question_answering import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.feature_based import with_features
+from npbert.heads import choice, sequence, span, token
+from npbert.heads.head import CLS
+from npbert.heads.params import init_head
+from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.trace import NO_TRACE
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
 
@@ -269,36 +274,83 @@ def select_checks(names, patterns, what="gradient check") -> list:
     return [name for name in names if name in chosen]
 
 
-# --- the fine-tuning heads (npbert/task_models.py) ------------------------------------------------------
+# --- the fine-tuning heads (npbert/heads/) and models (npbert/task_model.py) ------------------------------------------------------
 
 NUM_LABELS, NUM_CHOICES = 3, 2
 
 
 def head_cases(d: Dims, params, batch, rng):
-    """The fine-tuning heads alone, then each whole model + head. The whole-model cases
-    differentiate the head, the pooler (for the heads on the pooled output) and the word and
-    token-type embeddings and their LayerNorm: the far end of the chain, where a wrong dh or
-    dpooled shows. bert_for_pretraining checks every encoder parameter; tests/test_heads.py
-    checks every parameter of each model + head once."""
-    from npbert import task_models as tm
-    B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
-    config = d.config()
-    cases = {}
+    """The heads' layers, each whole model + head, the feature-based models, each head alone. The
+    whole-model cases differentiate the head, the pooler (for the heads on the pooled output) and
+    the word and token-type embeddings and their LayerNorm: the far end of the chain, where a wrong
+    dh or dpooled shows (bert_for_pretraining checks every encoder parameter; tests/test_heads.py
+    every parameter of each model + head once)."""
+    from npbert.task_model import task_model_backward, task_model_forward
+    B, T, K, C = d.B, d.T, NUM_LABELS, NUM_CHOICES
+    config, cases = d.config(), {}
 
     def add(name, inputs, run, backward, shapes, fixed=None, model=None, golden=True):
         cases[name] = Case({k: np.asarray(v, d.dtype) for k, v in inputs.items()}, run, backward, shapes,
                            fixed or {}, model, golden)
 
-    def head(kind, k, config=config):
-        p = tm.init_head(config, kind, k, rng, np.float64)
+    def head_params(head, k, config=config):
+        p = init_head(config, head, k, rng, np.float64)
         return {n: (a * 10 if a.ndim == 2 else a + 0.1 * _normal(rng, *a.shape)).astype(d.dtype) for n, a in p.items()}
 
-    cls = head("sequence_classification", K)
+    start, end = head_layer_cases(d, add, head_params, rng)
+    base = {k: v for k, v in params.items() if not k.startswith("cls.")}
+    far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
+    inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
+    inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
+    token_labels = rng.integers(0, K, (B, T))
+    token_labels[(np.arange(T) == 0) | (batch["attention_mask"] == 0)] = ops.IGNORE_INDEX   # [CLS], padding
+    models = [
+        ("bert_for_sequence_classification", sequence.HEAD, K,
+         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
+        ("bert_for_sequence_regression", sequence.HEAD, 1,
+         dict(labels=_normal(rng, B).astype(d.dtype)), f"({B},{T}) -> ({B},1), MSE"),
+        ("bert_for_token_classification", token.HEAD, K,
+         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
+        ("bert_for_question_answering", span.HEAD, 2,
+         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
+        ("bert_for_multiple_choice", choice.HEAD, 1,
+         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
+    ]
+
+    def inputs_of(head):                                                  # (B, C, T) for a head with choices
+        return inputs3 if head.choices else {k2: batch[k2] for k2 in inputs3}
+    for name, head, k, labels, shapes in models:
+        hp = head_params(head, k)
+        fixed = {**base, **hp}
+        data = inputs_of(head)
+        forward, backward = functools.partial(task_model_forward, head), functools.partial(task_model_backward, 1.0)
+        pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and head.reads == CLS]
+        # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
+        # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
+        emb = [k2 for k2 in far_end if not (head is span.HEAD and k2 == WORD)]
+        add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
+            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
+                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
+            lambda dl, c: task_model_backward(dl, c), f"{shapes} head,{'pooler,' if pooler else ''}emb",
+            model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
+
+    same_as = {head.kind: (labels, shapes) for name, head, k, labels, shapes in models
+               if name != "bert_for_sequence_regression"}                 # each head's targets and shapes
+    feature_based_cases(d, add, head_params, inputs_of, same_as, rng)
+    cases.update(head_alone_cases(d, config, head_params, token_labels, start, end, rng))
+    return cases
+
+
+def head_layer_cases(d: Dims, add, head_params, rng) -> tuple:
+    """The layers the heads are made of: classifier, qa_head, span_loss, mse (golden vectors).
+    -> the span loss's (start, end) positions, which the QA model's row reuses."""
+    B, T, H, K = d.B, d.T, d.H, NUM_LABELS
+    cls = head_params(sequence.HEAD, K)
     add("classifier", {"x": _normal(rng, B, T, H), **cls},
         lambda p: classifier_forward(p["x"], p, d.dropout, d.rng()),
         lambda dy, c: _merge(classifier_backward(dy, c)), f"dropout, ({B},{T},{H})->({B},{T},{K})",
         dict(p=d.dropout))
-    qa = head("question_answering", 2)
+    qa = head_params(span.HEAD, 2)
     add("qa_head", {"h": _normal(rng, B, T, H), **qa},
         lambda p: qa_head_forward(p["h"], p),
         lambda dy, c: _merge(qa_head_backward(dy, c), "h"), f"({B},{T},{H})->({B},{T},2)")
@@ -312,49 +364,17 @@ def head_cases(d: Dims, params, batch, rng):
     add("mse", {"pred": _normal(rng, B * T)},
         lambda p: ops.mse_forward(p["pred"], target),
         lambda dl, c: {"pred": ops.mse_backward(dl, c)}, f"({B * T},)", dict(target=target))
+    return start, end
 
-    base = {k: v for k, v in params.items() if not k.startswith("cls.")}
-    far_end = [k for k in base if k.startswith("bert.embeddings.") and "position" not in k]
-    inputs3 = {k: np.repeat(batch[k][:, None], C, axis=1) for k in ("input_ids", "token_type_ids", "attention_mask")}
-    inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
-    token_labels = rng.integers(0, K, (B, T))
-    token_labels[:, 0] = ops.IGNORE_INDEX
-    token_labels[batch["attention_mask"] == 0] = ops.IGNORE_INDEX       # padding is never scored
-    models = [
-        ("bert_for_sequence_classification", "sequence_classification", K,
-         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
-        ("bert_for_sequence_regression", "sequence_classification", 1,
-         dict(labels=_normal(rng, B).astype(d.dtype)), f"({B},{T}) -> ({B},1), MSE"),
-        ("bert_for_token_classification", "token_classification", K,
-         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
-        ("bert_for_question_answering", "question_answering", 2,
-         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
-        ("bert_for_multiple_choice", "multiple_choice", 1,
-         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
-    ]
 
-    def inputs_of(kind):
-        return inputs3 if kind == "multiple_choice" else {k2: batch[k2] for k2 in inputs3}
-    for name, kind, k, labels, shapes in models:
-        hp = head(kind, k)
-        fixed = {**base, **hp}
-        data = inputs_of(kind)
-        forward, backward = tm.MODELS[kind]
-        pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and kind in ("sequence_classification",
-                                                                                   "multiple_choice")]
-        # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
-        # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
-        emb = [k2 for k2 in far_end if not (kind == "question_answering" and k2 == WORD)]
-        add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
-            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
-                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
-            lambda dl, c, backward=backward: backward(c, dl), f"{shapes} head,{'pooler,' if pooler else ''}emb",
-            model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
-
-    # the feature-based approach (npbert/feature_based.py), npbert's own, not BERT's: not golden vectors
-    # (and drawn from rng after every golden case, which stay as they were). The scalar mix alone, then
-    # the head and the mix on the features of a frozen encoder of 3 layers or more (the last four hidden
-    # states must exist): each kind once, each way of combining the hidden states once.
+def feature_based_cases(d: Dims, add, head_params, inputs_of, same_as, rng) -> None:
+    """The scalar mix alone, then each head on a frozen encoder's features (npbert/feature_based.py).
+    same_as: each head kind's targets and shapes, as its bert_for_* row has them."""
+    from npbert.task_model import task_model_backward, task_model_forward
+    B, T, H, K = d.B, d.T, d.H, NUM_LABELS
+    # npbert's own, not BERT's: not golden vectors (and drawn from rng after every golden case, which
+    # stay as they were). The frozen encoder has 3 layers or more (the last four hidden states must
+    # exist): each head once, each way of combining the hidden states once.
     states = [_normal(rng, B, T, H) for _ in range(3)]
     add("scalar_mix", {MIX_W: _normal(rng, 3), GAMMA: 1 + _normal(rng, 1)},
         lambda p: scalar_mix_forward(states, p),
@@ -362,24 +382,41 @@ def head_cases(d: Dims, params, batch, rng):
         dict(states=np.stack(states)), golden=False)
     frozen_config = dataclasses.replace(d, layers=max(d.layers, 3)).config()
     frozen = {k: v for k, v in _case_params(frozen_config, rng, d.dtype).items() if not k.startswith("cls.")}
-    same_as = {kind: (labels, shapes) for name, kind, k, labels, shapes in models
-               if name != "bert_for_sequence_regression"}                 # each kind's targets and shapes
-    for kind, k, choice in (("sequence_classification", K, "weighted-last-four"),
-                            ("token_classification", K, "concat-last-four"),
-                            ("question_answering", 2, "weighted-all"), ("multiple_choice", 1, "second-to-last")):
-        fconfig = with_features(frozen_config, choice)
-        hp = head(kind, k, fconfig)
+    for head, k, features in ((sequence.HEAD, K, "weighted-last-four"), (token.HEAD, K, "concat-last-four"),
+                              (span.HEAD, 2, "weighted-all"), (choice.HEAD, 1, "second-to-last")):
+        fconfig = with_features(frozen_config, features)
+        hp = head_params(head, k, fconfig)
         if MIX_W in hp:
             hp[MIX_W] = _normal(rng, *hp[MIX_W].shape).astype(d.dtype)     # unequal layer weights
-        data = inputs_of(kind)
-        forward, backward = tm.FEATURE_MODELS[kind]
-        labels, shapes = same_as[kind]
-        add(f"feature_based[{kind}]", hp,
+        data = inputs_of(head)
+        forward = functools.partial(task_model_forward, head)
+        labels, shapes = same_as[head.kind]
+        add(f"feature_based[{head.kind}]", hp,
             lambda p, fconfig=fconfig, data=data, labels=labels, forward=forward: _loss_of(
                 forward({**frozen, **p}, fconfig, **data, **labels, rng=d.rng())),
-            lambda dl, c, backward=backward: backward(c, dl),
-            f"{choice}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
+            lambda dl, c: task_model_backward(dl, c),
+            f"{features}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
             golden=False)
+
+
+def head_alone_cases(d: Dims, config, head_params, token_labels, start, end, rng) -> dict:
+    """Each head of npbert/heads/ as a layer with its loss, on random encoder outputs x (the rows
+    above reach them through the models too). Not golden vectors, drawn from rng after every
+    other case, so those stay as they were."""
+    B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
+    rows = [("sequence_head", sequence.HEAD, K, (B, H), dict(labels=rng.integers(0, K, B))),
+            ("sequence_head[regression]", sequence.HEAD, 1, (B, H), dict(labels=_normal(rng, B).astype(d.dtype))),
+            ("token_head", token.HEAD, K, (B, T, H), dict(labels=token_labels)),
+            ("span_head", span.HEAD, 2, (B, T, H), dict(start_positions=start, end_positions=end)),
+            ("choice_head", choice.HEAD, 1, (B, C, H), dict(labels=rng.integers(0, C, B)))]
+    cases = {}
+    for name, head, k, x_shape, targets in rows:
+        inputs = {"x": _normal(rng, *x_shape), **head_params(head, k)}
+        cases[name] = Case({n: np.asarray(v, d.dtype) for n, v in inputs.items()},
+                           lambda p, head=head, targets=targets: _loss_of(
+                               head.forward(p["x"], p, config, targets, d.rng(), NO_TRACE)),
+                           lambda dl, c, head=head: _merge(head.backward(dl, c, NO_TRACE)),
+                           f"({','.join(map(str, x_shape))}) -> loss", dict(targets), golden=False)
     return cases
 
 

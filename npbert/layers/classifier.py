@@ -1,5 +1,5 @@
 """The classifier of BertForSequenceClassification, BertForTokenClassification and
-BertForMultipleChoice: dropout, then a linear layer named "classifier" (docs/layers/classifier.md).
+BertForMultipleChoice (npbert/heads/): dropout, then a linear layer named "classifier" (docs/layers/classifier.md).
 
     logits = dropout(x) W^T + b        W = "classifier.weight" (num_labels, H), b = "classifier.bias"
 
@@ -20,9 +20,9 @@ class ClassifierCache(NamedTuple):
     linear: LinearCache
 
 
-def classifier_forward(x, params, p, rng, trace=NO_TRACE):
+def classifier_forward(x, params, p_drop, rng, trace=NO_TRACE):
     # x: (..., H) -> logits: (..., num_labels); rng=None: evaluation, no dropout; trace: the model's scope
-    x, drop = backend.dropout_forward(x, p, rng)
+    x, drop = backend.dropout_forward(x, p_drop, rng)
     logits, lin_cache = backend.linear_forward(x, params[W + ".weight"], params[W + ".bias"])  # (..., K)
     trace.record(W, logits)
     return logits, ClassifierCache(drop, lin_cache)

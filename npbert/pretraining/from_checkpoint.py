@@ -11,7 +11,7 @@ from npbert.checkpoint import VOCAB_FILE
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
-from npbert.task_models import pretraining_config
+from npbert.heads.params import pretraining_config
 from npbert.tokenizer import load_vocab
 
 

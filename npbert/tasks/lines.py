@@ -1,36 +1,34 @@
 """Examples from plain lines of text, for `npbert predict`: one example per line, fields
-separated by tabs.
+separated by tabs, in the form the task's head reads (npbert/heads/, its line_fields):
 
     sequence classification   text            or  text<TAB>text_pair
     token classification      words separated by spaces
     question answering        question<TAB>context
     multiple choice           context<TAB>ending 1<TAB>ending 2 ...
+
+A blank line is kept in its place as None, so that the predictions line up with the input
+(`npbert predict` prints EMPTY for it).
 """
 from __future__ import annotations
 
 from npbert.errors import DataError
 
-FIELDS = dict(sequence_classification="text[<TAB>text_pair]", token_classification="words separated by spaces",
-              question_answering="question<TAB>context", multiple_choice="context<TAB>ending<TAB>ending ...")
+EMPTY = "(empty)"                        # the prediction for a blank line
 
 
-def examples_from_lines(kind, lines, source="<stdin>") -> list:
+def examples_from_lines(head, lines, source="<stdin>") -> list:
+    """-> one example per line, None for a blank one (DataError if every line is blank)."""
     examples = []
     for n, line in enumerate(lines, start=1):
         line = line.rstrip("\r\n")
         if not line.strip():
+            examples.append(None)
             continue
         where, fields = f"{source}:{n}", line.split("\t")
-        if kind == "sequence_classification" and len(fields) <= 2:
-            examples.append(dict(text=fields[0], text_pair=fields[1] if len(fields) == 2 else None, where=where))
-        elif kind == "token_classification":
-            examples.append(dict(words=line.split(), tags=None, where=where))
-        elif kind == "question_answering" and len(fields) == 2:
-            examples.append(dict(id=str(n), question=fields[0], context=fields[1], answers=[], where=where))
-        elif kind == "multiple_choice" and len(fields) >= 3:
-            examples.append(dict(context=fields[0], endings=fields[1:], label=None, where=where))
-        else:
-            raise DataError(f"{where}: expected {FIELDS[kind]}, found {len(fields)} tab-separated field(s)")
-    if not examples:
+        example = head.from_line(fields, line, n, where)
+        if example is None:
+            raise DataError(f"{where}: expected {head.line_fields}, found {len(fields)} tab-separated field(s)")
+        examples.append(example)
+    if not any(examples):
         raise DataError(f"{source}: no text to predict on")
     return examples

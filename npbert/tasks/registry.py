@@ -1,5 +1,5 @@
 """The tasks npbert fine-tunes on, by name: which head, how to read them, their labels, their
-metrics (the first is the one the best checkpoint is chosen by) and a default sequence length.
+metrics (the first is the one the best checkpoint is chosen by; the head computes them) and a default sequence length.
 
     npbert finetune --task sst-2 --train SST-2/train.tsv --dev SST-2/dev.tsv ...
     npbert finetune --task builtin-sentence          (generated: no files needed)
@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from npbert.data import builtin_tasks
 from npbert.errors import DataError
+from npbert.heads import choice, sequence, span, token
 from npbert.tasks import glue
-from npbert.tasks.builtin import builtin_labels, read_builtin
 from npbert.tasks.conll import read_conll
 from npbert.tasks.movie_reviews import LABELS as RT_LABELS
 from npbert.tasks.movie_reviews import read_rt_polarity
@@ -19,11 +20,13 @@ from npbert.tasks.squad import read_squad
 from npbert.tasks.swag import read_swag
 from npbert.tasks.text_files import read_text_file
 
+SEQUENCE, TOKEN, SPAN, CHOICE = (h.HEAD.kind for h in (sequence, token, span, choice))
+
 
 @dataclass(frozen=True)
 class Task:
     name: str
-    kind: str                      # a task_models kind
+    kind: str                      # its head (npbert/heads/registry.py)
     read: Callable                 # path (or split name, if generated) -> list of examples
     metrics: tuple                 # metric names; metrics[0] picks the best checkpoint
     labels: tuple | None = None    # fixed label names; None: taken from the training examples
@@ -36,11 +39,11 @@ class Task:
 def _glue(name, metrics, about):
     read = (lambda path: glue.read_glue(name.removesuffix("-mm"), path))
     labels = glue.LABELS[name.removesuffix("-mm")]
-    return Task(name, "sequence_classification", read, metrics, labels, regression=labels is None, about=about)
+    return Task(name, SEQUENCE, read, metrics, labels, regression=labels is None, about=about)
 
 
 def _builtin(name, kind, metrics, about, max_seq_length=64):
-    return Task(name, kind, lambda split: read_builtin(name, split), metrics, builtin_labels(name), generated=True,
+    return Task(name, kind, lambda split: builtin_tasks.read(name, split), metrics, builtin_tasks.labels(name), generated=True,
                 max_seq_length=max_seq_length, about=about)
 
 
@@ -56,23 +59,23 @@ TASKS = {t.name: t for t in [
     _glue("qnli", ACCURACY, "GLUE QNLI question/sentence entailment, TSV"),
     _glue("rte", ACCURACY, "GLUE RTE entailment, TSV"),
     _glue("wnli", ACCURACY, "GLUE WNLI, TSV"),
-    Task("classification", "sequence_classification", read_text_file, ("accuracy", "macro_f1"),
+    Task("classification", SEQUENCE, read_text_file, ("accuracy", "macro_f1"),
          about="CSV (header) or .jsonl with text, optional text_pair, label; labels from the training file"),
-    Task("regression", "sequence_classification", read_text_file, ("spearman", "pearson"), regression=True,
+    Task("regression", SEQUENCE, read_text_file, ("spearman", "pearson"), regression=True,
          about="CSV or .jsonl with text, optional text_pair, a numeric label"),
-    Task("conll", "token_classification", read_conll, ("entity_f1", "token_accuracy"),
+    Task("conll", TOKEN, read_conll, ("entity_f1", "token_accuracy"),
          about="CoNLL-2003 style: word ... tag per line, blank line between sentences"),
-    Task("squad", "question_answering", read_squad, ("f1", "exact_match"), max_seq_length=384,
+    Task("squad", SPAN, read_squad, ("f1", "exact_match"), max_seq_length=384,
          about="SQuAD v1.1 JSON"),
-    Task("swag", "multiple_choice", read_swag, ACCURACY, about="SWAG CSV (sent1, sent2, ending0-3, label)"),
-    Task("rt-polarity", "sequence_classification", read_rt_polarity, ("accuracy", "macro_f1"), RT_LABELS,
+    Task("swag", CHOICE, read_swag, ACCURACY, about="SWAG CSV (sent1, sent2, ending0-3, label)"),
+    Task("rt-polarity", SEQUENCE, read_rt_polarity, ("accuracy", "macro_f1"), RT_LABELS,
          generated=True, max_seq_length=64, about="Rotten Tomatoes sentences (movie-reviews package), 80/10/10"),
-    _builtin("builtin-sentence", "sequence_classification", ACCURACY, "built-in: profession of a sentence (12)"),
-    _builtin("builtin-pair", "sequence_classification", ACCURACY, "built-in: entailment of a fact (3)"),
-    _builtin("builtin-tagging", "token_classification", ("entity_f1", "token_accuracy"), "built-in: PER/LOC/ORG"),
-    _builtin("builtin-qa", "question_answering", ("f1", "exact_match"), "built-in: questions on a story", 128),
-    _builtin("builtin-choice", "multiple_choice", ACCURACY, "built-in: the sentence that continues (4)"),
-    _builtin("builtin-qnli", "sequence_classification", ACCURACY, "built-in: does the sentence answer the question (2)"),
+    _builtin("builtin-sentence", SEQUENCE, ACCURACY, "built-in: profession of a sentence (12)"),
+    _builtin("builtin-pair", SEQUENCE, ACCURACY, "built-in: entailment of a fact (3)"),
+    _builtin("builtin-tagging", TOKEN, ("entity_f1", "token_accuracy"), "built-in: PER/LOC/ORG"),
+    _builtin("builtin-qa", SPAN, ("f1", "exact_match"), "built-in: questions on a story", 128),
+    _builtin("builtin-choice", CHOICE, ACCURACY, "built-in: the sentence that continues (4)"),
+    _builtin("builtin-qnli", SEQUENCE, ACCURACY, "built-in: does the sentence answer the question (2)"),
 ]}
 
 
@@ -90,22 +93,3 @@ def read_examples(task: Task, source) -> list:
     if not examples:
         raise DataError(f"{source} holds no examples")
     return examples
-
-
-def label_names(task: Task, train_examples) -> list | None:
-    """The task's label names: fixed ones, else those of the training examples ("O" first for
-    tags, numbers in numeric order). None for regression, QA and multiple choice."""
-    if task.labels is not None:
-        return list(task.labels)
-    if task.regression or task.kind in ("question_answering", "multiple_choice"):
-        return None
-    if task.kind == "token_classification":
-        seen = {t for ex in train_examples for t in (ex["tags"] or [])}
-        return (["O"] if "O" in seen else []) + sorted(seen - {"O"})
-    seen = {str(ex["label"]) for ex in train_examples if ex.get("label") is not None}
-    if not seen:
-        raise DataError(f"{train_examples[0]['where']}: the training examples have no labels")
-    try:
-        return sorted(seen, key=lambda s: (int(s), s))   # "2" before "10"; equal numbers ("1", "01") by text
-    except ValueError:                                   # not all integers
-        return sorted(seen)

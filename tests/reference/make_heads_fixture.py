@@ -2,11 +2,11 @@
 of Hugging Face's BertForSequenceClassification (classification and regression),
 BertForTokenClassification, BertForQuestionAnswering and BertForMultipleChoice, by PyTorch
 autograd in float64 on one small random model, in eval mode (no dropout). tests/test_heads.py
-holds npbert's task_models to them. The BertModel weights are shared by the five models and
+holds npbert's heads (npbert/heads/, run by npbert/task_model.py) to them. The BertModel weights are shared by the five models and
 stored once, under seq/param/bert.*; each model's head under <prefix>/param/.
 
 It also checks that a checkpoint npbert saves for each head (npbert.checkpoint.save_pretrained
-with task_models.finetuned_config) opens in the matching transformers class with the same weights.
+with npbert.heads.params.finetuned_config) opens in the matching transformers class with the same weights.
 
 Needs torch and transformers (reference scripts only; the test suite does not):
     python tests/reference/make_heads_fixture.py
@@ -25,7 +25,8 @@ import transformers
 
 from npbert.checkpoint import save_pretrained
 from npbert.config import BertConfig
-from npbert.task_models import finetuned_config
+from npbert.heads.params import finetuned_config
+from npbert.heads.registry import head_of
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "heads_gradients.npz")
 CONFIG = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=20,
@@ -123,7 +124,7 @@ def check_npbert_checkpoint_opens_in_hf(prefix, cls, kind, num_labels, model, sh
     params = {n: p.detach().numpy() for n, p in model.named_parameters()}
     pooler = {n: p.numpy() for n, p in shared.items() if n.startswith("bert.pooler.")}
     labels = [f"label_{i}" for i in range(num_labels)] if kind.endswith("classification") else None
-    config = finetuned_config(BertConfig(**CONFIG), kind, labels)
+    config = finetuned_config(BertConfig(**CONFIG), head_of(kind), labels)
     with tempfile.TemporaryDirectory() as tmp:
         save_pretrained(tmp, config, {**pooler, **params})
         reopened = cls.from_pretrained(tmp, torch_dtype=torch.float64)

@@ -1,5 +1,5 @@
-"""Labelled fine-tuning tasks made from the built-in corpus's world (see builtin_corpus.py and
-docs/builtin_corpus.md), as plain records in the usual formats:
+"""Four of the built-in tasks (the table is in __init__.py), each a function of a split's stories
+and its random stream -> plain records in the usual formats, labels as class ids:
 
   topic     sentence classification (GLUE/SST-2-like): {"text", "label"}: the profession a
             work/event sentence is about (12 classes);
@@ -9,19 +9,13 @@ docs/builtin_corpus.md), as plain records in the usual formats:
   qa        extractive QA (SQuAD v1.1-like): {"id", "question", "context",
             "answers": [{"text", "answer_start"}]}, answer_start a character offset.
 
-make_task(task, split) is deterministic; train, dev and test come from different documents.
 """
 from __future__ import annotations
 
-import numpy as np
 import regex
 
 from npbert.data import builtin_corpus as world
-from npbert.errors import DataError
 
-TASKS = ("topic", "facts", "entities", "qa")
-SPLITS = {"train": 1, "dev": 2, "test": 3}
-DEFAULT_NUM_DOCUMENTS = {"train": 2000, "dev": 250, "test": 250}
 FACT_LABELS = ("entailment", "neutral", "contradiction")
 ENTITY_TAGS = ("O", "B-PER", "I-PER", "B-LOC", "I-LOC", "B-ORG", "I-ORG")
 
@@ -40,34 +34,6 @@ QUESTIONS = (
     ("What does {name} like to do?", "hobby", "hobby"),
 )
 TASK_TEXTS = STATED + UNSTATED + tuple(q for q, _, _ in QUESTIONS)   # for builtin_vocab
-
-
-def label_names(task) -> list:
-    check_task(task)
-    return dict(topic=[p.job for p in world.PROFESSIONS], facts=list(FACT_LABELS), entities=list(ENTITY_TAGS),
-                qa=[])[task]
-
-
-def check_task(task):
-    if task not in TASKS:
-        raise DataError(f"unknown built-in task {task!r}; choose one of {', '.join(TASKS)}")
-
-
-def split_documents(split, num_documents, seed, task_seed):
-    """(the split's stories, the task's Generator): the stories depend on (seed, split) only, so
-    every task of a split reads the same ones; task_seed gives each task its own random stream."""
-    documents = world.generate_documents(num_documents or DEFAULT_NUM_DOCUMENTS[split], [seed, SPLITS[split]])
-    return documents, np.random.default_rng([seed, SPLITS[split], task_seed])
-
-
-def make_task(task, split, num_documents=None, seed=0) -> list:
-    """The records of one split of a built-in task (see the module docstring)."""
-    check_task(task)
-    if split not in SPLITS:
-        raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    documents, rng = split_documents(split, num_documents, seed, TASKS.index(task))
-    return dict(topic=topic_examples, facts=facts_examples, entities=entity_examples,
-                qa=qa_examples)[task](documents, rng)
 
 
 def topic_examples(documents, rng) -> list:

@@ -2,7 +2,7 @@
 question? ("text" a question, "text_pair" a sentence of the same story.)
 
 Each story gives two of its sentences that state different facts, s1 and s2, and a question for
-each: q1 answered by s1 and not by s2, q2 the other way round (builtin_tasks.QUESTIONS, the
+each: q1 answered by s1 and not by s2, q2 the other way round (stories.QUESTIONS, the
 questions of builtin-qa). Four records:
 
     (q1, s1) entailment    (q1, s2) not_entailment
@@ -18,17 +18,15 @@ from __future__ import annotations
 
 
 from npbert.data import builtin_corpus as world
-from npbert.data.builtin_tasks import QUESTIONS, split_documents
+from npbert.data.builtin_tasks.stories import QUESTIONS
 
 LABELS = ("entailment", "not_entailment")     # GLUE QNLI's label names, in its order
 # "Every morning, Anna goes to the bakery." half-answers "Where does Anna work?": not a non-answer
 ALSO_ANSWERS = {"org": {"org", "place"}}
 SLOTS = {fact for _, fact, _ in QUESTIONS} | {"place"}
-TASK_SEED = 5   # after builtin_tasks' 0..3 and builtin_choice's 4, so no task shares a random stream
 
 
-def qnli_examples(split, num_documents=None, seed=0) -> list:
-    documents, rng = split_documents(split, num_documents, seed, TASK_SEED)
+def qnli_examples(documents, rng) -> list:
     records = []
     for doc in documents:
         values = world.slot_values(doc.person, rng)
