@@ -5,7 +5,7 @@ matmuls alone, run back to back in NumPy (impl "matmuls"; "numba vs matmuls" is 
 share of that ceiling npbert reaches).
 
     python benchmarks/bench.py            # full run, a few minutes
-    python benchmarks/bench.py --quick    # tiny only, fewer steps
+    python benchmarks/bench.py --quick    # tiny only, one allocator, 2 timed steps per measurement
     npbert bench [--quick] ...            # the same
 
 Every measurement runs in its own subprocess (clean peak RSS, its own allocator via
@@ -184,14 +184,21 @@ def progress(message: str) -> None:
 
 
 def start_times(threads) -> list:
+    """The numba backend's start (import + a first tiny step) with an empty kernel cache, then warm."""
     with tempfile.TemporaryDirectory() as cache_dir:
         env = {"NUMBA_CACHE_DIR": cache_dir}
-        return (run_worker(["--worker", "start", "--cache", "cold"], env, threads)
-                + run_worker(["--worker", "start", "--cache", "warm"], env, threads))
+        progress("timing the numba backend's start with an empty kernel cache: every kernel compiles "
+                 "(~30 s on an idle 2-core machine, longer under load) ...")
+        cold = run_worker(["--worker", "start", "--cache", "cold"], env, threads)
+        progress("timing the numba backend's start with the kernels cached ...")
+        return cold + run_worker(["--worker", "start", "--cache", "warm"], env, threads)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quick", action="store_true", help="tiny preset, vocab 30522, 2 timed steps, 1 round")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny preset, vocab 30522, one allocator setting (glibc-keep), 2 timed steps per "
+                        "measurement, 1 round; still every impl, the time per part and the start with an empty "
+                        "kernel cache (every kernel compiles: the longest single wait)")
     p.add_argument("--presets", type=comma_list(tuple(workload.PRESETS)), default="tiny,mini,small", help="model presets to measure")
     p.add_argument("--vocabs", type=comma_list(positive_int), default="30522,8192", help="vocabulary sizes to measure")
     p.add_argument("--impls", type=comma_list(IMPLS), default=",".join(IMPLS),
@@ -201,7 +208,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="batches of random lengths in [seq / 4, seq] with [PAD] after them (tokens/s still counts B x seq)")
     p.add_argument("--seq", type=positive_int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
     p.add_argument("--batch", type=positive_int, default=None, help="sequences a batch (default: the preset's: 32, small 16)")
-    p.add_argument("--allocators", type=comma_list(tuple(ALLOCATORS)), default="glibc,glibc-keep", help="allocators to measure")
+    p.add_argument("--allocators", type=comma_list(tuple(ALLOCATORS)), default=None,
+                   help=f"{', '.join(ALLOCATORS)} (default: glibc,glibc-keep; --quick: glibc-keep)")
     p.add_argument("--steps", type=positive_int, default=3, help="timed steps per measurement (best is reported)")
     p.add_argument("--rounds", type=positive_int, default=1, help="repeat every measurement, interleaved; best is kept")
     p.add_argument("--threads", type=positive_int, default=len(os.sched_getaffinity(0)),
@@ -231,6 +239,7 @@ def run(args) -> int:
         return 0
     if args.quick:
         args.presets, args.vocabs, args.steps, args.rounds = ["tiny"], [30522], 2, 1
+    args.allocators = args.allocators or (["glibc-keep"] if args.quick else ["glibc", "glibc-keep"])
     return orchestrate(args)
 
 
@@ -249,20 +258,23 @@ def orchestrate(args) -> int:
     allocators = [a for a in args.allocators if a in ALLOCATORS
                   and (not ALLOCATORS[a].get("LD_PRELOAD") or os.path.exists(ALLOCATORS[a]["LD_PRELOAD"]))]
     args.parts_allocator = "glibc-keep" if "glibc-keep" in allocators else allocators[0]
-    progress("measuring the machine's matmul speed and the numba start-up time")
+    progress("measuring the machine's matmul speed ...")
     records = [dict(kind="machine", cpus=len(os.sched_getaffinity(0)), threads=args.threads,
                     python=platform.python_version(), numpy=np.__version__, **_numba_version(), **hf.versions(),
                     **ort.versions(), **machine.openblas_info(), padded=args.padded, seq=args.seq, **_matmul(args.threads))]
     for impl in (i for i in wanted if i not in impls):
         records.append(dict(kind="skipped", impls=[impl], missing=ort.missing() if impl == "ort" else hf.missing()))
     records += start_times(args.threads)
+    n, k = args.rounds * len(args.presets.split(",")) * len(args.vocabs.split(",")) * len(allocators) * len(impls), 0
     for round_ in range(args.rounds):
         for preset in args.presets:
             for vocab in args.vocabs:
                 for allocator in allocators:
                     for impl in impls:
-                        progress(f"measuring {impl} {preset} vocab {vocab} {allocator}"
-                                 + (f" (round {round_ + 1}/{args.rounds})" if args.rounds > 1 else ""))
+                        k += 1
+                        progress(f"[{k}/{n}] measuring {impl} {preset} vocab {vocab} {allocator}: a warm-up step, "
+                                 f"then {args.steps} timed" + (f" (round {round_ + 1}/{args.rounds})"
+                                                               if args.rounds > 1 else ""))
                         records += _measure(args, preset, vocab, allocator, impl, round_)
     records.append(dict(records[0], kind="machine_after", **_matmul(args.threads)))
 

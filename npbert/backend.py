@@ -18,6 +18,7 @@ pretrain`, `npbert finetune`) select "numba" unless NPBERT_BACKEND is set
 from __future__ import annotations
 
 import contextlib
+import sys
 
 from npbert import kernels, ops
 from npbert.environment import BACKENDS, backend_from_environment
@@ -27,6 +28,7 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
            "adamw_update", "sum_of_squares", "packed_attention")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
+_compile_announced = False          # the first kernel call has checked for an empty kernel cache
 
 
 def set_backend(name: str) -> None:
@@ -56,7 +58,18 @@ def _kernels() -> bool:
     """The numba backend is in force (chosen on first use from NPBERT_BACKEND if not set)."""
     if _numba is None:
         set_backend(backend_from_environment() or "numpy")
+    if _numba and not _compile_announced:
+        _announce_compile()
     return _numba
+
+
+def _announce_compile() -> None:
+    """Before the first kernel call: with an empty kernel cache, say that the kernels compile now
+    (half a minute without a word otherwise). On stderr: a command's stdout may be its data."""
+    global _compile_announced
+    _compile_announced = True
+    if kernels.jit_cache.cache_is_cold():
+        print(kernels.jit_cache.COMPILE_MESSAGE, file=sys.stderr, flush=True)
 
 
 # --- the hot ops: reference or kernel --------------------------------------------------------------

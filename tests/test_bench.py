@@ -50,6 +50,24 @@ def test_the_report_is_the_table_and_says_why_hugging_face_was_skipped(bench, ca
     assert "measuring numpy tiny vocab 30522 glibc" in captured.err              # progress: stderr
 
 
+def test_quick_measures_one_allocator_and_says_what_each_wait_is(monkeypatch, capsys):
+    # before: --quick's help said "2 timed steps" while it ran both allocator settings and the
+    # cold-cache start (a minute and a half of compiling) with nothing said about either
+    script = _script()
+    monkeypatch.setattr(script, "run_worker", canned)
+    import hf
+    import ort
+    monkeypatch.setattr(hf, "missing", lambda: ["torch", "transformers"])
+    monkeypatch.setattr(ort, "missing", lambda: ["onnx", "onnxruntime"])
+    p = argparse.ArgumentParser()
+    script.add_arguments(p)
+    assert script.run(p.parse_args(["--quick", "--impls", "numpy,numba"])) == 0
+    err = capsys.readouterr().err
+    assert "empty kernel cache: every kernel compiles" in err
+    assert "[1/2] measuring numpy tiny vocab 30522 glibc-keep: a warm-up step, then 2 timed" in err
+    assert "[2/2] measuring numba tiny vocab 30522 glibc-keep" in err and " glibc:" not in err
+
+
 def test_json_on_request(bench, capsys, tmp_path):
     assert bench("--json") == 0
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]   # JSON lines only

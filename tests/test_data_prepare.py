@@ -229,3 +229,29 @@ def test_data_prepared_from_a_corpus_since_edited_is_not_reused(tmp_path):
     corpus.write_text("".join(f"story {i} starts now .\nit stops right here .\n\n" for i in range(30)))
     with pytest.raises(DataError, match="prepared with other options: corpus_sha256="):
         prepare(opts, **QUIET)
+
+
+def test_progress_says_at_most_every_two_seconds_how_far_and_how_fast():
+    from npbert.data.progress import Progress
+    ticks = iter([0.0, 1.0, 2.5, 3.0, 4.4, 5.0])                  # the start, then one per update
+    lines = []
+    progress = Progress(lines.append, "tokenizing", total=10, clock=lambda: next(ticks))
+    for done in range(1, 6):
+        progress.update(done)
+    assert lines == ["  tokenizing: 2 of 10 documents (1/s)", "  tokenizing: 5 of 10 documents (1/s)"]
+
+
+def test_every_slow_stage_reports_progress_even_when_the_stage_lines_are_silenced(tmp_path, monkeypatch):
+    # pretrain silences prepare's stage lines (log) but shows its notes: a minute of reading,
+    # vocabulary training or tokenizing (IMDB) must still say how far it has got
+    from npbert.data import progress
+    monkeypatch.setattr(progress, "EVERY_SECONDS", 0.0)           # a line at every update: a slow machine
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT * 3, encoding="utf-8")                  # 7 documents (the copies join at one seam each)
+    notes = []
+    prepare(PrepareOptions(corpus=str(corpus), out=str(tmp_path / "out"), vocab_size=60, max_seq_length=24,
+                           heldout_fraction=0.25), log=lambda *a: None, notes=notes.append)
+    for stage in ("reading: 7 documents", "training the vocabulary, counting words: 7 of 7 documents",
+                  "training the vocabulary, merging pieces: 60 of 60 tokens", "tokenizing: 7 of 7 documents",
+                  "writing: 2 of 2 shards"):
+        assert any(line.startswith(f"  {stage} (") for line in notes), (stage, notes)

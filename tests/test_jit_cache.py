@@ -96,3 +96,37 @@ def test_a_users_numba_cache_dir_is_kept(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path)
+
+
+def test_an_empty_or_missing_cache_is_cold_and_one_with_an_index_file_is_not(tmp_path):
+    from npbert.kernels.jit_cache import cache_is_cold
+    assert cache_is_cold(tmp_path / "missing") and cache_is_cold(tmp_path)
+    (tmp_path / "kernels_abc").mkdir()
+    (tmp_path / "kernels_abc" / "gelu._forward-10.py311.nbi").write_bytes(b"")
+    assert not cache_is_cold(tmp_path)
+
+
+def test_the_first_kernel_call_on_a_cold_cache_says_the_kernels_compile_once(monkeypatch, capsys):
+    import numpy as np
+
+    from npbert import backend
+    from npbert.kernels import jit_cache
+    monkeypatch.setattr(backend, "_compile_announced", False)
+    monkeypatch.setattr(jit_cache, "cache_is_cold", lambda: True)
+    with backend.use_backend("numba"):
+        backend.sum_of_squares(np.ones(3, np.float32))
+        backend.sum_of_squares(np.ones(3, np.float32))
+    captured = capsys.readouterr()
+    assert captured.err.count(jit_cache.COMPILE_MESSAGE) == 1 and captured.out == ""
+
+
+def test_a_warm_cache_says_nothing(monkeypatch, capsys):
+    import numpy as np
+
+    from npbert import backend
+    from npbert.kernels import jit_cache
+    monkeypatch.setattr(backend, "_compile_announced", False)
+    monkeypatch.setattr(jit_cache, "cache_is_cold", lambda: False)
+    with backend.use_backend("numba"):
+        backend.sum_of_squares(np.ones(3, np.float32))
+    assert capsys.readouterr().err == ""

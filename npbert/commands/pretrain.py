@@ -31,7 +31,7 @@ def register(sub):
                         "no next-sentence loss; the NSP head and the pooler are kept but never updated")
     add_optimizer_arguments(p, d)
     p.add_argument("--warmup-steps", type=non_negative_int, default=None,
-                   help="steps over which the learning rate rises from 0 (default: 10%% of --steps)")
+                   help="steps over which the learning rate rises from 0 (default: 25%% of --steps)")
     p.add_argument("--hidden-dropout-prob", type=probability, default=d.hidden_dropout_prob,
                    help="dropout on the embeddings' and every sublayer's output")
     p.add_argument("--attention-probs-dropout-prob", type=probability, default=d.attention_probs_dropout_prob,

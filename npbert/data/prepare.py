@@ -25,6 +25,7 @@ from npbert.checkpoint import vocab_bytes
 from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
+from npbert.data.progress import Progress
 from npbert.data.instances import DEFAULT_MASK_MIX, InstanceOptions, VocabIds, canonical_mask_mix, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
                                 id_dtype, pack_instances, read_manifest, read_shard, write_json,
@@ -73,9 +74,10 @@ def corpus_options(opts) -> dict:
 
 
 def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
-    """Prepare (or finish preparing) opts.out; returns its manifest. notes: where to say how the
-    corpus was read when that is not what its user may expect (default: log), for a caller
-    that silences the progress lines."""
+    """Prepare (or finish preparing) opts.out; returns its manifest. notes: where to say what a
+    caller that silences the per-stage lines must still show (default: log): how the corpus was
+    read when that is not what its user may expect, and how far a stage that takes more than a
+    few seconds has got (npbert/data/progress.py)."""
     check_dir_path(opts.out)
     check_prepared_dir(opts.out)
     options = resolved_options(opts)
@@ -83,15 +85,17 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     if existing is not None and existing["complete"] and shards_present(opts.out, existing):
         log(f"{opts.out} is already prepared with these options")
         return existing
+    notes = log if notes is None else notes
     start = time.perf_counter()
-    documents = read_documents(options, log if notes is None else notes)
+    documents = read_documents(options, notes)
     log(f"read {len(documents):,} documents from {opts.corpus} in {time.perf_counter() - start:.1f} s")
     heldout_count(len(documents), options["heldout_fraction"])   # too few: say so before training a vocabulary
-    tokens = vocabulary_tokens(options, documents, opts.out, existing, log)
+    tokens = vocabulary_tokens(options, documents, opts.out, existing, log, progress=notes)
     tick = time.perf_counter()
-    ids = tokenize_documents(load_tokenizer(tokens, options["do_lower_case"]), documents)
+    ids = tokenize_documents(load_tokenizer(tokens, options["do_lower_case"]), documents,
+                             Progress(notes, "tokenizing", total=len(documents)))
     log(f"tokenized into {sum(len(s) for d in ids for s in d):,} tokens in {time.perf_counter() - tick:.1f} s")
-    return write_pretraining_data(opts.out, ids, tokens, options, log)
+    return write_pretraining_data(opts.out, ids, tokens, options, log, progress=notes)
 
 
 def check_prepared_dir(out) -> None:
@@ -176,13 +180,15 @@ def shards_present(out_dir, manifest) -> bool:
 
 
 def read_documents(options, log=print) -> list:
+    """The corpus as documents (lists of sentences); log: notes on how it was read and progress."""
     if options["corpus"] == "builtin":
         n = options["max_documents"] or builtin_corpus.DEFAULT_NUM_DOCUMENTS
         return [doc.sentences for doc in builtin_corpus.generate_documents(n)]
-    return load_corpus(options["corpus"], options["corpus_format"], options["max_documents"], log)
+    return load_corpus(options["corpus"], options["corpus_format"], options["max_documents"], log,
+                       progress=log)
 
 
-def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
+def vocabulary_tokens(options, documents, out_dir, existing, log, progress=print) -> list:
     """The vocabulary: a given file, the builtin one, the one an interrupted run trained, or a new one."""
     from npbert.tokenizer import load_vocab
     if options["vocab"]:
@@ -195,8 +201,10 @@ def vocabulary_tokens(options, documents, out_dir, existing, log) -> list:
         return load_vocab(saved)
     from npbert.tokenizer.trainer import train_wordpiece_vocab
     tick = time.perf_counter()
-    tokens = train_wordpiece_vocab([s for d in documents for s in d], options["vocab_size"],
-                                   do_lower_case=options["do_lower_case"])
+    counting = Progress(progress, "training the vocabulary, counting words", total=len(documents))
+    merging = Progress(progress, "training the vocabulary, merging pieces", unit="tokens", total=options["vocab_size"])
+    tokens = train_wordpiece_vocab((s for d in counting.over(documents) for s in d), options["vocab_size"],
+                                   do_lower_case=options["do_lower_case"], progress=merging.update)
     log(f"trained a {len(tokens):,}-token WordPiece vocabulary in {time.perf_counter() - tick:.1f} s")
     return list(tokens)
 
@@ -206,10 +214,10 @@ def load_tokenizer(tokens, do_lower_case):
     return BertTokenizer(list(tokens), do_lower_case=do_lower_case)
 
 
-def tokenize_documents(tokenizer, documents) -> list:
+def tokenize_documents(tokenizer, documents, progress: Progress | None = None) -> list:
     """Sentences -> lists of ids; sentences with no tokens and documents with no sentences are dropped."""
     out = []
-    for document in documents:
+    for document in (progress.over(documents) if progress else documents):
         sentences = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(s)) for s in document]
         sentences = [s for s in sentences if s]
         if sentences:
@@ -262,7 +270,7 @@ def plan_shards(documents, split, passes, tokens_per_shard) -> list:
     return [(f"{split}-{k:05d}.npz", indices) for k, indices in enumerate(shards)]
 
 
-def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print) -> dict:
+def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print, progress=None) -> dict:
     """documents: lists of sentences of token ids. Writes (or completes) out_dir; returns the manifest."""
     vocab = VocabIds.from_tokens(vocab_tokens)
     train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
@@ -277,6 +285,7 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print)
     write_json(os.path.join(out_dir, MANIFEST), manifest)       # options on disk before any shard (and the marker)
     atomic_write(os.path.join(out_dir, VOCAB_FILE), lambda f: f.write(vocab_bytes(vocab_tokens)))
     tick = time.perf_counter()
+    shards, done = Progress(progress or log, "writing", unit="shards", total=sum(map(len, plans.values()))), 0
     for name, plan in plans.items():
         counts = []
         for k, (file, doc_indices) in enumerate(plan):
@@ -291,6 +300,8 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print)
                                         len(vocab_tokens), vocab.pad_id)
                 write_shard(path, arrays)
                 log(f"  wrote {file}: {len(instances):,} instances")
+            done += 1
+            shards.update(done)
             manifest["splits"][name]["shards"][k]["instances"] = len(arrays["lengths"])
             counts.append(count_shard(arrays, vocab.mask_id))
         total = merge_counts(counts, options["max_seq_length"])

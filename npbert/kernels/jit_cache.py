@@ -38,6 +38,18 @@ def use_source_keyed_cache(directory: Path = KERNELS_DIR) -> str:
     return numba.config.CACHE_DIR
 
 
+def cache_is_cold(cache_dir=None) -> bool:
+    """No kernel compiled into the cache yet (no Numba index file, *.nbi, under cache_dir, default
+    the directory in force): the first kernel calls compile them (docs/performance.md, "Compile
+    time": ~15 s on one thread, ~35 s on two). Unknown
+    (Numba's own per-source __pycache__ when no directory was set): False, nothing to say."""
+    cache_dir = cache_dir or numba.config.CACHE_DIR
+    return bool(cache_dir) and not any(Path(cache_dir).rglob("*.nbi"))
+
+
+COMPILE_MESSAGE = "compiling the Numba kernels (first run only, ~15-40 s; cached afterwards) ..."
+
+
 def _writable(path: Path) -> bool:
     try:
         path.mkdir(parents=True, exist_ok=True)

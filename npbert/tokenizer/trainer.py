@@ -152,10 +152,12 @@ class _Merger:
 
 def train_wordpiece_vocab(texts, vocab_size: int, do_lower_case: bool = True, min_frequency: int = 2,
                           special_tokens=SPECIAL_TOKENS, strip_accents=None, tokenize_chinese_chars: bool = True,
-                          max_input_chars_per_word: int = MAX_WORD_CHARS, score: str = "likelihood") -> list[str]:
+                          max_input_chars_per_word: int = MAX_WORD_CHARS, score: str = "likelihood",
+                          progress=None) -> list[str]:
     """A WordPiece vocabulary learned from `texts` (an iterable of str): the special tokens
     first (ids 0, 1, ...), then the alphabet, then merged pieces in the order learned.
-    Deterministic. The tokenizer options must be those the vocabulary will be used with."""
+    Deterministic. The tokenizer options must be those the vocabulary will be used with.
+    progress(n): called with the vocabulary's size as each merged piece is added."""
     special_tokens = list(special_tokens)
     if len(set(special_tokens)) != len(special_tokens) or not all(isinstance(t, str) and t for t in special_tokens):
         raise InputError(f"special_tokens must be distinct non-empty strings, got {special_tokens!r}")
@@ -191,4 +193,6 @@ def train_wordpiece_vocab(texts, vocab_size: int, do_lower_case: bool = True, mi
         if new not in in_vocab:  # different pairs can spell the same piece
             vocab.append(new)
             in_vocab.add(new)
+            if progress is not None:
+                progress(len(vocab))
     return vocab
