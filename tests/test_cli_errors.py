@@ -300,7 +300,7 @@ def test_defaults_are_shown_by_value(capsys):
     with pytest.raises(SystemExit):
         main(["pretrain", "--help"])
     text = " ".join(capsys.readouterr().out.split())                      # help lines unwrapped
-    assert f"--steps STEPS training steps (batches) (default: {PretrainOptions().steps})" in text
+    assert f"--steps STEPS training steps (batches) (an integer >= 1) (default: {PretrainOptions().steps})" in text
     assert f"--out OUT run directory; when not given and it holds a run, the next free one (runs/pretrain-2, ...) " \
            f"(default: {PretrainOptions().out})" in text
 

@@ -113,14 +113,38 @@ def _pad_row_constant(table, table0, pad):
 
 
 def op_cases(d: Dims):
-    """name -> Case for every op, layer, head and whole model, at the sizes in d (float64 unless d.dtype)."""
+    """name -> Case for every op, layer, head and whole model, at the sizes in d (float64 unless d.dtype).
+    The groups below draw from one Generator in this order: the golden vectors depend on it."""
+    problem, cases = _problem(d), {}
+    add = _adder(cases, d.dtype)
+    _leaf_op_cases(problem, add)
+    _layer_cases(problem, add)
+    batch = _pretraining_cases(problem, add)
+    cases.update(head_cases(d, problem.params, batch, problem.rng))
+    return cases
+
+
+class _Problem(NamedTuple):
+    """The draws every group of cases shares: a model's parameters, a batch's ids and masks, an input x."""
+    d: Dims
+    rng: np.random.Generator
+    config: BertConfig
+    params: dict
+    mask: np.ndarray                                   # (B, T) 1 real, 0 padding
+    mask_bias: np.ndarray                              # (B, 1, 1, T)
+    ids: np.ndarray                                    # (B, T), [PAD] only where padded
+    ids_with_pad: np.ndarray                           # (B, T), [PAD] at a real position too
+    types: np.ndarray                                  # (B, T)
+    positions: np.ndarray                              # (P,) flat MLM positions, one repeated
+    x: np.ndarray                                      # (B, T, H)
+
+
+def _problem(d: Dims) -> _Problem:
     rng = np.random.default_rng(d.seed)
-    B, T, H, I, V, A = d.B, d.T, d.H, d.I, d.V, d.heads
+    B, T, V = d.B, d.T, d.V
     config = d.config()
     params = _case_params(config, rng, d.dtype)
     mask = d.attention_mask()
-    mask_bias = ops.attention_mask_bias(mask, d.dtype)
-    layer0 = layer_params(params, 0)
     ids = rng.integers(1, V, (B, T))                   # [PAD] (id 0) only where padded: see _pad_row_constant
     ids[0, :2] = ids[0, 0]                             # a repeated id: the scatter-add must accumulate
     ids[mask == 0] = config.pad_token_id
@@ -130,13 +154,22 @@ def op_cases(d: Dims):
     real = np.flatnonzero(mask.reshape(-1))            # MLM positions are real tokens, never padding
     positions = rng.choice(real, size=min(4, len(real)), replace=False)
     positions[-1] = positions[0] if len(positions) > 1 else positions[-1]  # one position gathered twice
-    cases = {}
+    return _Problem(d, rng, config, params, mask, ops.attention_mask_bias(mask, d.dtype), ids, ids_with_pad,
+                    types, positions, _normal(rng, B, T, d.H))
 
-    def add(name, inputs, run, backward, shapes, fixed=None, model=None):
-        cases[name] = Case({k: np.asarray(v, d.dtype) for k, v in inputs.items()}, run, backward, shapes,
-                           fixed or {}, model)
 
-    x = _normal(rng, B, T, H)
+def _adder(cases: dict, dtype):
+    """add(name, inputs, run, backward, shapes, fixed, model, golden): a Case in cases, its inputs in dtype."""
+    def add(name, inputs, run, backward, shapes, fixed=None, model=None, golden=True):
+        cases[name] = Case({k: np.asarray(v, dtype) for k, v in inputs.items()}, run, backward, shapes,
+                           fixed or {}, model, golden)
+    return add
+
+
+def _leaf_op_cases(pr: _Problem, add) -> None:
+    """The leaf ops of npbert/ops (the hot ones through the backend switch)."""
+    d, rng, x, ids, pad = pr.d, pr.rng, pr.x, pr.ids, pr.config.pad_token_id
+    B, T, H, I, V, A = d.B, d.T, d.H, d.I, d.V, d.heads
     add("linear", {"x": x, "w": _normal(rng, I, H), "b": _normal(rng, I)},
         lambda p: backend.linear_forward(p["x"], p["w"], p["b"]),
         lambda dy, c: dict(zip(("x", "w", "b"), backend.linear_backward(dy, c))), f"({B},{T},{H})->({B},{T},{I})")
@@ -144,21 +177,21 @@ def op_cases(d: Dims):
         lambda p: backend.embedding_forward(ids, p["table"]),
         lambda dy, c: {"table": backend.embedding_backward(dy, c)}, f"ids ({B},{T}), table ({V},{H})", dict(ids=ids))
     table = _normal(rng, V, H)
+    table0 = table.copy()                              # a copy: the finite differences perturb table in place
     add("embedding[padding_idx]", {"table": table},
-        lambda p, table0=table.copy(): backend.embedding_forward(
-            ids_with_pad, _pad_row_constant(p["table"], table0, config.pad_token_id), config.pad_token_id),
+        lambda p: backend.embedding_forward(pr.ids_with_pad, _pad_row_constant(p["table"], table0, pad), pad),
         lambda dy, c: {"table": backend.embedding_backward(dy, c)}, f"ids ({B},{T}) with [PAD], table ({V},{H})",
-        dict(ids=ids_with_pad, padding_idx=config.pad_token_id))
+        dict(ids=pr.ids_with_pad, padding_idx=pad))
     add("layernorm", {"x": _normal(rng, B, T, H), "gamma": 1 + _normal(rng, H), "beta": _normal(rng, H)},
         lambda p: backend.layernorm_forward(p["x"], p["gamma"], p["beta"], 1e-12),
         lambda dy, c: dict(zip(("x", "gamma", "beta"), backend.layernorm_backward(dy, c))), f"({B},{T},{H})",
         dict(eps=1e-12))
     for act in ("gelu", "gelu_new"):
         add(f"gelu[{act}]", {"x": 2 * _normal(rng, B, T, I)},
-            lambda p, act=act: backend.gelu_forward(p["x"], act),
+            functools.partial(lambda p, act: backend.gelu_forward(p["x"], act), act=act),
             lambda dy, c: {"x": backend.gelu_backward(dy, c)}, f"({B},{T},{I})", dict(hidden_act=act))
         add(f"linear_gelu[{act}]", {"x": x, "w": _normal(rng, I, H), "b": _normal(rng, I)},
-            lambda p, act=act: backend.linear_gelu_forward(p["x"], p["w"], p["b"], act),
+            functools.partial(lambda p, act: backend.linear_gelu_forward(p["x"], p["w"], p["b"], act), act=act),
             lambda dy, c: dict(zip(("x", "w", "b"), backend.linear_gelu_backward(dy, c))),
             f"({B},{T},{H})->({B},{T},{I})", dict(hidden_act=act))
     add("dropout", {"x": _normal(rng, B, T, H)},
@@ -169,9 +202,16 @@ def op_cases(d: Dims):
         lambda dy, c: {"x": ops.softmax_backward(dy, c)}, f"({B},{A},{T},{T})")
     qkv = {n: _normal(rng, B, A, T, d.head_size) for n in ("q", "k", "v")}
     add("attention_core", qkv,
-        lambda p: backend.attention_core_forward(p["q"], p["k"], p["v"], mask_bias, d.dropout, d.rng()),
+        lambda p: backend.attention_core_forward(p["q"], p["k"], p["v"], pr.mask_bias, d.dropout, d.rng()),
         lambda dy, c: dict(zip("qkv", backend.attention_core_backward(dy, c))), f"({B},{A},{T},{d.head_size})",
-        dict(mask_bias=mask_bias))
+        dict(mask_bias=pr.mask_bias))
+
+
+def _layer_cases(pr: _Problem, add) -> None:
+    """The layers of npbert/layers, each over its own slice of the model's parameters (no draws)."""
+    d, config, params, x, mask_bias = pr.d, pr.config, pr.params, pr.x, pr.mask_bias
+    B, T, H, I, V, A = d.B, d.T, d.H, d.I, d.V, d.heads
+    layer0 = layer_params(params, 0)
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
         lambda p: self_attention_forward(p["x"], mask_bias, p, A, d.dropout, d.rng()),
@@ -190,21 +230,29 @@ def op_cases(d: Dims):
         lambda p: encoder_forward(p["x"], mask_bias, p, config, d.rng()),
         lambda dy, c: _merge(encoder_backward(dy, c)), f"{d.layers} layers ({B},{T},{H})", dict(mask_bias=mask_bias))
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
+    table0, pad = emb[WORD].copy(), config.pad_token_id
     add("bert_embeddings", emb,
-        lambda p, table0=emb[WORD].copy(): bert_embeddings_forward(
-            ids_with_pad, types, {**p, WORD: _pad_row_constant(p[WORD], table0, config.pad_token_id)}, config, d.rng()),
+        lambda p: bert_embeddings_forward(pr.ids_with_pad, pr.types,
+                                          {**p, WORD: _pad_row_constant(p[WORD], table0, pad)}, config, d.rng()),
         lambda dy, c: bert_embeddings_backward(dy, c), f"ids ({B},{T}) -> ({B},{T},{H})",
-        dict(input_ids=ids_with_pad, token_type_ids=types))
+        dict(input_ids=pr.ids_with_pad, token_type_ids=pr.types))
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
         lambda p: pooler_forward(p["h"], p),
         lambda dy, c: _merge(pooler_backward(dy, c), "h"), f"({B},{T},{H})->({B},{H})")
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
     mlm[WORD] = params[WORD]
+    P = len(pr.positions)
     add("mlm_head", {"h": x, **mlm},
-        lambda p: mlm_head_forward(p["h"], positions, p, config),
-        lambda dy, c: _merge(mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {len(positions)} positions -> ({len(positions)},{V})",
-        dict(mlm_positions=positions))
+        lambda p: mlm_head_forward(p["h"], pr.positions, p, config),
+        lambda dy, c: _merge(mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {P} positions -> ({P},{V})",
+        dict(mlm_positions=pr.positions))
+
+
+def _pretraining_cases(pr: _Problem, add) -> dict:
+    """The NSP head, cross-entropy and the whole pretraining model; returns the model's batch."""
+    d, rng, config, params = pr.d, pr.rng, pr.config, pr.params
+    B, T, H, V, A = d.B, d.T, d.H, d.V, d.heads
     nsp = {k: v for k, v in params.items() if k.startswith("cls.seq_relationship.")}
     add("nsp_head", {"pooled": _normal(rng, B, H), **nsp},
         lambda p: nsp_head_forward(p["pooled"], p),
@@ -215,16 +263,15 @@ def op_cases(d: Dims):
         lambda p: backend.cross_entropy_forward(p["logits"], labels),
         lambda dl, c: {"logits": backend.cross_entropy_backward(dl, c)}, f"({B * T},{V}) ignore_index rows",
         dict(labels=labels))
-    mlm_labels = rng.integers(0, V, len(positions))
+    mlm_labels = rng.integers(0, V, len(pr.positions))
     mlm_labels[1:2] = ops.IGNORE_INDEX                 # a masked position that does not count
-    batch = dict(input_ids=ids, token_type_ids=types, attention_mask=mask, mlm_positions=positions,
+    batch = dict(input_ids=pr.ids, token_type_ids=pr.types, attention_mask=pr.mask, mlm_positions=pr.positions,
                  mlm_labels=mlm_labels, nsp_labels=rng.integers(0, 2, B))
     add("bert_for_pretraining", dict(params),
         lambda p: _model_loss(p, config, batch, d.rng()),
         lambda dl, c: pretraining_backward(c, dl), f"L={d.layers} H={H} A={A} V={V} ({B},{T}) all params",
         model=ModelCall(pretraining_forward, pretraining_backward, config, params, batch))
-    cases.update(head_cases(d, params, batch, rng))
-    return cases
+    return batch
 
 
 def _case_params(config, rng, dtype):
@@ -289,9 +336,7 @@ def head_cases(d: Dims, params, batch, rng):
     B, T, K, C = d.B, d.T, NUM_LABELS, NUM_CHOICES
     config, cases = d.config(), {}
 
-    def add(name, inputs, run, backward, shapes, fixed=None, model=None, golden=True):
-        cases[name] = Case({k: np.asarray(v, d.dtype) for k, v in inputs.items()}, run, backward, shapes,
-                           fixed or {}, model, golden)
+    add = _adder(cases, d.dtype)
 
     def head_params(head, k, config=config):
         p = init_head(config, head, k, rng, np.float64)
