@@ -265,7 +265,7 @@ def orchestrate(args) -> int:
     for impl in (i for i in wanted if i not in impls):
         records.append(dict(kind="skipped", impls=[impl], missing=ort.missing() if impl == "ort" else hf.missing()))
     records += start_times(args.threads)
-    n, k = args.rounds * len(args.presets.split(",")) * len(args.vocabs.split(",")) * len(allocators) * len(impls), 0
+    n, k = args.rounds * len(args.presets) * len(args.vocabs) * len(allocators) * len(impls), 0
     for round_ in range(args.rounds):
         for preset in args.presets:
             for vocab in args.vocabs:
