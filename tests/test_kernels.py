@@ -143,7 +143,7 @@ def test_the_fma_flag_is_on_exactly_the_kernels_the_edge_tests_cover():
         assert f.targetoptions["fastmath"] == FMA == {"contract"}, f
 
 
-# DESIGN.md: fast-math broke llm.c's GELU backward (NaNs); use it only where a test proves it
+# docs/design.md: fast-math broke llm.c's GELU backward (NaNs); use it only where a test proves it
 # safe. The kernels above carry fastmath={"contract"} alone (fastexp.FMA: multiply-adds may fuse;
 # no finite-math or reassociation assumptions): over every kind of input they must produce NaN
 # and inf exactly where the float64 reference does, and its values elsewhere.

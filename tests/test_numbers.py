@@ -1,4 +1,4 @@
-"""The numbers a port must match (DESIGN.md, "Numbers that must be right"), pinned one by one:
+"""The numbers a port must match (docs/design.md, "Numbers that must be right"), pinned one by one:
 BERT's config defaults, and the attention mask: finfo(dtype).min, so that a padded key gets
 probability exactly 0 and gradient exactly 0 whatever its score, on both backends."""
 import numpy as np

@@ -32,7 +32,7 @@ HARD_PAIRS = (
     ("café 中文", "running\u200b unwanted"),
 )
 PAIR_MAX_LENGTH = 14
-# A small vocabulary whose ## pieces exercise greedy longest match (DESIGN.md's WordPiece golden, extended).
+# A small vocabulary whose ## pieces exercise greedy longest match (docs/design.md's WordPiece golden, extended).
 RULES_VOCAB = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "want", "##want", "##ed", "wa", "un", "runn", "##ing",
                ",", ".", ":", "?", "a", "##s", "cafe", "café", "caf", "##e", "##é", "中", "文", "text", "mixed",
                "naive",
