@@ -374,8 +374,7 @@ def head_cases(d: Dims, params, batch, rng):
         # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
         emb = [k2 for k2 in far_end if not (head is span.HEAD and k2 == WORD)]
         add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
-            lambda p, fixed=fixed, data=data, labels=labels, forward=forward: _loss_of(
-                forward({**fixed, **p}, config, **data, **labels, rng=d.rng())),
+            functools.partial(_task_model_run, forward, fixed, config, {**data, **labels}, d.rng),
             lambda dl, c: task_model_backward(dl, c), f"{shapes} head,{'pooler,' if pooler else ''}emb",
             model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
 
@@ -437,8 +436,7 @@ def feature_based_cases(d: Dims, add, head_params, inputs_of, same_as, rng) -> N
         forward = functools.partial(task_model_forward, head)
         labels, shapes = same_as[head.kind]
         add(f"feature_based[{head.kind}]", hp,
-            lambda p, fconfig=fconfig, data=data, labels=labels, forward=forward: _loss_of(
-                forward({**frozen, **p}, fconfig, **data, **labels, rng=d.rng())),
+            functools.partial(_task_model_run, forward, frozen, fconfig, {**data, **labels}, d.rng),
             lambda dl, c: task_model_backward(dl, c),
             f"{features}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
             golden=False)
@@ -458,11 +456,24 @@ def head_alone_cases(d: Dims, config, head_params, token_labels, start, end, rng
     for name, head, k, x_shape, targets in rows:
         inputs = {"x": _normal(rng, *x_shape), **head_params(head, k)}
         cases[name] = Case({n: np.asarray(v, d.dtype) for n, v in inputs.items()},
-                           lambda p, head=head, targets=targets: _loss_of(
-                               head.forward(p["x"], p, config, targets, d.rng(), NO_TRACE)),
-                           lambda dl, c, head=head: _merge(head.backward(dl, c, NO_TRACE)),
+                           functools.partial(_head_run, head, config, targets, d.rng),
+                           functools.partial(_head_backward, head),
                            f"({','.join(map(str, x_shape))}) -> loss", dict(targets), golden=False)
     return cases
+
+
+def _task_model_run(forward, fixed, config, inputs, rng_of, p):
+    """A model case's run: the loss of forward with p's parameters in place of fixed's."""
+    return _loss_of(forward({**fixed, **p}, config, **inputs, rng=rng_of()))
+
+
+def _head_run(head, config, targets, rng_of, p):
+    """A head-alone case's run: the head's loss on the encoder output p["x"]."""
+    return _loss_of(head.forward(p["x"], p, config, targets, rng_of(), NO_TRACE))
+
+
+def _head_backward(head, dloss, cache):
+    return _merge(head.backward(dloss, cache, NO_TRACE))
 
 
 def _loss_of(out_and_cache):
