@@ -199,24 +199,34 @@ def logged_every(records) -> str:
     return f"logged every {min(b - a for a, b in zip(steps, steps[1:]))} steps, from step {steps[0]}"
 
 
+def draw_baselines(ax, records, names, belongs, colours) -> None:
+    """A dashed level per baseline; baselines at the same value (a tagger's precision, recall and
+    F1 all 0) are one line with one label, not lines drawn over each other."""
+    levels = {}
+    for field, (_, values) in series(records, "baseline").items():
+        if belongs(field):
+            levels.setdefault(values[-1], []).append(field)
+    for value, fields in levels.items():
+        colour = colours.setdefault(fields[0], f"C{len(colours)}") if len(fields) == 1 else "grey"
+        ax.axhline(value, color=colour, label=f"{names['baseline']} {', '.join(fields)}"
+                   + (f" (all {value:g})" if len(fields) > 1 else ""), **STYLES["baseline"])
+        colours.update({f: colours.get(f, colour) for f in fields})
+
+
 def draw_panel(ax, records, names, belongs, title, ylabel) -> None:
     colours = {}
-    for kind in ("train", "eval", "final", "test", "baseline"):
+    for kind in ("train", "eval", "final", "test"):
         for field, (steps, values) in series(records, kind).items():
-            if not belongs(field):
-                continue
-            colour = colours.setdefault(field, f"C{len(colours)}")
-            label = f"{names[kind]} {field}"
-            if kind == "baseline":
-                ax.axhline(values[-1], color=colour, label=label, **STYLES[kind])
-            else:                                      # a lone point needs a marker to be seen
+            if belongs(field):                         # a lone point needs a marker to be seen
                 style = STYLES[kind] if len(steps) > 1 else {"marker": "o", **STYLES[kind]}
-                ax.plot(steps, values, color=colour, label=label, **style)
+                ax.plot(steps, values, color=colours.setdefault(field, f"C{len(colours)}"),
+                        label=f"{names[kind]} {field}", **style)
+    draw_baselines(ax, records, names, belongs, colours)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    if colours:
-        ax.legend(fontsize=7)
+    if colours:                                        # below the panel: never over a curve
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
     else:
         ax.text(0.5, 0.5, "not in the log", ha="center", va="center", transform=ax.transAxes, color="grey")

@@ -191,3 +191,26 @@ def test_out_must_be_a_png_in_an_existing_directory(tmp_path, capsys):
         os.makedirs(tmp_path / "d.png", exist_ok=True)
         assert main(["plot", run, "--out", out]) == 2
         assert message in capsys.readouterr().err
+
+
+@needs_matplotlib
+def test_baselines_at_one_value_are_one_line_and_the_legend_is_below_the_curves(tmp_path):
+    # a tagger's majority baseline scores precision, recall and F1 of 0: three dashed lines drawn
+    # over each other looked like one unlabelled line
+    log = [dict(kind="baseline", step=0, precision=0.0, recall=0.0, f1=0.0, accuracy=0.8)]
+    log += [dict(kind="eval", step=s, precision=0.1 * s, recall=0.1 * s, f1=0.1 * s, accuracy=0.8 + 0.01 * s,
+                 loss=1.0 / s) for s in (1, 2, 3)]
+    drawn = panels(write_log(tmp_path, "".join(json.dumps(r) + "\n" for r in log)))
+    scores = next(lines for title, lines in drawn.items() if "accuracy" in " ".join(lines))
+    baselines = [label for label in scores if label.startswith("baseline")]
+    assert sorted(baselines) == ["baseline accuracy", "baseline precision, recall, f1 (all 0)"]
+    plt = plotting.load_pyplot()
+    fig = draw(plt, read_metrics(os.path.join(tmp_path, "run", "metrics.jsonl"))[0], pretraining=False, title="t")
+    try:
+        for ax in fig.axes:
+            if ax.get_legend() is not None:                                # below the panel's own area
+                fig.canvas.draw()
+                legend_box, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+                assert legend_box.y1 <= axes_box.y0 + 1
+    finally:
+        plt.close(fig)
