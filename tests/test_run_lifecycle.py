@@ -99,6 +99,7 @@ def test_the_python_api_checks_the_same_numbers_before_anything_is_touched(tmp_p
     assert sorted(os.listdir(trained)) == before and saved_step(trained) == 7
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")   # the diverging steps, on purpose
 def test_a_non_finite_model_is_never_saved_and_the_message_says_what_is_kept(tmp_path, data_dir, monkeypatch):
     import npbert.training.loop as loop
     real = loop.update
