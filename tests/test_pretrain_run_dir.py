@@ -6,7 +6,7 @@ import pytest
 
 from npbert.cli import main
 from npbert.errors import DataError, NpbertError
-from npbert.pretrain import pretrain
+from npbert.pretrain import PretrainOptions, pretrain
 from pretraining_runs import data_dir, options, quiet, saved_step  # noqa: F401  (data_dir: a fixture)
 
 
@@ -130,11 +130,12 @@ def test_resume_refuses_options_that_would_change_the_run(tmp_path, data_dir):
 
 
 def test_cli_resume_refuses_typed_options_that_would_change_the_run(tmp_path, data_dir, capsys):
+    default_steps = PretrainOptions().steps
     out = str(tmp_path / "run")
     base = ["pretrain", "--data", data_dir, "--out", out, "--batch-size", "4", "--eval-batches", "1"]
     assert main(base + ["--steps", "6", "--stop-after", "2"]) == 0
     for flags, said in ((["--steps", "60"], "--steps 60 cannot change when resuming"),
-                        (["--steps", "1200"], "--steps 1200 cannot change"),        # the default, but typed
+                        (["--steps", str(default_steps)], f"--steps {default_steps} cannot change"),  # the default, typed
                         (["--preset", "mini"], "--preset mini cannot change"),
                         (["--learning-rate", "1"], "--learning-rate 1.0 cannot change"),
                         (["--no-nsp"], "--no-nsp True cannot change when resuming: the run in"),
