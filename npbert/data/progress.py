@@ -24,7 +24,9 @@ class Progress:
             return
         self.last = now
         of = f" of {self.total:,}" if self.total is not None else ""
-        self.say(f"  {self.what}: {done:,}{of} {self.unit} ({done / max(now - self.start, 1e-9):,.0f}/s)")
+        rate = done / max(now - self.start, 1e-9)
+        per = f"{rate:,.0f}/s" if rate >= 10 else f"{1 / rate:.1f} s each" if rate > 0 else "none yet"
+        self.say(f"  {self.what}: {done:,}{of} {self.unit} ({per})")
 
     def over(self, items):
         """Yield items unchanged, updating after each one is consumed."""
