@@ -28,7 +28,7 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
            "adamw_update", "sum_of_squares", "packed_attention")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
-_compile_announced = False          # the first kernel call has checked for an empty kernel cache
+_compile_announced = False          # choosing the kernels has checked once for an empty kernel cache
 
 
 def set_backend(name: str) -> None:
@@ -37,6 +37,8 @@ def set_backend(name: str) -> None:
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     _numba = name == "numba"
+    if _numba and not _compile_announced:             # once, here: not in every hot op's call
+        _announce_compile()
 
 
 def get_backend() -> str:
@@ -58,13 +60,11 @@ def _kernels() -> bool:
     """The numba backend is in force (chosen on first use from NPBERT_BACKEND if not set)."""
     if _numba is None:
         set_backend(backend_from_environment() or "numpy")
-    if _numba and not _compile_announced:
-        _announce_compile()
     return _numba
 
 
 def _announce_compile() -> None:
-    """Before the first kernel call: with an empty kernel cache, say that the kernels compile now
+    """When the kernels are first chosen: with an empty kernel cache, say that they compile now
     (half a minute without a word otherwise). On stderr: a command's stdout may be its data."""
     global _compile_announced
     _compile_announced = True
