@@ -11,8 +11,8 @@ from typing import NamedTuple
 import numpy as np
 
 from npbert import backend
-from npbert import metrics as m
-from npbert.heads.head import CLS, Encoded, Head, int_labels, label_fields, most_common
+from npbert.heads.choice import baseline, gold, score   # one label per example, scored by accuracy: reused
+from npbert.heads.head import CLS, Encoded, Head, int_labels, label_fields
 from npbert.ops import CrossEntropyCache, LinearCache
 from npbert.tasks.encoding import encode_sequences
 
@@ -50,18 +50,6 @@ def encode(task, examples, tokenizer, max_seq_length, labels, options=None) -> E
 
 def decode(task, examples, encoded, outputs, labels, options=None) -> list:
     return [labels[int(np.argmax(o))] for o in outputs]
-
-
-def gold(task, examples) -> list:
-    return [ex["label"] for ex in examples]
-
-
-def score(task, examples, predictions, labels=None) -> dict:
-    return dict(accuracy=m.accuracy(gold(task, examples), predictions))
-
-
-def baseline(task, train_examples, dev_examples) -> list:
-    return [most_common(gold(task, train_examples))] * len(dev_examples)
 
 
 HEAD = Head(
