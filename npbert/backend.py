@@ -26,7 +26,9 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "embedding_forward", "embedding_backward", "layernorm_forward", "layernorm_backward",
            "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
            "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
-           "adamw_update", "sum_of_squares", "packed_attention")
+           "adamw_update", "sum_of_squares", "packed_attention_forward",
+           "packed_attention_backward", "dropout_uniforms",
+           "dropout_with_uniforms")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
 _compile_announced = False          # choosing the kernels has checked once for an empty kernel cache
 
@@ -86,8 +88,13 @@ def sum_of_squares(x):
     return (kernels.sum_of_squares if _kernels() else ops.sum_of_squares)(x)
 
 
-def packed_attention(q, k, v, lengths, num_heads):
-    return (kernels.packed_attention if _kernels() else ops.packed_attention)(q, k, v, lengths, num_heads)
+def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
+    return (kernels.packed_attention_forward if _kernels() else ops.packed_attention_forward)(q, k, v, layout,
+                                                                                              num_heads, u, p_drop)
+
+
+def packed_attention_backward(dcontext, cache):
+    return (kernels.packed_attention_backward if _kernels() else ops.packed_attention_backward)(dcontext, cache)
 
 
 def linear_gelu_forward(x, w, b, hidden_act):
@@ -124,6 +131,14 @@ def gelu_backward(dy, cache):
 
 def dropout_forward(x, p_drop, rng):
     return (kernels.dropout_forward if _kernels() else ops.dropout_forward)(x, p_drop, rng)
+
+
+def dropout_uniforms(shape, rng):
+    return (kernels.dropout_uniforms if _kernels() else ops.dropout_uniforms)(shape, rng)
+
+
+def dropout_with_uniforms(x, u, p_drop):
+    return (kernels.dropout_with_uniforms if _kernels() else ops.dropout_with_uniforms)(x, u, p_drop)
 
 
 def dropout_backward(dy, cache):

@@ -32,7 +32,7 @@ from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
 from npbert.model import POOLER_WEIGHT, check_inputs, check_labels, require_pooler
-from npbert.ops.packed_attention import sequence_starts
+from npbert.ops.packed_attention import AttentionLayout, sequence_starts
 
 
 class Packing:
@@ -74,7 +74,8 @@ def packed_self_attention(x, packing: Packing, params, num_heads):
     q = backend.linear_forward(x, params[Q + ".weight"], params[Q + ".bias"])[0]        # (N, H)
     k = backend.linear_forward(x, params[K + ".weight"], params[K + ".bias"])[0]        # (N, H)
     v = backend.linear_forward(x, params[V + ".weight"], params[V + ".bias"])[0]        # (N, H)
-    context = backend.packed_attention(q, k, v, packing.lengths, num_heads)    # (N, H)
+    layout = AttentionLayout(packing.lengths, packing.lengths, packing.positions, packing.positions)
+    context, _ = backend.packed_attention_forward(q, k, v, layout, num_heads)  # (N, H)
     return backend.linear_forward(context, params[O + ".weight"], params[O + ".bias"])[0]  # (N, H)
 
 

@@ -19,11 +19,11 @@ use_source_keyed_cache()   # before any @njit(cache=True) below is decorated
 from npbert.kernels.adamw import adamw_update  # noqa: E402
 from npbert.kernels.attention_core import attention_core_backward, attention_core_forward  # noqa: E402
 from npbert.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward  # noqa: E402
-from npbert.kernels.dropout import dropout_backward, dropout_forward  # noqa: E402
+from npbert.kernels.dropout import dropout_backward, dropout_forward, dropout_uniforms, dropout_with_uniforms  # noqa: E402
 from npbert.kernels.embedding import embedding_backward, embedding_forward  # noqa: E402
 from npbert.kernels.gelu import gelu_backward, gelu_forward  # noqa: E402
 from npbert.kernels.layernorm import layernorm_backward, layernorm_forward  # noqa: E402
 from npbert.kernels.linear import linear_backward, linear_forward  # noqa: E402
 from npbert.kernels.linear_gelu import linear_gelu_backward, linear_gelu_forward  # noqa: E402
-from npbert.kernels.packed_attention import packed_attention  # noqa: E402
+from npbert.kernels.packed_attention import packed_attention_backward, packed_attention_forward  # noqa: E402
 from npbert.kernels.sum_of_squares import sum_of_squares  # noqa: E402

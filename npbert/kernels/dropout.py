@@ -40,12 +40,23 @@ def _backward(lo, hi, dy, keep, scale, dx):
         dx[i] = dy[i] * scale if keep[i] else dy[i] * 0
 
 
+def dropout_uniforms(shape, rng):
+    """The uniforms dropout draws for an x of this shape, in the reused buffer (read them before
+    the next draw)."""
+    return uniforms(shape, rng)
+
+
 def dropout_forward(x, p_drop, rng):
     # x: (...) -> y: (...)
     if rng is None or p_drop == 0.0:
         return x, DropoutCache(None, x.dtype.type(1.0))
     x = np.ascontiguousarray(x)
-    u = uniforms(x.shape, rng, x)                      # (...) float32
+    return dropout_with_uniforms(x, uniforms(x.shape, rng, x), p_drop)
+
+
+def dropout_with_uniforms(x, u, p_drop):
+    # x: (...), u: (...) float32 uniforms drawn for it -> y: (...); keeps where u >= p_drop
+    x, u = np.ascontiguousarray(x), np.ascontiguousarray(u)
     scale = x.dtype.type(1.0 / (1.0 - p_drop))
     y = empty_apart(x.shape, x.dtype, x, u)
     keep = empty_apart(x.shape, np.bool_, x, u, y)

@@ -20,11 +20,21 @@ def drop_mask(keep, scale):
     return keep * scale
 
 
+def dropout_uniforms(shape, rng):
+    """The uniforms dropout draws for an x of this shape (float32, whatever x's dtype)."""
+    return rng.random(shape, dtype=np.float32)
+
+
 def dropout_forward(x, p_drop, rng):
     # x: (...) -> y: (...)
     if rng is None or p_drop == 0.0:
         return x, DropoutCache(None, x.dtype.type(1.0))
-    keep = rng.random(x.shape, dtype=np.float32) >= p_drop  # (...) bool
+    return dropout_with_uniforms(x, dropout_uniforms(x.shape, rng), p_drop)
+
+
+def dropout_with_uniforms(x, u, p_drop):
+    # x: (...), u: (...) float32 uniforms drawn for it -> y: (...); keeps where u >= p_drop
+    keep = u >= p_drop                                       # (...) bool
     scale = x.dtype.type(1.0 / (1.0 - p_drop))
     return x * drop_mask(keep, scale), DropoutCache(keep, scale)
 

@@ -1,18 +1,51 @@
-"""Self-attention over sequences packed back to back, for inference (npbert/inference.py):
-no padding, so no mask; no dropout; no cache (nothing here has a backward).
+"""Self-attention over sequences packed back to back (npbert/packed/): no padding, so no mask.
 
-    q, k, v: (N, H), the rows of S sequences one after another (lengths (S,), summing to N)
-    for each sequence s (its n_s rows) and head: context = softmax(q k^T / sqrt(D)) v   (n_s, D)
+    q: (M, H) query rows, k, v: (N, H) key/value rows, of S sequences one after another
+    sequence s: its q_lengths[s] = m query rows and k_lengths[s] = n key rows (its real tokens)
+    per sequence s and head a (D = H / A columns each):
+        probs   = softmax(q_s k_s^T / sqrt(D))                  (m, n)
+        context = dropout(probs) v_s                            (m, D)
 
-Each sequence attends within itself, over its own n_s keys: bert_forward's attention at the
-real positions of a padded batch, without the padded queries and keys. This reference calls
-attention_core_forward once per run of consecutive sequences of equal length (a batch without
-padding is a single run: bert_forward's own call); npbert/kernels/packed_attention.py does
-every (sequence, head) in one parallel loop.
+The queries may be fewer than the keys: the last encoder layer of a step computes its
+queries only at the rows the heads read (npbert/packed/encoder.py), each sequence's keys
+are all its real tokens. With every row a query, this is bert_forward's attention at the
+real positions of a padded batch, without the padded queries and keys.
+
+Dropout drops what the padded step drops for the same seed: `u` is the (S, A, T, T) float32
+draw the padded attention makes (npbert/ops/dropout.py), and query i / key j of sequence s
+read u[s, a, q_positions[i], k_positions[j]], their positions in the padded batch.
+
+The probabilities are kept for the backward in one flat array, unit (s, a) after unit, each
+unit's (m, n) block row-major (unit_offsets); the keep mask the same way.
 """
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
 import numpy as np
 
-from npbert.ops.attention_core import attention_core_forward, merge_heads, split_heads
+from npbert.ops.dropout import drop_mask
+from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
+
+
+class AttentionLayout(NamedTuple):
+    """Whose rows are whose in the packed arrays, sequence after sequence."""
+    q_lengths: np.ndarray     # (S,) int64 query rows of each sequence
+    k_lengths: np.ndarray     # (S,) int64 key/value rows of each sequence (its real tokens)
+    q_positions: np.ndarray   # (M,) int64 each query row's position in its padded sequence
+    k_positions: np.ndarray   # (N,) int64 each key row's
+
+
+class PackedAttentionCache(NamedTuple):
+    q: np.ndarray             # (M, H)
+    k: np.ndarray             # (N, H)
+    v: np.ndarray             # (N, H)
+    layout: AttentionLayout
+    num_heads: int
+    probs: np.ndarray         # (P,) every unit's (m, n) softmax, before dropout; P = A * sum(m n)
+    keep: np.ndarray | None   # (P,) bool, the weights dropout kept; None without dropout
+    drop_scale: object        # 1 / (1 - p), of q's dtype
 
 
 def sequence_starts(lengths):
@@ -21,26 +54,66 @@ def sequence_starts(lengths):
     return np.cumsum(lengths) - lengths                                          # (S,) rows before each
 
 
-def equal_length_runs(lengths):
-    """[(first row, sequences, length)] of the runs of consecutive sequences of equal length."""
-    lengths = np.asarray(lengths, dtype=np.int64)                                # (S,)
-    if not len(lengths):
-        return []
-    starts = sequence_starts(lengths)                                            # (S,) first row of each
-    firsts = np.concatenate([[0], np.flatnonzero(np.diff(lengths)) + 1]).astype(np.int64)  # first sequence of each run
-    counts = np.diff(np.concatenate([firsts, [len(lengths)]]))
-    return [(int(starts[f]), int(c), int(lengths[f])) for f, c in zip(firsts, counts)]
+def unit_offsets(layout: AttentionLayout, num_heads):
+    """(S * A + 1,) int64: where unit (s, a)'s (m, n) block starts in the flat probabilities."""
+    sizes = np.repeat(layout.q_lengths * layout.k_lengths, num_heads)            # (S * A,)
+    return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
-def packed_attention(q, k, v, lengths, num_heads):
-    # q, k, v: (N, H) packed, lengths: (S,) -> context (N, H)
-    N, H = q.shape
-    context = np.empty_like(q)                                                   # (N, H)
-    for start, count, n in equal_length_runs(lengths):                          # count sequences of n tokens
-        if n == 0:
-            continue
-        rows = slice(start, start + count * n)
-        qh, kh, vh = (split_heads(a[rows].reshape(count, n, H), num_heads) for a in (q, k, v))  # (count, A, n, D)
-        c, _ = attention_core_forward(qh, kh, vh, np.zeros((count, n), q.dtype), 0.0, None)   # (count, A, n, D)
-        context[rows] = merge_heads(c).reshape(count * n, H)                    # (count * n, H)
-    return context
+def _blocks(layout: AttentionLayout):
+    """(s, query rows, key rows) of each sequence."""
+    q0, k0 = sequence_starts(layout.q_lengths), sequence_starts(layout.k_lengths)
+    for s, (m, n) in enumerate(zip(layout.q_lengths, layout.k_lengths)):
+        yield s, slice(q0[s], q0[s] + m), slice(k0[s], k0[s] + n)
+
+
+def _heads(x, num_heads):
+    # x: (n, H) -> (A, n, D)
+    return x.reshape(len(x), num_heads, -1).transpose(1, 0, 2)
+
+
+def _keep_block(u, s, layout, qs, ks, p_drop):
+    # -> (A, m, n) bool: the uniforms of sequence s at its query and key positions
+    return u[s][:, layout.q_positions[qs]][:, :, layout.k_positions[ks]] >= p_drop
+
+
+def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, u=None, p_drop=0.0):
+    # q: (M, H), k, v: (N, H), u: (S, A, T, T) float32 or None -> context (M, H), cache
+    dropping = u is not None and p_drop != 0.0
+    drop_scale = q.dtype.type(1.0 / (1.0 - p_drop) if dropping else 1.0)
+    scale = 1.0 / math.sqrt(q.shape[1] // num_heads)
+    offsets = unit_offsets(layout, num_heads)
+    probs = np.empty(offsets[-1], q.dtype)                                       # (P,)
+    keep = np.empty(offsets[-1], np.bool_) if dropping else None                 # (P,)
+    context = np.empty_like(q)                                                   # (M, H)
+    for s, qs, ks in _blocks(layout):
+        block = slice(offsets[s * num_heads], offsets[(s + 1) * num_heads])
+        qh, kh, vh = _heads(q[qs], num_heads), _heads(k[ks], num_heads), _heads(v[ks], num_heads)  # (A, m|n, D)
+        p, _ = softmax_forward((qh @ kh.transpose(0, 2, 1)) * scale)             # (A, m, n)
+        probs[block] = p.reshape(-1)
+        if dropping:
+            kept = _keep_block(u, s, layout, qs, ks, p_drop)                     # (A, m, n)
+            keep[block] = kept.reshape(-1)
+            p = p * drop_mask(kept, drop_scale)
+        context[qs] = (p @ vh).transpose(1, 0, 2).reshape(qs.stop - qs.start, -1)  # (m, H)
+    return context, PackedAttentionCache(q, k, v, layout, num_heads, probs, keep, drop_scale)
+
+
+def packed_attention_backward(dcontext, cache: PackedAttentionCache):
+    # dcontext: (M, H) -> dq (M, H), dk (N, H), dv (N, H)
+    q, k, v, A = cache.q, cache.k, cache.v, cache.num_heads
+    scale = 1.0 / math.sqrt(q.shape[1] // A)
+    offsets = unit_offsets(cache.layout, A)
+    dq, dk, dv = np.empty_like(q), np.empty_like(k), np.empty_like(v)
+    for s, qs, ks in _blocks(cache.layout):
+        m, n = qs.stop - qs.start, ks.stop - ks.start
+        block = slice(offsets[s * A], offsets[(s + 1) * A])
+        p = cache.probs[block].reshape(A, m, n)                                  # (A, m, n)
+        mask = 1 if cache.keep is None else drop_mask(cache.keep[block].reshape(A, m, n), cache.drop_scale)
+        dc, qh, kh, vh = (_heads(x, A) for x in (dcontext[qs], q[qs], k[ks], v[ks]))  # (A, m|n, D)
+        dv[ks] = ((p * mask).transpose(0, 2, 1) @ dc).transpose(1, 0, 2).reshape(n, -1)  # (n, H)
+        dprobs = (dc @ vh.transpose(0, 2, 1)) * mask                             # (A, m, n)
+        dqk = softmax_backward(dprobs, SoftmaxCache(p)) * scale                  # (A, m, n) of q k^T
+        dq[qs] = (dqk @ kh).transpose(1, 0, 2).reshape(m, -1)                    # (m, H)
+        dk[ks] = (dqk.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(n, -1)  # (n, H)
+    return dq, dk, dv
