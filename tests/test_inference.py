@@ -19,7 +19,8 @@ CONFIG = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_atte
 
 def batch(seed, B, T, layout):
     """A random batch; layout: "full" (no padding), "right" (padding after each sequence,
-    some of equal length), "any" (random holes: left padding, gaps)."""
+    some of equal length), "any" (random holes after position 0: gaps; [CLS] is real, the pooler
+    reads it)."""
     rng = np.random.default_rng(seed)
     ids = rng.integers(1, CONFIG.vocab_size, (B, T))
     if layout == "full":
@@ -29,7 +30,7 @@ def batch(seed, B, T, layout):
         mask = (np.arange(T) < lengths[:, None]).astype(np.int64)
     else:
         mask = (rng.random((B, T)) < 0.6).astype(np.int64)
-        mask[np.arange(B), rng.integers(0, T, B)] = 1              # at least one real token a row
+        mask[:, 0] = 1                                              # [CLS], which the pooler reads
     types = (rng.random((B, T)) < 0.5).astype(np.int64) * mask
     real = np.flatnonzero(mask)
     positions = rng.choice(real, min(len(real), 5), replace=False)
@@ -62,29 +63,36 @@ def test_packed_forward_is_bert_forward_at_real_positions(backend, seed, B, T, l
     assert (h64[~real[..., 0]] == 0).all() and (h32[~real[..., 0]] == 0).all()   # padding: not computed
     # float32 against float64 (tolerances as the kernel tests': 2e-6 of each tensor's scale)
     assert scaled_error(np.where(real, h32, 0), np.where(real, h, 0)) < 2e-6
-    # the pooler reads position 0: where that is padding, bert_forward pools a padded position
-    # and the packed forward its zero row, so only rows with a real [CLS] are compared
-    cls = b["attention_mask"][:, 0] == 1                                # (B,)
     for got64, got32, exact in ((pooled64, pooled32, pooled), (out64["nsp_logits"], out32["nsp_logits"],
                                                                 out["nsp_logits"])):
-        assert np.abs(got64[cls] - exact[cls]).max(initial=0) < 1e-12
-        assert scaled_error(got32[cls], exact[cls]) < 2e-6
+        assert np.abs(got64 - exact).max() < 1e-12
+        assert scaled_error(got32, exact) < 2e-6
     assert np.abs(out64["mlm_logits"] - out["mlm_logits"]).max() < 1e-12
     assert scaled_error(out32["mlm_logits"], out["mlm_logits"]) < 2e-6
-    for key in ("loss", "mlm_loss", "nsp_loss") if cls.all() else ("mlm_loss",):
+    for key in ("loss", "mlm_loss", "nsp_loss"):
         assert abs(out64[key] - out[key]) < 1e-12, key
         assert abs(out32[key] - out[key]) < 2e-6 * max(1.0, abs(out[key])), key
 
 
-def test_packing_and_the_reference_attention_runs():
-    from npbert.ops.packed_attention import equal_length_runs
-    mask = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 0, 0]])
+def test_packing_layouts():
+    mask = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 1], [1, 0, 1]])
     packing = Packing(mask)
-    assert equal_length_runs(packing.lengths) == [(0, 2, 2), (4, 1, 3), (7, 2, 1)]   # (first row, sequences, length)
-    assert equal_length_runs(Packing(np.ones((4, 5))).lengths) == [(0, 4, 5)]        # no padding: one batched call
-    assert equal_length_runs([]) == []
+    assert packing.lengths.tolist() == [2, 2, 3, 2] and packing.starts.tolist() == [0, 2, 4, 7]
+    assert packing.positions.tolist() == [0, 1, 0, 1, 0, 1, 2, 0, 2]         # a gap keeps its position id
     x = np.arange(len(packing.flat))[:, None] * 1.0                    # (N, 1)
     assert (packing.pack(packing.unpack(x)) == x).all()
+    layout = packing.layout(np.array([0, 5, 6, 7]))                     # queries: 1, 0, 2, 1 a sequence
+    assert layout.q_lengths.tolist() == [1, 0, 2, 1] and layout.q_positions.tolist() == [0, 1, 2, 0]
+    assert layout.k_lengths.tolist() == [2, 2, 3, 2]
+
+
+def test_a_padded_cls_is_refused_where_the_pooler_reads_it():
+    mask = np.array([[1, 1, 1], [0, 1, 1]])                            # left padding: [CLS] is padding
+    with pytest.raises(InputError, match=r"attention_mask\[1, 0\] is 0: the pooler reads position 0"):
+        bert_inference(models(0)[1], CONFIG, np.ones((2, 3), np.int64), attention_mask=mask)
+    no_pooler = {k: v for k, v in models(0)[1].items() if "pooler" not in k}
+    h, pooled = bert_inference(no_pooler, CONFIG, np.ones((2, 3), np.int64), attention_mask=mask)
+    assert pooled is None and (h[1, 0] == 0).all()                    # without a pooler nothing reads it
 
 
 def test_mlm_position_on_padding_is_refused():
