@@ -2,6 +2,7 @@
 pretraining_forward/backward in model.py, for every head alike:
 
     fine-tuned (BertFor<head>)      bert_forward -> pooled (head.reads CLS) or sequence output -> head
+                                    (or the packed encoder's, npbert/packed/: the training step's)
     feature-based                   a frozen encoder's features (npbert/feature_based.py) -> head
 
 A head with choices takes input_ids (B, C, T): the B*C sequences run through the encoder as one
@@ -30,30 +31,38 @@ from npbert.feature_based import FeaturesCache, feature_choice, features_backwar
 from npbert.heads.head import CLS, Head
 from npbert.heads.registry import head_of
 from npbert.model import BertCache, bert_backward, bert_forward, require_pooler
+from npbert.packed import PackedBertCache, packed_bert_backward, packed_bert_forward
 
 
 class TaskModelCache(NamedTuple):
     head: Head
-    base: BertCache | FeaturesCache      # the encoder's (fine-tuned) or the frozen features' cache
+    base: BertCache | PackedBertCache | FeaturesCache   # the encoder's (fine-tuned) or the frozen features'
     head_cache: tuple                    # the head's own cache record
     x_shape: tuple                       # what the encoder gave the head, before the head's view of it
 
 
 def task_model_forward(head: Head, params, config, input_ids, token_type_ids=None, attention_mask=None,
-                       rng=None, trace=None, **targets):
-    """-> (the head's outputs, cache). targets: the batch keys of head.targets (labels, positions)."""
+                       rng=None, trace=None, packed=False, **targets):
+    """-> (the head's outputs, cache). targets: the batch keys of head.targets (labels, positions).
+    packed: the encoder on the real tokens only (npbert/packed/), its last layer only at [CLS] for
+    a head on [CLS]; the same outputs and gradients up to rounding. Not for a traced call (the
+    trace is the padded reference's) nor a head whose loss reads padding (head.reads_padding)."""
     unknown = set(targets) - set(head.targets)
     if unknown:
         raise InputError(f"{head.architecture} takes {', '.join(head.targets)} as targets, not {', '.join(unknown)}")
     lead = None
     if head.choices:
         input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
-    if feature_choice(config) is None:
+    at_cls = head.reads == CLS
+    if feature_choice(config) is None and packed and trace is None and not head.reads_padding:
+        (h, pooled), base = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng,
+                                                read=() if at_cls else None)           # (R, H): [CLS] or every token
+        x = require_pooler(pooled, head.architecture) if at_cls else base.packing.unpack(h)  # (N, H) or (N, T, H)
+    elif feature_choice(config) is None:
         (h, pooled), base = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-        x = require_pooler(pooled, head.architecture) if head.reads == CLS else h     # (N, H) or (N, T, H)
+        x = require_pooler(pooled, head.architecture) if at_cls else h                 # (N, H) or (N, T, H)
     else:
-        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, head.reads == CLS,
-                                   trace)                                                # (N, F) or (N, T, F)
+        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, at_cls, trace)                                                # (N, F) or (N, T, F)
     x_shape = x.shape
     if lead is not None:
         x = x.reshape(*lead, x.shape[-1])                                                # (B, C, F)
@@ -70,15 +79,20 @@ def task_model_backward(dloss, cache: TaskModelCache) -> dict:
         g_head.update(features_backward(dx, cache.base))
         return g_head
     at_cls = cache.head.reads == CLS
-    grads = bert_backward(None if at_cls else dx, dx if at_cls else None, cache.base)
+    if isinstance(cache.base, PackedBertCache):
+        dh = None if at_cls else cache.base.packing.pack(dx)                             # (N, H) real tokens
+        grads = packed_bert_backward(dh, dx if at_cls else None, cache.base)
+    else:
+        grads = bert_backward(None if at_cls else dx, dx if at_cls else None, cache.base)
     grads.update(g_head)
     return grads
 
 
 def model_of(config: BertConfig, kind: str) -> tuple:
-    """(forward, backward) of the model config describes, for the head of kind: BertFor<kind>, or,
-    when it records a feature-based choice, the head on the frozen encoder's features."""
-    return functools.partial(task_model_forward, head_of(kind)), task_model_backward
+    """(forward, backward) of the model config describes, for the head of kind: BertFor<kind>
+    (packed where the head allows), or, when it records a feature-based choice, the head on the
+    frozen encoder's features."""
+    return functools.partial(task_model_forward, head_of(kind), packed=True), task_model_backward
 
 
 def flatten_choices(input_ids, token_type_ids, attention_mask):

@@ -38,6 +38,8 @@ from npbert.heads.head import CLS
 from npbert.heads.params import init_head
 from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.packed import Packing, packed_pretraining_backward, packed_pretraining_forward
+from npbert.packed.encoder import packed_layer_backward, packed_layer_forward
 from npbert.trace import NO_TRACE
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
@@ -271,7 +273,26 @@ def _pretraining_cases(pr: _Problem, add) -> dict:
         lambda p: _model_loss(p, config, batch, d.rng()),
         lambda dl, c: pretraining_backward(c, dl), f"L={d.layers} H={H} A={A} V={V} ({B},{T}) all params",
         model=ModelCall(pretraining_forward, pretraining_backward, config, params, batch))
+    _packed_cases(pr, batch, add)
     return batch
+
+
+def _packed_cases(pr: _Problem, batch, add) -> None:
+    """The packed step (npbert/packed/): its last layer at the rows the heads read, and the whole
+    model. npbert's own way to compute BERT's numbers: no golden vectors (draws nothing from pr.rng)."""
+    d, config, params = pr.d, pr.config, pr.params
+    packing = Packing(pr.mask)
+    rows = np.unique(np.concatenate([packing.packed_index(pr.positions), packing.cls_rows()]))   # (R,)
+    layer = layer_params(params, config.num_hidden_layers - 1)
+    N, R = len(packing.flat), len(rows)
+    add("packed_last_layer", {"x": packing.pack(pr.x), **layer},
+        lambda p: packed_layer_forward(p["x"], packing, rows, p, config, d.rng()),
+        lambda dy, c: _merge(packed_layer_backward(dy, c)), f"({N},{d.H}) real tokens -> ({R},{d.H}) read rows",
+        golden=False)
+    add("packed_bert_for_pretraining", dict(params),
+        lambda p: _model_loss(p, config, batch, d.rng(), packed_pretraining_forward),
+        lambda dl, c: packed_pretraining_backward(c, dl),
+        f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
 
 
 def _case_params(config, rng, dtype):
@@ -287,8 +308,8 @@ def _merge(dx_and_grads, name="x"):
     return {name: dx, **grads}
 
 
-def _model_loss(params, config, batch, rng):
-    out, cache = pretraining_forward(params, config, **batch, rng=rng)
+def _model_loss(params, config, batch, rng, forward=pretraining_forward):
+    out, cache = forward(params, config, **batch, rng=rng)
     return out["loss"], cache
 
 

@@ -156,7 +156,7 @@ def format_prediction(task, example, output, prediction) -> str:
 
 HEAD = Head(
     kind="question_answering", architecture="BertForQuestionAnswering", weight=W, reads=TOKENS, choices=False,
-    targets=("start_positions", "end_positions"), num_outputs=lambda num_labels: 2,
+    reads_padding=True, targets=("start_positions", "end_positions"), num_outputs=lambda num_labels: 2,
     forward=span_head_forward, backward=span_head_backward,
     output_of=lambda out, b, T: (out["start_logits"][b, :T], out["end_logits"][b, :T]),
     encode=encode, decode=decode, gold_key="answers", gold=gold, score=score, baseline=baseline,

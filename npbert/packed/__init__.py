@@ -15,9 +15,9 @@ gradients are the padded step's up to float rounding (tests/test_packed.py: floa
     bert.py         BertModel packed: embeddings -> encoder -> pooler
     pretraining.py  BertForPreTraining packed: packed_pretraining_forward / packed_pretraining_backward
 """
-from npbert.packed.bert import packed_bert_backward, packed_bert_forward
+from npbert.packed.bert import PackedBertCache, packed_bert_backward, packed_bert_forward
 from npbert.packed.packing import Packing
 from npbert.packed.pretraining import packed_pretraining_backward, packed_pretraining_forward
 
-__all__ = ["Packing", "packed_bert_backward", "packed_bert_forward", "packed_pretraining_backward",
+__all__ = ["PackedBertCache", "Packing", "packed_bert_backward", "packed_bert_forward", "packed_pretraining_backward",
            "packed_pretraining_forward"]

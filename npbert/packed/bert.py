@@ -21,6 +21,7 @@ from npbert.model import POOLER_WEIGHT, check_inputs
 from npbert.packed.embeddings import PackedEmbeddingsCache, packed_embeddings_backward, packed_embeddings_forward
 from npbert.packed.encoder import packed_encoder_backward, packed_encoder_forward
 from npbert.packed.packing import Packing
+from npbert.trace import NO_TRACE
 
 
 class PackedBertCache(NamedTuple):
@@ -29,6 +30,10 @@ class PackedBertCache(NamedTuple):
     embeddings: PackedEmbeddingsCache | None   # None: forward only (keep_caches=False)
     layers: list
     pooler: PoolerCache | None
+
+    @property
+    def trace(self):
+        return NO_TRACE                  # the packed path records nothing (the padded reference does)
 
     def index(self, flat_positions, what="mlm_positions", why="the MLM head predicts real tokens only"):
         """Flat indices into B*T -> rows of h (each must be a real token the forward read)."""

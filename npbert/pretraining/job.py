@@ -1,8 +1,10 @@
 """The pretraining Job the shared loop runs (npbert/training/loop.py): masked LM + NSP on the
-epoch's permutation of the prepared instances, with held-out evaluation as it goes."""
+epoch's permutation of the prepared instances, with held-out evaluation as it goes. The step is
+the packed one (npbert/packed/): padding not computed, the last layer at the masked positions
+and [CLS]."""
 from __future__ import annotations
 
-from npbert.model import pretraining_backward, pretraining_forward
+from npbert.packed import packed_pretraining_backward, packed_pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
 from npbert.training.overfitting import RisingLossWatch
@@ -38,10 +40,10 @@ class PretrainingJob(Job):
     def forward(self, params, batch, rng):
         if not self.nsp:
             batch = dict(batch, nsp_labels=None)       # no label counted: NSP loss 0, its gradients 0
-        return pretraining_forward(params, self.config, **batch, rng=rng)
+        return packed_pretraining_forward(params, self.config, **batch, rng=rng)
 
     def backward(self, cache):
-        return pretraining_backward(cache)
+        return packed_pretraining_backward(cache)
 
     def step_metrics(self, out, batch):
         return keep_nsp(step_metrics(out), self.nsp)

@@ -1,0 +1,137 @@
+"""The packed step (npbert/packed/) against the padded reference (npbert/model.py,
+npbert/task_model.py): on random batches with any right padding and gaps, with dropout on
+(both draw the same uniforms), the same losses and every parameter's gradient, float64 within
+1e-12 of the gradients' scale, float32 within 2e-6 of it against the float64 reference. The
+finite-difference checks of the packed layer and model are gradcheck cases
+(packed_last_layer, packed_bert_for_pretraining: tests/test_gradcheck.py runs them)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import npbert
+from npbert.config import BertConfig
+from npbert.errors import InputError
+from npbert.heads.registry import head_of
+from npbert.heads.params import init_head
+from npbert.model import IGNORE_INDEX, init_params, pretraining_backward, pretraining_forward
+from npbert.packed import packed_pretraining_backward, packed_pretraining_forward
+from npbert.task_model import task_model_backward, task_model_forward
+
+CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
+                    max_position_embeddings=16, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
+SETTINGS = settings(max_examples=12, deadline=None)
+
+
+def batch(seed, B, T, gaps):
+    """Random pairs: lengths in [1, T] (some equal, some full), padding after them; gaps: also
+    padded holes after position 0 ([CLS] stays real: the pooler reads it)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([T, rng.integers(1, T + 1), max(1, T - 1)], B)
+    mask = (np.arange(T) < lengths[:, None]).astype(np.int64)              # (B, T)
+    if gaps:
+        mask = mask * (rng.random((B, T)) < 0.7)
+        mask[:, 0] = 1
+    real = np.flatnonzero(mask)
+    positions = rng.choice(real, min(len(real), 2 * B), replace=False)
+    labels = rng.integers(0, CONFIG.vocab_size, len(positions))
+    labels[::4] = IGNORE_INDEX
+    return dict(input_ids=rng.integers(1, CONFIG.vocab_size, (B, T)) * mask, attention_mask=mask,
+                token_type_ids=(rng.random((B, T)) < 0.5) * mask, mlm_positions=positions, mlm_labels=labels,
+                nsp_labels=rng.integers(0, 2, B))
+
+
+def params_of(seed, dtype=np.float64):
+    p = init_params(CONFIG, np.random.default_rng(seed), dtype=np.float64)
+    noise = np.random.default_rng(seed + 1)
+    return {k: (v + 0.1 * noise.standard_normal(v.shape)).astype(dtype) for k, v in p.items()}   # LN, biases non-trivial
+
+
+def assert_same_gradients(got, want, tol):
+    """Every gradient within tol of the largest: the key biases' are 0 in exact arithmetic (a bias
+    under a softmax), so their rounding noise is compared against the scale, never on its own."""
+    assert set(got) == set(want)
+    scale = max(np.abs(g).max() for g in want.values())
+    for k in want:
+        assert np.abs(got[k] - want[k]).max() <= tol * scale, k
+
+
+def step(forward, backward, params, b, seed):
+    rng = np.random.default_rng(seed)
+    out, cache = forward(params, CONFIG, **b, rng=rng)
+    return out, backward(cache), rng.random()                 # what the generator gives next
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@SETTINGS
+@given(seed=st.integers(0, 999), B=st.integers(1, 4), T=st.integers(1, 12), gaps=st.booleans(),
+       dropout=st.booleans())
+def test_packed_pretraining_step_is_the_padded_one(backend, seed, B, T, gaps, dropout):
+    b = batch(seed, B, T, gaps)
+    p64 = params_of(seed)
+    with npbert.backend.use_backend(backend):
+        drop = seed + 7 if dropout else None
+        want, g_want, next_want = step(pretraining_forward, pretraining_backward, p64, b, drop or 0)
+        got, g_got, next_got = step(packed_pretraining_forward, packed_pretraining_backward, p64, b, drop or 0)
+        got32, g32, _ = step(packed_pretraining_forward, packed_pretraining_backward, params_of(seed, np.float32), b,
+                             drop or 0)
+    assert next_got == next_want                              # the same draws: the same dropout masks
+    for key in ("loss", "mlm_loss", "nsp_loss"):
+        assert abs(got[key] - want[key]) <= 1e-12 * max(1.0, abs(want[key])), key
+        assert abs(got32[key] - want[key]) <= 2e-6 * max(1.0, abs(want[key])), key
+    assert np.abs(got["mlm_logits"] - want["mlm_logits"]).max() <= 1e-12 * np.abs(want["mlm_logits"]).max()
+    assert_same_gradients(g_got, g_want, 1e-12)
+    assert_same_gradients(g32, g_want, 2e-6)
+
+
+def test_the_last_layer_runs_at_the_read_rows_only():
+    b = batch(3, 4, 12, False)
+    out, cache = packed_pretraining_forward(params_of(0), CONFIG, **b)
+    rows = cache.bert.rows
+    read = np.unique(np.concatenate([cache.bert.packing.packed_index(b["mlm_positions"]), cache.bert.packing.starts]))
+    assert (rows == read).all() and len(rows) < len(cache.bert.packing.flat)
+    last = cache.bert.layers[-1]
+    assert last.attention.query.x2.shape[0] == len(rows) and last.attention.key.x2.shape[0] == len(cache.bert.packing.flat)
+
+
+def head_batch(kind, seed, B, T, gaps):
+    b = batch(seed, B, T, gaps)
+    inputs = {k: b[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    rng = np.random.default_rng(seed + 2)
+    if kind == "multiple_choice":                             # C = 2 choices: (B, 2, T)
+        inputs = {k: np.stack([v, v[::-1]], axis=1) for k, v in inputs.items()}
+        return inputs, dict(labels=rng.integers(0, 2, B))
+    if kind == "token_classification":                       # padding scores nothing, as encoded data has it
+        labels = np.where(b["attention_mask"] == 1, rng.integers(0, 3, (B, T)), IGNORE_INDEX)
+        return inputs, dict(labels=labels)
+    return inputs, dict(labels=rng.integers(0, 3, B))
+
+
+@pytest.mark.parametrize("kind", ["sequence_classification", "token_classification", "multiple_choice"])
+@SETTINGS
+@given(seed=st.integers(0, 999), B=st.integers(1, 3), T=st.integers(2, 10), gaps=st.booleans())
+def test_packed_task_model_is_the_padded_one(kind, seed, B, T, gaps):
+    head = head_of(kind)
+    params = params_of(seed)
+    params.update(init_head(CONFIG, head, 1 if kind == "multiple_choice" else 3, np.random.default_rng(seed), np.float64))
+    inputs, targets = head_batch(kind, seed, B, T, gaps)
+    results = []
+    for packed in (False, True):
+        rng = np.random.default_rng(seed)
+        out, cache = task_model_forward(head, params, CONFIG, **inputs, rng=rng, packed=packed, **targets)
+        results.append((out, task_model_backward(1.0, cache)))
+    (want, g_want), (got, g_got) = results
+    assert abs(got["loss"] - want["loss"]) <= 1e-12 * max(1.0, abs(want["loss"]))
+    assert_same_gradients(g_got, g_want, 1e-12)
+
+
+def test_rows_the_heads_read_must_be_real_tokens():
+    b = batch(0, 2, 6, False)
+    b["attention_mask"][1, 4:] = 0
+    b["mlm_positions"], b["mlm_labels"] = np.array([1, 6 + 5]), np.array([3, 4])   # sequence 1, position 5: padding
+    with pytest.raises(InputError, match=r"sequence 1, position 5\), a padded position"):
+        packed_pretraining_forward(params_of(0), CONFIG, **b)
+    b = batch(0, 2, 6, False)
+    b["attention_mask"][0, 0] = 0                             # left padding: [CLS] is padding
+    with pytest.raises(InputError, match=r"attention_mask\[0, 0\] is 0"):
+        packed_pretraining_forward(params_of(0), CONFIG, **{**b, "mlm_positions": None, "mlm_labels": None})
