@@ -44,11 +44,12 @@ def test_whole_pretraining_model_gradient(d):
 
 COMPOSITES = ["self_attention", "feedforward", "encoder_layer", "encoder", "bert_embeddings", "pooler", "mlm_head",
               "nsp_head", "classifier", "qa_head", "span_loss", "scalar_mix",
-              "sequence_head", "token_head", "span_head", "choice_head"]
+              "sequence_head", "token_head", "span_head", "choice_head", "packed_embeddings", "packed_self_attention",
+              "packed_layer", "packed_encoder", "packed_bert", "packed_pretraining", "packed_dropout"]
 
 
 def test_every_layer_has_a_gradient_check():
-    """Each *_forward of npbert/ops, npbert/layers and npbert/heads is a row of the checker (its
+    """Each *_forward of npbert/ops, npbert/layers, npbert/heads and npbert/packed is a row of the checker (its
     name, or its name with [variants]), so test_op_gradient above checks it for random shapes and
     masks: a layer or head added without a case, or a case dropped, fails here. The composite
     layers and the heads by name."""
@@ -59,8 +60,9 @@ def test_every_layer_has_a_gradient_check():
     import npbert.heads
     import npbert.layers
     import npbert.ops
+    import npbert.packed
     forwards = []
-    for package in (npbert.ops, npbert.layers, npbert.heads):
+    for package in (npbert.ops, npbert.layers, npbert.heads, npbert.packed):
         for info in pkgutil.iter_modules(package.__path__):
             module = importlib.import_module(f"{package.__name__}.{info.name}")
             forwards += [name[:-len("_forward")] for name, f in inspect.getmembers(module, inspect.isfunction)

@@ -38,8 +38,13 @@ from npbert.heads.head import CLS
 from npbert.heads.params import init_head
 from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.model import init_params, pretraining_backward, pretraining_forward
-from npbert.packed import Packing, packed_pretraining_backward, packed_pretraining_forward
-from npbert.packed.encoder import packed_layer_backward, packed_layer_forward
+from npbert.packed import (Packing, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
+                           packed_pretraining_forward)
+from npbert.packed.dropout import packed_dropout_forward
+from npbert.packed.embeddings import packed_embeddings_backward, packed_embeddings_forward
+from npbert.packed.encoder import (packed_encoder_backward, packed_encoder_forward, packed_layer_backward,
+                                   packed_layer_forward, packed_self_attention_backward,
+                                   packed_self_attention_forward)
 from npbert.trace import NO_TRACE
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
@@ -278,21 +283,53 @@ def _pretraining_cases(pr: _Problem, add) -> dict:
 
 
 def _packed_cases(pr: _Problem, batch, add) -> None:
-    """The packed step (npbert/packed/): its last layer at the rows the heads read, and the whole
-    model. npbert's own way to compute BERT's numbers: no golden vectors (draws nothing from pr.rng)."""
+    """The packed step (npbert/packed/), each piece at the rows the heads read (the masked positions
+    and [CLS]) where it has them, and the whole model. npbert's own way to compute BERT's numbers:
+    no golden vectors (and nothing drawn from pr.rng, which the golden cases' draws share)."""
     d, config, params = pr.d, pr.config, pr.params
     packing = Packing(pr.mask)
     rows = np.unique(np.concatenate([packing.packed_index(pr.positions), packing.cls_rows()]))   # (R,)
+    N, R, H = len(packing.flat), len(rows), d.H
+    x = packing.pack(pr.x)                                                                      # (N, H)
     layer = layer_params(params, config.num_hidden_layers - 1)
-    N, R = len(packing.flat), len(rows)
-    add("packed_last_layer", {"x": packing.pack(pr.x), **layer},
+    shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
+    add("packed_dropout", {"x": x[rows]},
+        lambda p: packed_dropout_forward(p["x"], packing, rows, 0.3, np.random.default_rng(d.seed + 7)),
+        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
+    emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
+    add("packed_embeddings", emb,
+        lambda p: packed_embeddings_forward(pr.ids, pr.types, packing, p, config, d.rng()),
+        lambda dy, c: packed_embeddings_backward(dy, c), f"({d.B},{d.T}) -> ({N},{H})", golden=False)
+    attention = {k: v for k, v in layer.items() if k.startswith(("attention.self.", "attention.output.dense."))}
+    add("packed_self_attention[read rows]", {"x": x, **attention},
+        lambda p: packed_self_attention_forward(p["x"], p["x"][rows], packing, rows, p, config, d.rng()),
+        lambda dy, c: _packed_attention_grads(dy, c, rows), shapes, golden=False)
+    add("packed_layer[read rows]", {"x": x, **layer},
         lambda p: packed_layer_forward(p["x"], packing, rows, p, config, d.rng()),
-        lambda dy, c: _merge(packed_layer_backward(dy, c)), f"({N},{d.H}) real tokens -> ({R},{d.H}) read rows",
-        golden=False)
-    add("packed_bert_for_pretraining", dict(params),
+        lambda dy, c: _merge(packed_layer_backward(dy, c)), shapes, golden=False)
+    encoder = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
+    add("packed_encoder[read rows]", {"x": x, **encoder},
+        lambda p: packed_encoder_forward(p["x"], packing, p, config, d.rng(), rows),
+        lambda dy, c: _merge(packed_encoder_backward(dy, c)), f"L={d.layers} " + shapes, golden=False)
+    bert = {k: v for k, v in params.items() if k.startswith("bert.")}
+    add("packed_bert[read rows]", bert,
+        lambda p: _sequence_output(packed_bert_forward(p, config, pr.ids, pr.types, pr.mask, d.rng(), pr.positions)),
+        lambda dy, c: packed_bert_backward(dy, None, c), f"L={d.layers} ({d.B},{d.T}) -> ({R},{H})", golden=False)
+    add("packed_pretraining", dict(params),
         lambda p: _model_loss(p, config, batch, d.rng(), packed_pretraining_forward),
         lambda dl, c: packed_pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
+
+
+def _sequence_output(outputs_and_cache):
+    (h, _), cache = outputs_and_cache                  # the pooled output's gradient: zero (not read)
+    return h, cache
+
+
+def _packed_attention_grads(dy, cache, rows):
+    dxq, dx, grads = packed_self_attention_backward(dy, cache)
+    dx[rows] += dxq                                    # x feeds the queries at rows, keys and values everywhere
+    return {"x": dx, **grads}
 
 
 def _case_params(config, rng, dtype):
