@@ -1,6 +1,7 @@
 """The fine-tuning heads: gradients against finite differences (hypothesis shapes), against
 PyTorch autograd through Hugging Face's classes (fixture from tests/reference/), the loss
 conventions, and clear errors."""
+import functools
 import json
 import os
 
@@ -15,7 +16,7 @@ from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gra
 from npbert.model import init_params
 from npbert.heads.params import check_head, finetuned_config, head_shapes, init_head, label_names_of
 from npbert.heads.registry import HEADS, head_of
-from npbert.task_model import model_of
+from npbert.task_model import model_of, task_model_backward, task_model_forward
 
 
 def model_forward(kind):
@@ -103,15 +104,24 @@ def fixture_case(prefix):
     return meta["heads"][prefix][1], config, params, grads, inputs, outputs
 
 
+@pytest.mark.parametrize("packed", [False, True])
 @pytest.mark.parametrize("prefix", ["seq", "reg", "tok", "qa", "mc"])
-def test_loss_logits_and_every_gradient_match_transformers(prefix):
+def test_loss_logits_and_every_gradient_match_transformers(prefix, packed):
+    """The reference (padded) model, and the packed one the fine-tuning loop trains (model_of):
+    it computes no padding, so a head on every token has other logits there (which no loss,
+    prediction or metric reads) and is compared at the real tokens."""
     kind, config, params, hf_grads, inputs, hf_out = fixture_case(prefix)
-    forward, backward = model_of(config, kind)
+    backward = task_model_backward
+    forward = model_of(config, kind)[0] if packed else functools.partial(task_model_forward, head_of(kind))
     out, cache = forward(params, config, **inputs)
     assert abs(float(out["loss"]) - float(hf_out["loss"])) < 1e-12
+    real = np.asarray(inputs.get("attention_mask", 1)) == 1
     for k in ("logits", "start_logits", "end_logits"):
         if k in hf_out:
-            assert np.abs(out[k] - hf_out[k]).max() < 1e-12, k
+            error = np.abs(out[k] - hf_out[k])
+            if packed and out[k].shape[:real.ndim] == real.shape:
+                error = error[real]                   # (B, T, K) at the real tokens
+            assert error.max() < 1e-12, k
     grads = backward(1.0, cache)      # the [PAD] row too: QA's span softmax reaches padded positions
     for name, g in hf_grads.items():
         assert np.abs(grads[name] - g).max() < 1e-12, name
