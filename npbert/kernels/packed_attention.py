@@ -56,22 +56,34 @@ class _Units:
 @njit(nogil=True, cache=True, error_model="numpy")
 def _softmax_keep(probs, scale, u_unit, q_pos, k_pos, p_drop, drop_scale, keep, dropped):
     # probs: (m, n) scores in, probabilities out; keep, dropped: (m, n) when u_unit: (T, T) is not empty
+    n = probs.shape[1]
     no_bias = np.empty(0, probs.dtype)
     max_acc = lanes_like(no_bias)
+    first = k_pos[0] if n else 0
+    consecutive = True                                 # the keys at first, first + 1, ...: the common case,
+    for j in range(n):                                 # read as a slice, so the row loop below vectorises
+        consecutive = consecutive and k_pos[j] == first + j
     for i in range(probs.shape[0]):
         s = probs[i]
         softmax_row(s, no_bias, scale, max_acc)
-        if u_unit.shape[0]:
-            u_row = u_unit[q_pos[i]]
-            for j in range(s.size):
-                kept = u_row[k_pos[j]] >= p_drop
-                keep[i, j] = kept
-                dropped[i, j] = s[j] * drop_scale if kept else s[j] * 0   # s * 0, not 0: NaN stays NaN
+        if u_unit.shape[0] and consecutive:
+            _keep_row(s, u_unit[q_pos[i], first:first + n], p_drop, drop_scale, keep[i], dropped[i])
+        elif u_unit.shape[0]:
+            _keep_row(s, u_unit[q_pos[i]][k_pos], p_drop, drop_scale, keep[i], dropped[i])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_starts, k_starts, offsets, largest, scale,
-                   u, q_positions, k_positions, p_drop, drop_scale, probs, keep, context):
+def _keep_row(s, u, p_drop, drop_scale, keep, dropped):
+    # s, u, keep, dropped: (n,) a row's probabilities, its keys' uniforms -> its keep and dropped probabilities
+    for j in range(s.size):
+        kept = u[j] >= p_drop
+        keep[j] = kept
+        dropped[j] = s[j] * drop_scale if kept else s[j] * 0     # s * 0, not 0: NaN stays NaN
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
+def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_starts, k_starts, offsets, largest,
+                   scale, u, q_positions, k_positions, p_drop, drop_scale, probs, keep, context):
     # units [lo, hi) of S * A, unit = s * A + a; q, context: (M, H), k, v: (N, H); probs, keep: (P,) flat
     D = q.shape[1] // num_heads
     dropping = u.shape[0] > 0
@@ -114,8 +126,8 @@ def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _backward_units(lo, hi, address, dcontext, q, k, v, num_heads, q_lengths, k_lengths, q_starts, k_starts, offsets, largest,
-                    scale, probs, keep, drop_scale, dq, dk, dv):
+def _backward_units(lo, hi, address, dcontext, q, k, v, num_heads, q_lengths, k_lengths, q_starts, k_starts,
+                    offsets, largest, scale, probs, keep, drop_scale, dq, dk, dv):
     # units [lo, hi) of S * A; the (m, n) buffer holds the dropped probabilities, then the score gradient
     D = q.shape[1] // num_heads
     dropping = keep.size > 0
