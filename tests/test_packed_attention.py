@@ -160,3 +160,12 @@ def test_without_openblas_the_kernel_is_the_reference(batch):
     np.testing.assert_array_equal(cache.probs, want_cache.probs)
     for g, w in zip(grads, ops.packed_attention_backward(dc, want_cache)):
         np.testing.assert_array_equal(g, w)
+
+
+@needs_openblas
+def test_the_kernel_refuses_uniforms_that_do_not_cover_the_layout():
+    mask = np.array([[True, True, False], [True, True, True]])
+    q, k, v, dc, layout, u = packed(mask, mask, 2, 3, 0.3, 0, np.float32)
+    for bad in (u[:1], u[:, :1], u[:, :, :2, :2], u[0]):           # a sequence, a head, a position short; 3-D
+        with pytest.raises(ValueError, match="do not cover"):
+            kernels.packed_attention_forward(q, k, v, layout, 2, bad, 0.3)

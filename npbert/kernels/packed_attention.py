@@ -105,6 +105,15 @@ def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_
         gemm(address, dropped, v[k0:k0 + n, c0:c0 + D], context[r0:r0 + m, c0:c0 + D])
 
 
+def _check_uniforms(u, S, num_heads, positions):
+    """The compiled loop reads u[s, a, i, j] unchecked: refuse a u that does not cover them."""
+    T = u.shape[2] if u.ndim == 4 else 0
+    if u.ndim != 4 or u.shape[0] < S or u.shape[1] != num_heads or u.shape[3] != T or any(
+            x.size and (x.min() < 0 or x.max() >= T) for x in positions):
+        raise ValueError(f"packed attention: uniforms of shape {u.shape} do not cover {S} sequences, "
+                         f"{num_heads} heads and the layout's positions")
+
+
 def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
     # q: (M, H), k, v: (N, H), u: (S, A, T, T) float32 or None -> context (M, H), cache
     address = gemm_address_for(q, k, v)
@@ -118,7 +127,9 @@ def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
     keep = empty_apart(probs.shape if dropping else (0,), np.bool_, probs)       # (P,) or empty
     u_in = u if dropping else np.empty((0, 0, 0, 0), np.float32)                 # (S, A, T, T) or empty
     context = empty_apart(q.shape, q.dtype, q, k, v, probs)                      # (M, H)
-    positions = (np.ascontiguousarray(x, dtype=np.int64) for x in (layout.q_positions, layout.k_positions))
+    positions = [np.ascontiguousarray(x, dtype=np.int64) for x in (layout.q_positions, layout.k_positions)]
+    if dropping:
+        _check_uniforms(u, len(units.q_lengths), num_heads, positions)
     parallel_for(_forward_units, units.count, address, q, k, v, *units.args(), units.largest,
                  dtype(1.0 / math.sqrt(q.shape[1] // num_heads)), u_in, *positions, np.float32(p_drop), drop_scale,
                  probs, keep, context, cost=units.cost)
