@@ -2,8 +2,8 @@
 (npbert/kernels/gemm.py) held to NumPy's matmul for every layout a layer hands it (transposed
 views, head slices, strided outputs); the split over threads (kernels/matmul.py) held to it
 for 1 to 4 threads, rows and columns; the fallbacks (other dtypes, strides BLAS cannot take,
-no OpenBLAS) exactly NumPy's; packed attention (kernels/packed_attention.py) held to the
-reference (npbert/ops/packed_attention.py); and the loops' parts (kernels/threads.py).
+no OpenBLAS) exactly NumPy's; and the loops' parts (kernels/threads.py). Packed attention's
+kernel, which calls gemm per (sequence, head), is held to its reference in test_packed_attention.py.
 
 Tolerances as in test_kernels.py: float64 1e-12, float32 1e-5 of the largest |term| sum
 (a matmul's rounding scales with sum |a_ik b_kj|, not with the result)."""
@@ -176,37 +176,6 @@ def test_thread_count_is_capped_by_numbas(monkeypatch):
     assert threads.num_threads() == numba.config.NUMBA_NUM_THREADS
     monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
     assert threads.num_threads() == 1
-
-
-# --- packed attention --------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@SETTINGS
-@given(lengths=st.lists(st.integers(0, 12), min_size=0, max_size=6), A=st.integers(1, 3), D=st.integers(1, 8),
-       n_threads=st.integers(1, 3), seed=st.integers(0, 999))
-def test_packed_attention_kernel_matches_the_reference(dtype, lengths, A, D, n_threads, seed):
-    N, H = sum(lengths), A * D
-    q, k, v = (normal(seed + i, (N, H), dtype) * 2 for i in range(3))
-    want = ops.packed_attention(*(x.astype(np.float64) for x in (q, k, v)), lengths, A)
-    scale = (np.abs(v).max(initial=0.0) if N else 1.0)                # context: a convex mix of v's rows
-    with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": str(n_threads)}):
-        got = kernels.packed_attention(q, k, v, lengths, A)
-        assert got.dtype == dtype and got.shape == (N, H)
-        assert np.abs(got - want).max(initial=0.0) <= TOL[dtype] * max(scale, 1.0) * 10
-        with mock.patch("npbert.kernels.packed_attention.gemm_address_for", lambda *views: 0):
-            np.testing.assert_array_equal(kernels.packed_attention(q, k, v, lengths, A),
-                                          ops.packed_attention(q, k, v, lengths, A))   # no OpenBLAS: the reference
-
-
-def test_packed_attention_is_bert_attention_per_sequence():
-    # two sequences packed = each alone through the batched core with no mask
-    rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((7, 6)) for _ in range(3))
-    got = ops.packed_attention(q, k, v, [3, 4], 2)
-    for rows in (slice(0, 3), slice(3, 7)):
-        one = [ops.split_heads(x[rows][None], 2) for x in (q, k, v)]
-        ctx, _ = ops.attention_core_forward(*one, np.zeros((1, rows.stop - rows.start)), 0.0, None)
-        np.testing.assert_allclose(got[rows], ops.merge_heads(ctx)[0], rtol=0, atol=1e-14)
 
 
 def test_a_forked_child_runs_the_kernels_on_one_thread(monkeypatch):

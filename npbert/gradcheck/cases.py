@@ -38,6 +38,7 @@ from npbert.heads.head import CLS
 from npbert.heads.params import init_head
 from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.ops.packed_attention import AttentionLayout
 from npbert.packed import (Packing, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
                            packed_pretraining_forward)
 from npbert.packed.dropout import packed_dropout_forward
@@ -212,6 +213,34 @@ def _leaf_op_cases(pr: _Problem, add) -> None:
         lambda p: backend.attention_core_forward(p["q"], p["k"], p["v"], pr.mask_bias, d.dropout, d.rng()),
         lambda dy, c: dict(zip("qkv", backend.attention_core_backward(dy, c))), f"({B},{A},{T},{d.head_size})",
         dict(mask_bias=pr.mask_bias))
+    _packed_attention_case(d, pr.mask, add)
+
+
+def _packed_attention_case(d: Dims, mask, add) -> None:
+    """Packed attention (npbert/ops/packed_attention.py): the batch's real tokens as keys, a random
+    subset of them as queries (the last layer's read rows: each sequence's first and about half
+    the others; with three sequences or more the last gets none), dropout from the padded step's
+    uniforms.
+    Drawn from a Generator of its own, so every other case's draws stay as they were; npbert's own
+    op, not BERT's: no golden vector."""
+    rng, A = np.random.default_rng(d.seed + 13), d.heads
+    k_lengths, k_positions = mask.sum(axis=1), np.nonzero(mask)[1]                # (B,), (N,)
+    first = np.cumsum(k_lengths) - k_lengths                                      # (B,) each sequence's first row
+    query = rng.random(len(k_positions)) < 0.5                                    # (N,) bool
+    query[first] = True                                                           # [CLS]: the heads read it
+    if d.B > 2:
+        query[first[-1]:] = False                                                 # a sequence without queries
+    sequence = np.repeat(np.arange(d.B), k_lengths)                               # (N,) each key's sequence
+    layout = AttentionLayout(np.bincount(sequence[query], minlength=d.B), k_lengths, k_positions[query],
+                                 k_positions)
+    u = d.rng().random((d.B, A, d.T, d.T), dtype=np.float32) if d.dropout > 0 else None  # (B, A, T, T)
+    M, N, H = int(query.sum()), len(k_positions), d.H
+    add("packed_attention", {"q": _normal(rng, M, H), "k": _normal(rng, N, H), "v": _normal(rng, N, H)},
+        lambda p: backend.packed_attention_forward(p["q"], p["k"], p["v"], layout, A, u, d.dropout),
+        lambda dy, c: dict(zip("qkv", backend.packed_attention_backward(dy, c))),
+        f"q ({M},{H}) of k ({N},{H}) heads={A}", dict(q_lengths=layout.q_lengths, k_lengths=k_lengths,
+                                                      q_positions=layout.q_positions, k_positions=k_positions),
+        golden=False)
 
 
 def _layer_cases(pr: _Problem, add) -> None:

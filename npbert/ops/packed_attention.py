@@ -68,8 +68,14 @@ def _blocks(layout: AttentionLayout):
 
 
 def _heads(x, num_heads):
-    # x: (n, H) -> (A, n, D)
-    return x.reshape(len(x), num_heads, -1).transpose(1, 0, 2)
+    # x: (n, H) -> (A, n, D); D spelled out, not -1: n may be 0 (a sequence without query rows)
+    return x.reshape(len(x), num_heads, x.shape[1] // num_heads).transpose(1, 0, 2)
+
+
+def _merged(x):
+    # x: (A, n, D) -> (n, A * D)
+    A, n, D = x.shape
+    return x.transpose(1, 0, 2).reshape(n, A * D)
 
 
 def _keep_block(u, s, layout, qs, ks, p_drop):
@@ -87,6 +93,8 @@ def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, u=None
     keep = np.empty(offsets[-1], np.bool_) if dropping else None                 # (P,)
     context = np.empty_like(q)                                                   # (M, H)
     for s, qs, ks in _blocks(layout):
+        if qs.start == qs.stop:
+            continue                                   # no query rows (or no tokens): nothing to attend
         block = slice(offsets[s * num_heads], offsets[(s + 1) * num_heads])
         qh, kh, vh = _heads(q[qs], num_heads), _heads(k[ks], num_heads), _heads(v[ks], num_heads)  # (A, m|n, D)
         p, _ = softmax_forward((qh @ kh.transpose(0, 2, 1)) * scale)             # (A, m, n)
@@ -95,7 +103,7 @@ def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, u=None
             kept = _keep_block(u, s, layout, qs, ks, p_drop)                     # (A, m, n)
             keep[block] = kept.reshape(-1)
             p = p * drop_mask(kept, drop_scale)
-        context[qs] = (p @ vh).transpose(1, 0, 2).reshape(qs.stop - qs.start, -1)  # (m, H)
+        context[qs] = _merged(p @ vh)                                           # (m, H)
     return context, PackedAttentionCache(q, k, v, layout, num_heads, probs, keep, drop_scale)
 
 
@@ -111,9 +119,9 @@ def packed_attention_backward(dcontext, cache: PackedAttentionCache):
         p = cache.probs[block].reshape(A, m, n)                                  # (A, m, n)
         mask = 1 if cache.keep is None else drop_mask(cache.keep[block].reshape(A, m, n), cache.drop_scale)
         dc, qh, kh, vh = (_heads(x, A) for x in (dcontext[qs], q[qs], k[ks], v[ks]))  # (A, m|n, D)
-        dv[ks] = ((p * mask).transpose(0, 2, 1) @ dc).transpose(1, 0, 2).reshape(n, -1)  # (n, H)
+        dv[ks] = _merged((p * mask).transpose(0, 2, 1) @ dc)                    # (n, H)
         dprobs = (dc @ vh.transpose(0, 2, 1)) * mask                             # (A, m, n)
         dqk = softmax_backward(dprobs, SoftmaxCache(p)) * scale                  # (A, m, n) of q k^T
-        dq[qs] = (dqk @ kh).transpose(1, 0, 2).reshape(m, -1)                    # (m, H)
-        dk[ks] = (dqk.transpose(0, 2, 1) @ qh).transpose(1, 0, 2).reshape(n, -1)  # (n, H)
+        dq[qs] = _merged(dqk @ kh)                                              # (m, H)
+        dk[ks] = _merged(dqk.transpose(0, 2, 1) @ qh)                          # (n, H)
     return dq, dk, dv
