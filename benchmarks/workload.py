@@ -215,9 +215,16 @@ NPBERT_IMPLS = ("numpy", "numba", "numpy-padded", "numba-padded")   # backend, a
 
 
 def packed_available() -> bool:
-    """Whether the npbert imported has the packed training step (npbert.packed)."""
+    """Whether the npbert imported has the packed training step (npbert.packed) in its own
+    directory: an editable install's import hook can find a submodule this checkout lacks in
+    another checkout, whose other modules may not match this one's."""
     import importlib.util
-    return importlib.util.find_spec("npbert.packed") is not None
+    import os
+
+    import npbert
+    spec = importlib.util.find_spec("npbert.packed")
+    home = os.path.dirname(os.path.abspath(npbert.__file__))
+    return spec is not None and bool(spec.origin) and os.path.abspath(spec.origin).startswith(home + os.sep)
 
 
 def npbert_impl(impl: str) -> tuple:

@@ -297,3 +297,21 @@ def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(cap
         with pytest.raises(SystemExit) as e:
             ab.main(argv)
         assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_packed_step_is_looked_for_in_the_npbert_imported_only(monkeypatch, tmp_path):
+    # before: an editable install's import hook found npbert.packed in another checkout, and
+    # "numba" ran that checkout's packed step against this one's ops (an ImportError midway)
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    import npbert
+    workload = _workload()
+    elsewhere = importlib.machinery.ModuleSpec("npbert.packed", None, origin=str(tmp_path / "npbert/packed/__init__.py"))
+    here = importlib.machinery.ModuleSpec("npbert.packed", None, origin=os.path.join(
+        os.path.dirname(os.path.abspath(npbert.__file__)), "packed", "__init__.py"))
+    for spec, available in ((None, False), (elsewhere, False), (here, True)):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
+        assert workload.packed_available() is available
+        assert workload.npbert_impl("numba") == ("numba", available)
