@@ -1,8 +1,9 @@
 """npbert's benchmark: training-step and inference tokens/s for each backend, next to Hugging
 Face on PyTorch CPU and ONNX Runtime (inference) when they are installed, in one run, with the
-machine's own matmul speed and the OpenBLAS core type it ran on, and the ceiling: the step's
-matmuls alone, run back to back in NumPy (impl "matmuls"; "numba vs matmuls" is then the
-share of that ceiling npbert reaches).
+machine's own matmul speed and the OpenBLAS core type it ran on, and two ceilings: the step's
+matmuls alone, run back to back in NumPy, at every position (impl "matmuls", the padded
+ceiling) and only those the loss needs (impl "matmuls-needed", the needed ceiling); the report
+says npbert's share of each. Batches are random or (--batches builtin|imdb) prepared data.
 
     python benchmarks/bench.py            # full run, a few minutes
     python benchmarks/bench.py --quick    # tiny only, one allocator, 2 timed steps per measurement
