@@ -253,8 +253,8 @@ def check_batches(args) -> None:
     given = [flag for flag, value in (("--seq", args.seq is not None), ("--padded", args.padded)) if value]
     if args.batches != "random" and given:
         from npbert.errors import NpbertError
-        raise NpbertError(f"{' and '.join(given)} shape random batches; --batches {args.batches} has the "
-                          "data's own lengths: leave them out")
+        raise NpbertError(f"{' and '.join(given)} {'shape' if len(given) > 1 else 'shapes'} random batches; "
+                          f"--batches {args.batches} has the data's own lengths: leave {'them' if len(given) > 1 else 'it'} out")
     args.seq = args.seq or workload.T
 
 

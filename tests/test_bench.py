@@ -282,7 +282,7 @@ def test_bench_batches_builtin_prepares_once_and_tells_every_worker(monkeypatch,
         with pytest.raises(SystemExit) as e:
             script.main(["--batches", "builtin", *bad])
         assert e.value.code == 2
-        assert "shape random batches; --batches builtin has the data's own lengths" in capsys.readouterr().err
+        assert f"{bad[0]} shapes random batches; --batches builtin has the data's own lengths" in capsys.readouterr().err
 
 
 def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(capsys):
