@@ -315,3 +315,39 @@ def test_the_packed_step_is_looked_for_in_the_npbert_imported_only(monkeypatch, 
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
         assert workload.packed_available() is available
         assert workload.npbert_impl("numba") == ("numba", available)
+
+
+def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
+    # the needed ceiling and GFLOP/s count workload.needed_matmuls: it must be what the packed
+    # step computes (skipped until this npbert has npbert.packed)
+    import numpy as np
+    workload = _workload()
+    if not workload.packed_available():
+        pytest.skip("npbert.packed is not in this npbert")
+    from npbert import backend
+    from npbert.model import init_params
+    from npbert.packed import packed_pretraining_forward
+
+    config = small_config()
+    batch = workload.make_batch(config, B=3, T=16, padded=True)
+    flops = []
+
+    def linear(f):
+        def spy(x, w, *rest):
+            flops.append(2 * x.size * w.shape[0])        # (rows, k) @ (k, n)
+            return f(x, w, *rest)
+        return spy
+
+    def attention(f):
+        def spy(q, k, v, layout, num_heads, *rest):
+            d = q.shape[1] // num_heads                  # scores + context: 2 m d n each, per head
+            flops.append(4 * num_heads * d * int((layout.q_lengths * layout.k_lengths).sum()))
+            return f(q, k, v, layout, num_heads, *rest)
+        return spy
+
+    with backend.use_backend("numpy"):
+        for name, spy in (("linear_forward", linear), ("linear_gelu_forward", linear),
+                          ("packed_attention_forward", attention)):
+            monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
+        packed_pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)
+    assert sum(flops) == workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])
