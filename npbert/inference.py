@@ -22,6 +22,8 @@ import numpy as np
 
 from npbert import backend
 from npbert.errors import InputError
+from npbert.feature_based import feature_choice
+from npbert.heads.head import CLS
 from npbert.layers.attention import K, O, Q, V
 from npbert.layers.embeddings import LN as EMB_LN
 from npbert.layers.embeddings import POS, TYPE, WORD
@@ -32,7 +34,10 @@ from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
 from npbert.model import POOLER_WEIGHT, check_inputs, check_labels, require_pooler
+from npbert.ops import IGNORE_INDEX
 from npbert.ops.packed_attention import sequence_starts
+from npbert.task_model import check_targets, flatten_choices, task_model_forward
+from npbert.trace import NO_TRACE
 
 
 class Packing:
@@ -125,3 +130,52 @@ def pretraining_inference(params, config, input_ids, token_type_ids=None, attent
     nsp_loss = backend.cross_entropy_forward(nsp_logits, nsp_labels)[0]
     return dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss, mlm_logits=mlm_logits,
                 nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
+
+
+# --- the fine-tuning heads and the masked-LM head alone, on the packed forward -----------------------
+
+def task_inference(head, params, config, input_ids, token_type_ids=None, attention_mask=None, **targets) -> dict:
+    """task_model_forward(head, ..., rng=None)'s outputs (npbert/task_model.py) for inference: a
+    head that reads [CLS] takes the packed forward's pooled output, one that reads every token its
+    sequence output (zeros at padding, which its loss must not score: IGNORE_INDEX there, as the
+    encoding pads). Two keep the padded forward: a head whose loss reads padded positions (QA: its
+    softmax runs over all T positions, padding included, as Hugging Face's does, so what padding
+    computes changes the loss) and a feature-based model (its own forward: bert_hidden_states)."""
+    if head.reads_padding or feature_choice(config) is not None:
+        return task_model_forward(head, params, config, input_ids, token_type_ids, attention_mask, **targets)[0]
+    check_targets(head, targets)
+    lead = None
+    if head.choices:
+        input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
+    if head.reads == CLS:
+        _, pooled, _ = packed_bert(params, config, input_ids, token_type_ids, attention_mask)
+        x = require_pooler(pooled, head.architecture)                                    # (N, H)
+    else:
+        check_unscored_padding(targets, attention_mask)
+        x, _ = bert_inference(params, config, input_ids, token_type_ids, attention_mask)  # (N, T, H)
+    if lead is not None:
+        x = x.reshape(*lead, x.shape[-1])                                                # (B, C, H)
+    return head.forward(x, params, config, targets, None, NO_TRACE)[0]
+
+
+def check_unscored_padding(targets, attention_mask) -> None:
+    """A per-token target (B, T) scores no padded position: the packed forward does not compute them."""
+    if attention_mask is None:
+        return
+    padded = np.asarray(attention_mask) == 0                                           # (B, T)
+    for name, target in targets.items():
+        scored = np.asarray(target) != IGNORE_INDEX
+        if scored.shape == padded.shape and (scored & padded).any():
+            b, t = (int(i) for i in np.argwhere(scored & padded)[0])
+            raise InputError(f"{name}[{b}, {t}] scores a padded position (attention_mask 0): give it "
+                             f"{IGNORE_INDEX}, padding is not computed at inference")
+
+
+def masked_lm_inference(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                        mlm_positions=None):
+    """-> the MLM head's logits (M, V) at mlm_positions (flat indices into B*T, real tokens), on
+    the packed forward: fill-mask. Neither the NSP head nor a pooler is needed (BertForMaskedLM)."""
+    h, _, packing = packed_bert(params, config, input_ids, token_type_ids, attention_mask)
+    B, T = packing.shape
+    mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
+    return mlm_head_forward(h[None], packing.packed_index(mlm_positions), params, config)[0]   # (M, V)

@@ -42,9 +42,7 @@ class TaskModelCache(NamedTuple):
 def task_model_forward(head: Head, params, config, input_ids, token_type_ids=None, attention_mask=None,
                        rng=None, trace=None, **targets):
     """-> (the head's outputs, cache). targets: the batch keys of head.targets (labels, positions)."""
-    unknown = set(targets) - set(head.targets)
-    if unknown:
-        raise InputError(f"{head.architecture} takes {', '.join(head.targets)} as targets, not {', '.join(unknown)}")
+    check_targets(head, targets)
     lead = None
     if head.choices:
         input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
@@ -73,6 +71,12 @@ def task_model_backward(dloss, cache: TaskModelCache) -> dict:
     grads = bert_backward(None if at_cls else dx, dx if at_cls else None, cache.base)
     grads.update(g_head)
     return grads
+
+
+def check_targets(head: Head, targets: dict) -> None:
+    unknown = set(targets) - set(head.targets)
+    if unknown:
+        raise InputError(f"{head.architecture} takes {', '.join(head.targets)} as targets, not {', '.join(unknown)}")
 
 
 def model_of(config: BertConfig, kind: str) -> tuple:

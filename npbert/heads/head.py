@@ -51,6 +51,7 @@ class Head:
     from_line: Callable          # (fields, line, n, where) -> an example, or None if the fields do not fit
     format: Callable             # (task, example, output, prediction) -> the line `npbert predict` prints
     labelled: bool = False       # its outputs have names, saved as config.json's id2label
+    reads_padding: bool = False  # its outputs and loss read padded positions too (QA's softmax over all T)
     config_fields: Callable = lambda names: {}           # names -> config.json fields (HF's) for them
     check_config: Callable = lambda config, names, task, where: None   # a saved head fits task, or raise
 
