@@ -205,3 +205,32 @@ def test_masked_lm_inference_is_the_mlm_head_without_a_pooler(seed, B, T, layout
     no_pooler = {k: v for k, v in p32.items() if "pooler" not in k and "seq_relationship" not in k}
     assert np.abs(masked_lm_inference(p64, CONFIG, *inputs) - exact).max() < 1e-12
     assert scaled_error(masked_lm_inference(no_pooler, CONFIG, *inputs), exact) < 2e-6
+
+
+def test_the_commands_run_the_packed_forward(monkeypatch):
+    """evaluate / predict / the fine-tuning run's evaluations (run_model), pretraining's held-out
+    evaluation and fill-mask: none of them runs the padded forward any more."""
+    from npbert import model, task_model
+    from npbert.fill_mask import fill_mask
+    from npbert.finetuned import run_model
+    from npbert.pretraining.evaluation import evaluate
+    from npbert.tokenizer import BertTokenizer
+
+    def padded(*args, **kwargs):
+        raise AssertionError("the padded training forward ran")
+    monkeypatch.setattr(model, "bert_forward", padded)
+    monkeypatch.setattr(task_model, "bert_forward", padded)
+    head = HEADS["sequence_classification"]
+    params = head_models(head, 3, 0)[1]
+    features = [dict(input_ids=[2] + [5 + i] * n + [3], token_type_ids=[0] * (n + 2), labels=n % 3)
+                for i, n in enumerate((3, 9, 1, 6, 6))]
+    outputs, loss = run_model(params, CONFIG, head.kind, features, 2, 0)
+    assert len(outputs) == 5 and outputs[0].shape == (3,) and np.isfinite(loss)
+
+    class Heldout:
+        def batches(self, batch_size, seed, epoch):
+            return (batch(s, batch_size, 9, "right") for s in range(3))
+    assert set(evaluate(params, CONFIG, Heldout(), 4)) == {"mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc"}
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(32)])
+    guesses = fill_mask(params, CONFIG, tokenizer, "w1 [MASK] w2 [MASK]", top_k=2)
+    assert [len(g) for g in guesses] == [2, 2]

@@ -22,7 +22,7 @@ LAYERS = [
     ("npbert.feature_based", 7), ("npbert.tasks.encoding", 7), ("npbert.tasks.qa", 7),
     ("npbert.heads", 8), ("npbert.checkpoint", 8),
     ("npbert.task_model", 8.5),
-    ("npbert.inference", 8.7), ("npbert.fill_mask", 8.7),
+    ("npbert.inference", 8.7), ("npbert.fill_mask", 8.8),
     ("npbert.gradcheck", 9), ("npbert.golden", 10), ("npbert.training", 9), ("npbert.data", 9),
     ("npbert.tasks", 10), ("npbert.run_plot", 10), ("npbert.pretraining", 10),
     ("npbert.finetuned", 10.5),
