@@ -149,10 +149,10 @@ def task_inference(head, params, config, input_ids, token_type_ids=None, attenti
         input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
     if head.reads == CLS:
         _, pooled, _ = packed_bert(params, config, input_ids, token_type_ids, attention_mask)
-        x = require_pooler(pooled, head.architecture)                                    # (N, H)
+        x = require_pooler(pooled, head.architecture)                                    # (B, H), B*C with choices
     else:
         check_unscored_padding(targets, attention_mask)
-        x, _ = bert_inference(params, config, input_ids, token_type_ids, attention_mask)  # (N, T, H)
+        x, _ = bert_inference(params, config, input_ids, token_type_ids, attention_mask)  # (B, T, H)
     if lead is not None:
         x = x.reshape(*lead, x.shape[-1])                                                # (B, C, H)
     return head.forward(x, params, config, targets, None, NO_TRACE)[0]
