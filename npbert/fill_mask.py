@@ -4,8 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from npbert.errors import CheckpointError, InputError
-from npbert.model import bert_forward
-from npbert.layers.mlm_head import mlm_head_forward
+from npbert.inference import masked_lm_inference
 from npbert.ops import softmax_forward
 
 MASK = "[MASK]"
@@ -33,9 +32,8 @@ def fill_mask(params, config, tokenizer, text, top_k=5) -> list:
         raise CheckpointError(f"this checkpoint is a {what} and has no masked-LM head (cls.predictions.*), so "
                               f"it cannot fill masks{hint}")
     ids = np.array([encode_with_masks(tokenizer, text)])                     # (1, T)
-    (h, _), _ = bert_forward(params, config, ids)                            # (1, T, H)
     positions = np.flatnonzero(ids[0] == tokenizer.mask_token_id)            # (M,)
-    logits, _ = mlm_head_forward(h, positions, params, config)               # (M, V)
+    logits = masked_lm_inference(params, config, ids, mlm_positions=positions)   # (M, V)
     probs, _ = softmax_forward(logits.astype(np.float64))
     best = np.argsort(-probs, axis=-1, kind="stable")[:, :top_k]             # (M, k)
     return [[(tokenizer.convert_ids_to_tokens([int(i)])[0], float(p[i])) for i in row] for p, row in zip(probs, best)]

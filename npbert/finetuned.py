@@ -1,6 +1,7 @@
 """A fine-tuned model at work: loaded for a task, run over encoded examples, its outputs turned
 into predictions and metrics. `npbert evaluate`, `npbert predict` and the fine-tuning loop's dev
-evaluation all go through here; what differs between heads is asked of the head (npbert/heads/).
+and test evaluations all go through here, on the inference path (npbert/inference.py's
+task_inference); what differs between heads is asked of the head (npbert/heads/).
 """
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.errors import CheckpointError, DataError
 from npbert.heads.params import check_head, label_names_of
 from npbert.heads.registry import head_of
-from npbert.task_model import model_of
+from npbert.inference import task_inference
 from npbert.tasks.encoding import eval_batches, make_batch
 from npbert.tasks.registry import get_task, read_examples
 
@@ -47,15 +48,16 @@ def format_scores(scores) -> str:
     return " | ".join(f"{k} {v:.4f}" for k, v in scores.items())
 
 
-def run_model(params, config, kind, features, batch_size, pad_id) -> tuple:
+def run_model(params, config, kind, features, batch_size, pad_id, forward=task_inference) -> tuple:
     """The model's outputs for every feature (without padding), in feature order, and the mean
-    loss over the batches (None without labels). No dropout."""
-    forward, _ = model_of(config, kind)
+    loss over the batches (None without labels). No dropout: the inference path (packed, no
+    caches). forward(head, params, config, **batch) -> outputs: another path to compare with
+    (benchmarks/eval_speed.py times the padded training forward against it)."""
     head = head_of(kind)
     outputs, loss_sum, loss_n = [None] * len(features), 0.0, 0
     for rows in eval_batches(features, batch_size):
         feats = [features[i] for i in rows]
-        out, _ = forward(params, config, **make_batch(feats, pad_id), rng=None)
+        out = forward(head, params, config, **make_batch(feats, pad_id))
         if out["loss"] is not None:
             loss_sum, loss_n = loss_sum + float(out["loss"]) * len(rows), loss_n + len(rows)
         for b, (i, f) in enumerate(zip(rows, feats)):

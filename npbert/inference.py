@@ -17,9 +17,13 @@ should read). The pooler reads position 0, which must be a real token.
 """
 from __future__ import annotations
 
+from npbert.layers.mlm_head import mlm_head_forward
+from npbert.model import check_inputs, check_labels
 from npbert.packed import Packing, packed_bert_forward, packed_pretraining_forward
+from npbert.task_model import task_model_forward
 
-__all__ = ["Packing", "bert_inference", "packed_bert", "pretraining_inference"]
+__all__ = ["Packing", "bert_inference", "masked_lm_inference", "packed_bert", "pretraining_inference",
+           "task_inference"]
 
 
 def packed_bert(params, config, input_ids, token_type_ids=None, attention_mask=None):
@@ -44,3 +48,28 @@ def pretraining_inference(params, config, input_ids, token_type_ids=None, attent
     out, _ = packed_pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions,
                                         mlm_labels, nsp_labels, keep_caches=False)
     return out
+
+
+# --- the fine-tuning heads and the masked-LM head alone, on the packed forward -----------------------
+
+def task_inference(head, params, config, input_ids, token_type_ids=None, attention_mask=None, **targets) -> dict:
+    """task_model_forward(head, ..., rng=None)'s outputs (npbert/task_model.py) for inference: the
+    packed forward without caches, its last layer only at [CLS] for a head on [CLS]; a head on
+    every token gets zeros at padding (which its loss must not score: IGNORE_INDEX there, as the
+    encoding pads). A head whose loss reads padding (QA) and a feature-based model keep their
+    padded forward (task_model_forward says why)."""
+    return task_model_forward(head, params, config, input_ids, token_type_ids, attention_mask, packed=True,
+                              keep_caches=False, **targets)[0]
+
+
+def masked_lm_inference(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                        mlm_positions=None):
+    """-> the MLM head's logits (M, V) at mlm_positions (flat indices into B*T, real tokens), the
+    last layer only there (and at [CLS] when there is a pooler): fill-mask. Neither the NSP head
+    nor a pooler is needed (BertForMaskedLM)."""
+    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    B, T = input_ids.shape
+    mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
+    (h, _), cache = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask,
+                                        read=mlm_positions, keep_caches=False)           # (R, H)
+    return mlm_head_forward(h[None], cache.index(mlm_positions), params, config)[0]    # (M, V)

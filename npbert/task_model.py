@@ -30,7 +30,7 @@ from npbert.errors import InputError
 from npbert.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
 from npbert.heads.head import CLS, Head
 from npbert.heads.registry import head_of
-from npbert.model import BertCache, bert_backward, bert_forward, require_pooler
+from npbert.model import IGNORE_INDEX, BertCache, bert_backward, bert_forward, require_pooler
 from npbert.packed import PackedBertCache, packed_bert_backward, packed_bert_forward
 
 
@@ -42,27 +42,30 @@ class TaskModelCache(NamedTuple):
 
 
 def task_model_forward(head: Head, params, config, input_ids, token_type_ids=None, attention_mask=None,
-                       rng=None, trace=None, packed=False, **targets):
+                       rng=None, trace=None, packed=False, keep_caches=True, **targets):
     """-> (the head's outputs, cache). targets: the batch keys of head.targets (labels, positions).
     packed: the encoder on the real tokens only (npbert/packed/), its last layer only at [CLS] for
-    a head on [CLS]; the same outputs and gradients up to rounding. Not for a traced call (the
-    trace is the padded reference's) nor a head whose loss reads padding (head.reads_padding)."""
-    unknown = set(targets) - set(head.targets)
-    if unknown:
-        raise InputError(f"{head.architecture} takes {', '.join(head.targets)} as targets, not {', '.join(unknown)}")
+    a head on [CLS]; the same outputs and gradients up to rounding (a head on every token: zeros
+    at padding, which its targets must not score). Not for a traced call (the trace is the padded
+    reference's) nor a head whose loss reads padding (head.reads_padding: QA), which run the
+    padded encoder. keep_caches=False (packed): forward only, as inference."""
+    check_targets(head, targets)
     lead = None
     if head.choices:
         input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
+    inputs = (params, config, input_ids, token_type_ids, attention_mask, rng)
     at_cls = head.reads == CLS
     if feature_choice(config) is None and packed and trace is None and not head.reads_padding:
-        (h, pooled), base = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng,
-                                                read=() if at_cls else None)           # (R, H): [CLS] or every token
+        if not at_cls:
+            check_unscored_padding(targets, attention_mask)
+        (h, pooled), base = packed_bert_forward(*inputs, read=() if at_cls else None,
+                                                keep_caches=keep_caches)               # (R, H): [CLS] or every token
         x = require_pooler(pooled, head.architecture) if at_cls else base.packing.unpack(h)  # (N, H) or (N, T, H)
     elif feature_choice(config) is None:
-        (h, pooled), base = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
+        (h, pooled), base = bert_forward(*inputs, trace)
         x = require_pooler(pooled, head.architecture) if at_cls else h                 # (N, H) or (N, T, H)
     else:
-        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, at_cls, trace)                                                # (N, F) or (N, T, F)
+        x, base = features_forward(*inputs[:5], at_cls, trace)                          # (N, F) or (N, T, F)
     x_shape = x.shape
     if lead is not None:
         x = x.reshape(*lead, x.shape[-1])                                                # (B, C, F)
@@ -86,6 +89,25 @@ def task_model_backward(dloss, cache: TaskModelCache) -> dict:
         grads = bert_backward(None if at_cls else dx, dx if at_cls else None, cache.base)
     grads.update(g_head)
     return grads
+
+
+def check_targets(head: Head, targets: dict) -> None:
+    unknown = set(targets) - set(head.targets)
+    if unknown:
+        raise InputError(f"{head.architecture} takes {', '.join(head.targets)} as targets, not {', '.join(unknown)}")
+
+
+def check_unscored_padding(targets, attention_mask) -> None:
+    """A per-token target (B, T) scores no padded position: the packed encoder does not compute them."""
+    if attention_mask is None:
+        return
+    padded = np.asarray(attention_mask) == 0                                           # (B, T)
+    for name, target in targets.items():
+        scored = np.asarray(target) != IGNORE_INDEX
+        if scored.shape == padded.shape and (scored & padded).any():
+            b, t = (int(i) for i in np.argwhere(scored & padded)[0])
+            raise InputError(f"{name}[{b}, {t}] scores a padded position (attention_mask 0): give it "
+                             f"{IGNORE_INDEX}; the packed encoder does not compute padding")
 
 
 def model_of(config: BertConfig, kind: str) -> tuple:

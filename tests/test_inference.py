@@ -1,6 +1,7 @@
-"""npbert.inference (the packed forward that skips padding) held to bert_forward and
-pretraining_forward: float64 to 1e-12 at every real position, float32 against the float64
-answer, on hypothesis-drawn batches (lengths, left padding, holes), both backends."""
+"""npbert.inference (the packed forward that skips padding) held to bert_forward,
+pretraining_forward and task_model_forward (every head): float64 to 1e-12 at every real
+position, float32 against the float64 answer, on hypothesis-drawn batches (lengths, left
+padding, holes), both backends."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,8 +10,14 @@ from hypothesis import strategies as st
 import npbert
 from npbert import BertConfig, InputError, init_params
 from npbert.gradcheck.checker import scaled_error
-from npbert.inference import Packing, bert_inference, pretraining_inference
-from npbert.model import bert_forward, pretraining_forward
+from npbert.feature_based import with_features
+from npbert.heads.head import CLS, TOKENS
+from npbert.heads.params import init_head
+from npbert.heads.registry import HEADS
+from npbert.inference import (Packing, bert_inference, masked_lm_inference, pretraining_inference,
+                              task_inference)
+from npbert.model import IGNORE_INDEX, bert_forward, pretraining_forward
+from npbert.task_model import task_model_forward
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CONFIG = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,
@@ -112,3 +119,126 @@ def test_bad_input_gets_the_models_errors():
         bert_inference(p32, CONFIG, np.ones((1, 17), np.int64))
     with pytest.raises(InputError, match="masks every token"):
         bert_inference(p32, CONFIG, np.ones((2, 3), np.int64), attention_mask=np.array([[1, 1, 0], [0, 0, 0]]))
+
+
+# --- the heads: task_inference against task_model_forward(rng=None) ---------------------------------
+
+def head_batch(head, num_labels, seed, B, T, layout, C=3):
+    """A batch for head (choices: (B, C, T), each choice a sequence of batch()'s layout) with targets."""
+    rng = np.random.default_rng(seed + 7)
+    b = batch(seed, B * C if head.choices else B, T, layout)
+    inputs = {k: b[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    if head.choices:
+        inputs = {k: v.reshape(B, C, T) for k, v in inputs.items()}
+        return dict(inputs, labels=rng.integers(0, C, B))
+    if head.reads_padding:          # QA: positions anywhere in the window, as Hugging Face clamps them
+        return dict(inputs, start_positions=rng.integers(0, T, B), end_positions=rng.integers(0, T, B))
+    if head.reads != CLS:           # tokens: IGNORE_INDEX on padding (and on some real tokens), as encoded
+        labels = rng.integers(0, num_labels, (B, T))
+        return dict(inputs, labels=np.where((inputs["attention_mask"] == 1) & (rng.random((B, T)) < 0.8),
+                                            labels, IGNORE_INDEX))
+    return dict(inputs, labels=rng.random(B) if num_labels == 1 else rng.integers(0, num_labels, B))
+
+
+def head_models(head, num_labels, seed, config=CONFIG):
+    p64, _ = models(seed)
+    p64.update(init_head(config, head, num_labels, np.random.default_rng(seed + 2), np.float64))
+    p64 = {k: v + 0.05 * np.random.default_rng(seed + 3).standard_normal(v.shape) for k, v in p64.items()}
+    return p64, {k: v.astype(np.float32) for k, v in p64.items()}
+
+
+HEAD_CASES = [(kind, 3) for kind in HEADS] + [("sequence_classification", 1)]     # 1 label: regression
+
+
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("kind,num_labels", HEAD_CASES)
+@SETTINGS
+@given(seed=st.integers(0, 999), B=st.integers(1, 4), T=st.integers(1, 16), layout=st.sampled_from(["full", "right", "any"]))
+def test_task_inference_is_task_model_forward(backend, kind, num_labels, seed, B, T, layout):
+    head = HEADS[kind]
+    b = head_batch(head, num_labels, seed, B, T, layout)
+    p64, p32 = head_models(head, num_labels, seed)
+    with npbert.backend.use_backend(backend):
+        exact = task_model_forward(head, p64, CONFIG, **b, rng=None)[0]
+        out64, out32 = task_inference(head, p64, CONFIG, **b), task_inference(head, p32, CONFIG, **b)
+    mask = b["attention_mask"]
+    # where each output row is computed from real tokens only: a [CLS] head's row needs a real
+    # position 0 (the packed pooler reads a zero row where bert_forward pools padding), a token
+    # head's logits the real positions; QA's run on the padded forward, every position
+    real = (mask[..., 0] == 1) if head.reads == CLS and not head.reads_padding else np.ones(mask.shape[:-1], bool)
+    if head.choices:
+        real = real.all(axis=1)                                         # (B,) all C choices
+    for key, want in exact.items():
+        if want is None or key.endswith(("labels", "positions")):
+            assert out64[key] is None if want is None else (out64[key] == want).all(), key
+            continue
+        if key == "loss":
+            if real.all():
+                assert abs(out64[key] - want) < 1e-12
+                assert abs(out32[key] - want) < 2e-6 * max(1.0, abs(want))
+            continue
+        keep = (real[:, None] & (mask == 1))[..., None] if head.reads == TOKENS and not head.reads_padding \
+            else real.reshape(-1, *[1] * (want.ndim - 1))               # broadcast over the output's rows
+        assert np.abs(np.where(keep, out64[key] - want, 0)).max(initial=0) < 1e-12, key
+        assert scaled_error(np.where(keep, out32[key], 0), np.where(keep, want, 0)) < 2e-6, key
+
+
+def test_a_token_label_on_padding_is_refused():
+    head = HEADS["token_classification"]
+    b = head_batch(head, 3, 0, 2, 6, "right")
+    b["attention_mask"][1, 4:] = 0
+    b["labels"][1, 5] = 2
+    with pytest.raises(InputError, match=r"labels\[1, 5\] scores a padded position"):
+        task_inference(head, head_models(head, 3, 0)[1], CONFIG, **b)
+    with pytest.raises(InputError, match="takes labels as targets, not nsp_labels"):
+        task_inference(head, head_models(head, 3, 0)[1], CONFIG, b["input_ids"], nsp_labels=b["labels"])
+
+
+def test_a_feature_based_model_keeps_its_own_forward():
+    config = with_features(CONFIG, "weighted-all")
+    head = HEADS["sequence_classification"]
+    b = head_batch(head, 3, 1, 3, 7, "right")
+    p64 = head_models(head, 3, 1, config)[0]
+    out, exact = task_inference(head, p64, config, **b), task_model_forward(head, p64, config, **b)[0]
+    assert (out["logits"] == exact["logits"]).all() and out["loss"] == exact["loss"]   # one path: the same bits
+
+
+@SETTINGS
+@given(seed=st.integers(0, 999), B=st.integers(1, 5), T=st.integers(1, 16), layout=st.sampled_from(["full", "right", "any"]))
+def test_masked_lm_inference_is_the_mlm_head_without_a_pooler(seed, B, T, layout):
+    b = batch(seed, B, T, layout)
+    p64, p32 = models(seed)
+    exact = pretraining_forward(p64, CONFIG, **b)[0]["mlm_logits"]
+    inputs = [b[k] for k in ("input_ids", "token_type_ids", "attention_mask", "mlm_positions")]
+    no_pooler = {k: v for k, v in p32.items() if "pooler" not in k and "seq_relationship" not in k}
+    assert np.abs(masked_lm_inference(p64, CONFIG, *inputs) - exact).max() < 1e-12
+    assert scaled_error(masked_lm_inference(no_pooler, CONFIG, *inputs), exact) < 2e-6
+
+
+def test_the_commands_run_the_packed_forward(monkeypatch):
+    """evaluate / predict / the fine-tuning run's evaluations (run_model), pretraining's held-out
+    evaluation and fill-mask: none of them runs the padded forward any more."""
+    from npbert import model, task_model
+    from npbert.fill_mask import fill_mask
+    from npbert.finetuned import run_model
+    from npbert.pretraining.evaluation import evaluate
+    from npbert.tokenizer import BertTokenizer
+
+    def padded(*args, **kwargs):
+        raise AssertionError("the padded training forward ran")
+    monkeypatch.setattr(model, "bert_forward", padded)
+    monkeypatch.setattr(task_model, "bert_forward", padded)
+    head = HEADS["sequence_classification"]
+    params = head_models(head, 3, 0)[1]
+    features = [dict(input_ids=[2] + [5 + i] * n + [3], token_type_ids=[0] * (n + 2), labels=n % 3)
+                for i, n in enumerate((3, 9, 1, 6, 6))]
+    outputs, loss = run_model(params, CONFIG, head.kind, features, 2, 0)
+    assert len(outputs) == 5 and outputs[0].shape == (3,) and np.isfinite(loss)
+
+    class Heldout:
+        def batches(self, batch_size, seed, epoch):
+            return (batch(s, batch_size, 9, "right") for s in range(3))
+    assert set(evaluate(params, CONFIG, Heldout(), 4)) == {"mlm_loss", "nsp_loss", "mlm_acc", "nsp_acc"}
+    tokenizer = BertTokenizer(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(32)])
+    guesses = fill_mask(params, CONFIG, tokenizer, "w1 [MASK] w2 [MASK]", top_k=2)
+    assert [len(g) for g in guesses] == [2, 2]

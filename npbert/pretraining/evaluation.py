@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from npbert.model import pretraining_forward
+from npbert.inference import pretraining_inference
 from npbert.ops import IGNORE_INDEX
 
 
@@ -27,14 +27,15 @@ def accuracy_counts(logits, labels):
     return int((logits.argmax(axis=-1)[counted] == labels[counted]).sum()), int(counted.sum())
 
 
-def evaluate(params, config, data, batch_size, max_batches=None, nsp=True) -> dict:
-    """Held-out MLM and NSP loss and accuracy (nsp=False: MLM only), without dropout, over a
-    fixed order of batches."""
+def evaluate(params, config, data, batch_size, max_batches=None, nsp=True, forward=pretraining_inference) -> dict:
+    """Held-out MLM and NSP loss and accuracy (nsp=False: MLM only), over a fixed order of
+    batches, on the inference path (packed, no dropout, no caches). forward(params, config,
+    **batch) -> outputs: another path to compare with (benchmarks/eval_speed.py)."""
     totals = dict(mlm_loss=0.0, nsp_loss=0.0, mlm_hits=0, mlm_n=0, nsp_hits=0, nsp_n=0)
     for i, batch in enumerate(data.batches(batch_size, seed=0, epoch=0)):
         if max_batches is not None and i >= max_batches:
             break
-        out, _ = pretraining_forward(params, config, **batch, rng=None)
+        out = forward(params, config, **batch)
         mh, mn = accuracy_counts(out["mlm_logits"], out["mlm_labels"])
         nh, nn = accuracy_counts(out["nsp_logits"], out["nsp_labels"])
         totals["mlm_loss"] += float(out["mlm_loss"]) * mn
