@@ -161,4 +161,4 @@ HEAD = Head(
     output_of=lambda out, b, T: (out["start_logits"][b, :T], out["end_logits"][b, :T]),
     encode=encode, decode=decode, gold_key="answers", gold=gold, score=score, baseline=baseline,
     label_names=lambda task, train_examples: None, line_fields="question<TAB>context", from_line=from_line,
-    format=format_prediction, reads_padding=True)
+    format=format_prediction)
