@@ -226,7 +226,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--padded", action="store_true",
                    help="batches of random lengths in [seq / 4, seq] with [PAD] after them (tokens/s still counts B x seq)")
     p.add_argument("--seq", type=positive_int, default=None,
-                   help="tokens a sequence of random batches (default 128; masked positions: 20 per 128)")
+                   help="tokens a sequence of random batches; masked positions: 20 per 128 (default: 128)")
     p.add_argument("--batch", type=positive_int, default=None, help="sequences a batch (default: the preset's: 32, small 16)")
     p.add_argument("--allocators", type=comma_list(tuple(ALLOCATORS)), default=None,
                    help=f"{', '.join(ALLOCATORS)} (default: glibc,glibc-keep; --quick: glibc-keep)")
