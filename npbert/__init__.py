@@ -14,6 +14,9 @@ _EXPORTS = {
     "npbert.errors": ("CheckpointError", "DataError", "InputError", "NpbertError"),
     "npbert.model": ("bert_backward", "bert_forward", "count_params", "init_params", "param_shapes",
                      "pretraining_backward", "pretraining_forward"),
+    "npbert.packed": ("packed_bert_backward", "packed_bert_forward", "packed_pretraining_backward",
+                      "packed_pretraining_forward"),
+    "npbert.inference": ("bert_inference", "masked_lm_inference", "pretraining_inference", "task_inference"),
     "npbert.tokenizer": ("BasicTokenizer", "BertTokenizer"),
     "npbert.tokenizer.trainer": ("train_wordpiece_vocab",),
 }
