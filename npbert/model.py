@@ -213,7 +213,7 @@ def require_pooler(pooled, what: str):
 # --- BertForPreTraining ---------------------------------------------------------------------------
 
 class PretrainingCache(NamedTuple):
-    bert: BertCache
+    bert: BertCache                  # or the packed model's PackedBertCache (npbert/packed/pretraining.py)
     mlm_head: MlmHeadCache
     nsp_head: LinearCache
     mlm_loss: CrossEntropyCache
@@ -230,9 +230,17 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
     trace: a npbert.trace.Trace to record every named intermediate into (see bert_forward).
     """
     (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-    trace = bert_cache.trace
     B, T, _ = h.shape
     mlm_positions, mlm_labels, nsp_labels = check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels)
+    out, heads = pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels,
+                                           bert_cache.trace)
+    return out, PretrainingCache(bert_cache, *heads)
+
+
+def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE):
+    """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
+    their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches). The padded
+    and the packed model (npbert/packed/) share it."""
     pooled = require_pooler(pooled, "next-sentence prediction")
     mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config, trace.scope("cls.predictions"))  # (N, V)
     nsp_logits, nsp_cache = nsp_head_forward(pooled, params, trace.scope("cls.seq_relationship"))             # (B, 2)
@@ -242,17 +250,28 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
         trace.record(name, value)
     out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
                mlm_logits=mlm_logits, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
-    return out, PretrainingCache(bert_cache, mlm_cache, nsp_cache, mlm_ce, nsp_ce)
+    return out, (mlm_cache, nsp_cache, mlm_ce, nsp_ce)
 
 
 def pretraining_backward(cache: PretrainingCache, dloss=1.0):
     """Gradients of the pretraining loss for every parameter (same keys as the params)."""
+    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (B, T, H), (B, H)
+    return with_head_grads(bert_backward(dh, dpooled, cache.bert), head_grads)
+
+
+def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):
+    """-> (dh, the MLM head's gradient at h's rows; dpooled (B, H); the heads' grads)."""
     trace = cache.bert.trace
     dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (N, V)
     dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
     dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (B, T, H)
     dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head, trace.scope("cls.seq_relationship"))  # (B, H)
-    grads = bert_backward(dh, dpooled, cache.bert)
+    return dh, dpooled, (g_mlm, g_nsp)
+
+
+def with_head_grads(grads, head_grads):
+    """The encoder's grads with the heads' added; the tied decoder's share goes to the word embeddings."""
+    g_mlm, g_nsp = head_grads
     grads[WORD_EMBEDDINGS] += g_mlm.pop(WORD_EMBEDDINGS)    # tied decoder: both uses add up
     grads.update(g_mlm)
     grads.update(g_nsp)

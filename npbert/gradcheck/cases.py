@@ -41,7 +41,7 @@ from npbert.model import init_params, pretraining_backward, pretraining_forward
 from npbert.ops.packed_attention import AttentionLayout
 from npbert.packed import (Packing, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
                            packed_pretraining_forward)
-from npbert.packed.dropout import packed_dropout_forward
+from npbert.packed.dropout import packed_dropout_backward, packed_dropout_forward
 from npbert.packed.embeddings import packed_embeddings_backward, packed_embeddings_forward
 from npbert.packed.encoder import (packed_encoder_backward, packed_encoder_forward, packed_layer_backward,
                                    packed_layer_forward, packed_self_attention_backward,
@@ -324,7 +324,7 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
     shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
     add("packed_dropout", {"x": x[rows]},
         lambda p: packed_dropout_forward(p["x"], packing, rows, 0.3, np.random.default_rng(d.seed + 7)),
-        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
+        lambda dy, c: {"x": packed_dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     add("packed_embeddings", emb,
         lambda p: packed_embeddings_forward(pr.ids, pr.types, packing, p, config, d.rng()),

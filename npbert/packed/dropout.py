@@ -14,3 +14,8 @@ def packed_dropout_forward(x, packing: Packing, rows, p_drop, rng):
     B, T = packing.shape
     u = backend.dropout_uniforms((B * T, x.shape[1]), rng)                      # (B*T, H) the padded step's draw
     return backend.dropout_with_uniforms(x, u[packing.flat_of(rows)], p_drop)  # (R, H)
+
+
+def packed_dropout_backward(dy, cache):
+    # dy: (R, H) -> dx: (R, H): the elements the forward kept, scaled as it scaled them
+    return backend.dropout_backward(dy, cache)

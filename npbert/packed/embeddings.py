@@ -12,7 +12,7 @@ from typing import NamedTuple
 from npbert import backend
 from npbert.layers.embeddings import LN, POS, TYPE, WORD
 from npbert.ops import DropoutCache, EmbeddingCache, LayerNormCache
-from npbert.packed.dropout import packed_dropout_forward
+from npbert.packed.dropout import packed_dropout_backward, packed_dropout_forward
 from npbert.packed.packing import Packing
 
 
@@ -38,7 +38,7 @@ def packed_embeddings_forward(input_ids, token_type_ids, packing: Packing, param
 def packed_embeddings_backward(dx, cache: PackedEmbeddingsCache):
     # dx: (N, H) -> grads by HF name
     g = {}
-    de = backend.dropout_backward(dx, cache.dropout)                                    # (N, H)
+    de = packed_dropout_backward(dx, cache.dropout)                                    # (N, H)
     ds, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(de, cache.norm)   # (N, H)
     g[WORD] = backend.embedding_backward(ds, cache.words)                               # (V, H), [PAD] row 0
     g[TYPE] = backend.embedding_backward(ds, cache.token_types)                         # (types, H)

@@ -26,7 +26,7 @@ from npbert.layers.encoder_layer import LN1, LN2
 from npbert.layers.feedforward import FeedForwardCache, feedforward_backward, feedforward_forward
 from npbert.ops import DropoutCache, LayerNormCache, LinearCache
 from npbert.ops.packed_attention import PackedAttentionCache
-from npbert.packed.dropout import packed_dropout_forward
+from npbert.packed.dropout import packed_dropout_backward, packed_dropout_forward
 from npbert.packed.packing import Packing
 
 
@@ -90,9 +90,9 @@ def packed_layer_backward(dy, cache: PackedLayerCache):
     # dy: (R, H) -> dx: (N, H), grads by HF name relative to the layer
     g = {}
     dsum2, g[LN2 + ".weight"], g[LN2 + ".bias"] = backend.layernorm_backward(dy, cache.output_norm)
-    dh_ffn, g_ffn = feedforward_backward(backend.dropout_backward(dsum2, cache.output_dropout), cache.feedforward)
+    dh_ffn, g_ffn = feedforward_backward(packed_dropout_backward(dsum2, cache.output_dropout), cache.feedforward)
     dsum1, g[LN1 + ".weight"], g[LN1 + ".bias"] = backend.layernorm_backward(dsum2 + dh_ffn, cache.attention_norm)
-    dxq, dx_kv, g_attn = packed_self_attention_backward(backend.dropout_backward(dsum1, cache.attention_dropout),
+    dxq, dx_kv, g_attn = packed_self_attention_backward(packed_dropout_backward(dsum1, cache.attention_dropout),
                                                         cache.attention)
     g.update(g_ffn)
     g.update(g_attn)

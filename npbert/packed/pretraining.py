@@ -12,22 +12,9 @@ padding included, which is what a port compares against.
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from npbert import backend
-from npbert.layers.mlm_head import MlmHeadCache, mlm_head_backward, mlm_head_forward
-from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
-from npbert.model import POOLER_WEIGHT, WORD_EMBEDDINGS, check_inputs, check_labels, require_pooler
-from npbert.ops import CrossEntropyCache, LinearCache
-from npbert.packed.bert import PackedBertCache, packed_bert_backward, packed_bert_forward
-
-
-class PackedPretrainingCache(NamedTuple):
-    bert: PackedBertCache
-    mlm_head: MlmHeadCache
-    nsp_head: LinearCache
-    mlm_loss: CrossEntropyCache
-    nsp_loss: CrossEntropyCache
+from npbert.model import (POOLER_WEIGHT, PretrainingCache, check_inputs, check_labels, pretraining_heads_backward,
+                          pretraining_heads_forward, require_pooler, with_head_grads)
+from npbert.packed.bert import packed_bert_backward, packed_bert_forward
 
 
 def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
@@ -41,23 +28,12 @@ def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, a
         require_pooler(None, "next-sentence prediction")
     (h, pooled), bert = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng,
                                             read=mlm_positions, keep_caches=keep_caches)  # (R, H), (B, H)
-    mlm_logits, mlm_cache = mlm_head_forward(h[None], bert.index(mlm_positions), params, config)   # (M, V)
-    nsp_logits, nsp_cache = nsp_head_forward(pooled, params)                                       # (B, 2)
-    mlm_loss, mlm_ce = backend.cross_entropy_forward(mlm_logits, mlm_labels)
-    nsp_loss, nsp_ce = backend.cross_entropy_forward(nsp_logits, nsp_labels)
-    out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-               mlm_logits=mlm_logits, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
-    return out, PackedPretrainingCache(bert, mlm_cache, nsp_cache, mlm_ce, nsp_ce)
+    out, heads = pretraining_heads_forward(h[None], bert.index(mlm_positions), pooled, params, config, mlm_labels,
+                                           nsp_labels)                                  # the last layer's rows
+    return out, PretrainingCache(bert, *heads)
 
 
-def packed_pretraining_backward(cache: PackedPretrainingCache, dloss=1.0):
+def packed_pretraining_backward(cache: PretrainingCache, dloss=1.0):
     """Gradients of the pretraining loss for every parameter (pretraining_backward's)."""
-    dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (M, V)
-    dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
-    dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head)                       # (1, R, H)
-    dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head)                  # (B, H)
-    grads = packed_bert_backward(dh[0], dpooled, cache.bert)
-    grads[WORD_EMBEDDINGS] += g_mlm.pop(WORD_EMBEDDINGS)    # tied decoder: both uses add up
-    grads.update(g_mlm)
-    grads.update(g_nsp)
-    return grads
+    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (1, R, H), (B, H)
+    return with_head_grads(packed_bert_backward(dh[0], dpooled, cache.bert), head_grads)
