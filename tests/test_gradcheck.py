@@ -26,7 +26,10 @@ def dims(draw, small=False):
                 seed=draw(st.integers(0, 2**16)))
 
 
-@pytest.mark.parametrize("name", [n for n in OPS if n != "bert_for_pretraining"])
+WHOLE_MODELS = ["bert_for_pretraining", "packed_pretraining", "packed_bert[read rows]"]   # small shapes: below
+
+
+@pytest.mark.parametrize("name", [n for n in OPS if n not in WHOLE_MODELS])
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=dims())
 def test_op_gradient(name, d):
@@ -34,11 +37,12 @@ def test_op_gradient(name, d):
     assert r.passed, f"{name} {d}: {r.errors}"
 
 
+@pytest.mark.parametrize("name", WHOLE_MODELS)
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(d=dims(small=True))
-def test_whole_pretraining_model_gradient(d):
-    r = run_gradchecks(d, names=["bert_for_pretraining"])[0]
-    assert set(r.errors) == set(op_cases(d)["bert_for_pretraining"].inputs), "every parameter is checked"
+def test_whole_pretraining_model_gradient(name, d):
+    r = run_gradchecks(d, names=[name])[0]
+    assert set(r.errors) == set(op_cases(d)[name].inputs), "every parameter is checked"
     assert r.passed, f"{d}: { {k: v for k, v in r.errors.items() if v >= TOL} }"
 
 
