@@ -20,6 +20,7 @@ from __future__ import annotations
 from npbert.layers.mlm_head import mlm_head_forward
 from npbert.model import check_inputs, check_labels
 from npbert.packed import Packing, packed_bert_forward, packed_pretraining_forward
+from npbert.packed.bert import packed_bert_forward_checked
 from npbert.task_model import task_model_forward
 
 __all__ = ["Packing", "bert_inference", "masked_lm_inference", "packed_bert", "pretraining_inference",
@@ -70,6 +71,6 @@ def masked_lm_inference(params, config, input_ids, token_type_ids=None, attentio
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     B, T = input_ids.shape
     mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
-    (h, _), cache = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask,
-                                        read=mlm_positions, keep_caches=False)           # (R, H)
+    (h, _), cache = packed_bert_forward_checked(params, config, input_ids, token_type_ids, attention_mask, None,
+                                                mlm_positions, False)                    # (R, H)
     return mlm_head_forward(h[None], cache.index(mlm_positions), params, config)[0]    # (M, V)

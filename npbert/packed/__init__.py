@@ -10,6 +10,7 @@ the padded step draws, so for the same seed both drop the same elements: the los
 gradients are the padded step's up to float rounding (tests/test_packed.py: float64 1e-12).
 
     packing.py      where the real tokens of a (B, T) batch sit in the packed arrays
+    dropout.py      dropout on packed rows, from the padded step's uniforms
     embeddings.py   the embeddings block on the packed tokens
     encoder.py      self-attention, encoder layer and stack on packed rows; the last layer at the read rows
     bert.py         BertModel packed: embeddings -> encoder -> pooler

@@ -60,7 +60,13 @@ def cls_index(cache: PackedBertCache):
 def packed_bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None,
                         read=None, keep_caches=True):
     """-> (h (R, H), pooled (B, H) or None without a pooler), cache. rng None: no dropout."""
-    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    inputs = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    return packed_bert_forward_checked(params, config, *inputs, rng, read, keep_caches)
+
+
+def packed_bert_forward_checked(params, config, input_ids, token_type_ids, attention_mask, rng, read, keep_caches):
+    """packed_bert_forward on inputs check_inputs has already validated (a caller that needed
+    their shape first: the pretraining model, fill-mask), so they are not checked twice a step."""
     packing = Packing(attention_mask)
     pooler = POOLER_WEIGHT in params
     rows = read_rows(packing, read, pooler)                                              # (R,) or None

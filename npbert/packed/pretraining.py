@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from npbert.model import (POOLER_WEIGHT, PretrainingCache, check_inputs, check_labels, pretraining_heads_backward,
                           pretraining_heads_forward, require_pooler, with_head_grads)
-from npbert.packed.bert import packed_bert_backward, packed_bert_forward
+from npbert.packed.bert import packed_bert_backward, packed_bert_forward_checked
 
 
 def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
@@ -26,8 +26,8 @@ def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, a
     mlm_positions, mlm_labels, nsp_labels = check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels)
     if POOLER_WEIGHT not in params:
         require_pooler(None, "next-sentence prediction")
-    (h, pooled), bert = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng,
-                                            read=mlm_positions, keep_caches=keep_caches)  # (R, H), (B, H)
+    (h, pooled), bert = packed_bert_forward_checked(params, config, input_ids, token_type_ids, attention_mask, rng,
+                                                    mlm_positions, keep_caches)           # (R, H), (B, H)
     out, heads = pretraining_heads_forward(h[None], bert.index(mlm_positions), pooled, params, config, mlm_labels,
                                            nsp_labels)                                  # the last layer's rows
     return out, PretrainingCache(bert, *heads)
