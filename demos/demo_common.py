@@ -1,9 +1,12 @@
 """What every demo shares: run against this checkout's npbert, a command line with --step (its
-defaults in a notebook), stages that pause under --step, and each check printed as it passes.
+defaults in a notebook), stages that pause under --step, each check printed as it passes, and its
+figure: drawn inline in a notebook, written to a file by the script with --plot.
 
-Each demo is also a notebook: its `# %%` lines start cells (the "percent" format that Jupyter with
-jupytext and VS Code open as a notebook); demos/README.md, "As notebooks"."""
+Each demo is also a notebook: its `# %%` lines start cells (the "percent" format), and
+`python demos/notebooks.py` builds the notebook with its derivation page's prose and math in
+markdown cells; demos/README.md, "As notebooks"."""
 import argparse
+import io
 import os
 import sys
 from pathlib import Path
@@ -12,6 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # use this checkou
 
 import numpy as np  # noqa: E402
 
+from npbert.errors import NpbertError  # noqa: E402
+from npbert.plotting import MISSING_NOTE, check_png_path, load_pyplot, save_png  # noqa: E402
+
 np.set_printoptions(precision=4, suppress=True, linewidth=120)
 
 PROMPT = "   -- Enter: next stage --"
@@ -19,18 +25,58 @@ _step = False                    # --step given: pause between stages
 _stages = 0                      # stages begun so far
 
 
-def arguments(doc, add=None) -> argparse.Namespace:
-    """The demo's command line: --step (pause after each stage until Enter), and whatever
-    add(parser) adds. -h prints the demo's docstring."""
+def arguments(doc, add=None, picture=False) -> argparse.Namespace:
+    """The demo's command line: --step (pause after each stage until Enter), --plot when the demo
+    draws a `picture` (its file checked before any work: a PNG npbert did not draw is never
+    replaced), and whatever add(parser) adds. -h prints the demo's docstring."""
     global _step
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--step", action="store_true",
                         help="pause after each stage until Enter (default: run straight through)")
+    if picture:
+        parser.add_argument("--plot", action="store_true",
+                            help=f"also write its figure to {picture_path()} (needs matplotlib)")
     if add is not None:
         add(parser)
     args = parser.parse_args([] if in_notebook() else None)
     _step = args.step
+    if getattr(args, "plot", False):
+        try:
+            check_png_path(picture_path())
+        except NpbertError as e:
+            exit_with(e)
     return args
+
+
+def picture_path() -> str:
+    """Where the script writes its figure: NN_name.png in the current directory."""
+    return Path(sys.argv[0]).stem + ".png"
+
+
+def pyplot(args):
+    """matplotlib.pyplot when this run draws its figure: always in a notebook (inline), as a script
+    with --plot (to a file); else None. Without matplotlib None too, and a note says so."""
+    if not (in_notebook() or getattr(args, "plot", False)):
+        return None
+    plt = load_pyplot()
+    if plt is None:
+        print(f"   {MISSING_NOTE}")
+    return plt
+
+
+def show(plt, fig, path=None):
+    """The figure inline in a notebook (a PNG output of the cell); as a script, written to path
+    (default picture_path()) and named."""
+    if in_notebook():
+        from IPython.display import Image, display
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        plt.close(fig)
+        display(Image(buffer.getvalue()))
+        return
+    path = path or picture_path()
+    save_png(plt, fig, path)
+    print(f"   wrote {path}")
 
 
 def in_notebook() -> bool:
@@ -51,6 +97,17 @@ def stage(title):
         print()
     _stages += 1
     print(f"{_stages}. {title}")
+
+
+def one_line_errors(function, *args):
+    """function(*args); as a script, bad input (an NpbertError) ends the demo with one line and exit
+    code 2, as npbert's commands do; in a notebook the cell shows the error."""
+    try:
+        return function(*args)
+    except NpbertError as e:
+        if in_notebook():
+            raise
+        exit_with(e)
 
 
 def exit_with(error):

@@ -1,6 +1,7 @@
 """Pictures are optional: matplotlib is the `npbert[plot]` extra, never a dependency. Whatever
 draws asks `load_pyplot()` first and, given None, prints MISSING_NOTE and keeps its text output;
-the drawing functions below take the pyplot it returned.
+the drawing functions below take the pyplot it returned and return a figure for save_png (or, in a
+notebook, to show inline).
 
 Every PNG npbert writes goes through save_png: written atomically, marked with a "Software: npbert"
 text chunk, and only over a file npbert drew (check_png_path, called before any work is done).
@@ -58,8 +59,8 @@ def save_png(plt, fig, path) -> None:
         plt.close(fig)
 
 
-def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> None:
-    """One PNG of a layer's attention probabilities, a heat map per head in a grid: probs (A, Tq, Tk),
+def attention_heads(plt, probs, query_labels, key_labels, title=""):
+    """A figure of a layer's attention probabilities, a heat map per head in a grid: probs (A, Tq, Tk),
     queries down, keys across, each row summing to 1 (the colour scale is 0 to 1 in every panel)."""
     num_heads = probs.shape[0]
     cols = min(num_heads, 4)
@@ -79,11 +80,11 @@ def attention_heads(plt, probs, query_labels, key_labels, path, title="") -> Non
         ax.set_ylabel("query (attending)", fontsize=8)
     fig.colorbar(image, ax=axes, shrink=0.6, label="probability (query attends to key)")
     fig.suptitle(title)
-    save_png(plt, fig, path)
+    return fig
 
 
-def gradient_norms(plt, stages, series, path, title="") -> None:
-    """One PNG of a backward's gradient norms: stages (labels, in the order the backward reaches
+def gradient_norms(plt, stages, series, title=""):
+    """A figure of a backward's gradient norms: stages (labels, in the order the backward reaches
     them) across, one line per series {name: norms}, on a log scale (a norm of exactly 0 is not drawn)."""
     fig, ax = plt.subplots(figsize=(max(6.0, 0.8 * len(stages)), 4.0))
     for name, norms in series.items():
@@ -97,7 +98,7 @@ def gradient_norms(plt, stages, series, path, title="") -> None:
     ax.legend()
     ax.set_title(title)
     fig.tight_layout()
-    save_png(plt, fig, path)
+    return fig
 
 
 def log_ticks(ax, values) -> None:

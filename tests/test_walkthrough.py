@@ -2,6 +2,8 @@
 checkpoints made here (with and without an MLM head, and the one it pretrains when MiniLM is
 absent). Every stage appears and the demo's own checks pass, the live gradient check among them;
 --step waits for Enter; --plot writes the pictures; bad input is one line and exit 2."""
+import argparse
+import functools
 import importlib.util
 import os
 import re
@@ -203,10 +205,11 @@ def test_without_minilm_it_pretrains_a_small_bert_once(tmp_path):
     assert "pretrains" not in again.stdout
 
 
+@functools.lru_cache(maxsize=None)
 def load_walkthrough():
-    """The demo as a module (its functions, without running main)."""
+    """The walkthrough's stages (demos/walkthrough_stages.py), the module the demo's cells call."""
     sys.path.insert(0, str(DEMO.parent))
-    spec = importlib.util.spec_from_file_location("walkthrough", DEMO)
+    spec = importlib.util.spec_from_file_location("walkthrough_stages", DEMO.parent / "walkthrough_stages.py")
     walkthrough = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(walkthrough)
     return walkthrough
@@ -255,21 +258,15 @@ def test_the_gradient_norm_axis_is_labelled_inside_one_decade():
     assert len(shown) >= 4 and {"0.7", "1", "2"} <= set(labels), (shown, labels)
 
 
-def test_the_live_gradient_check_catches_a_wrong_gradient(with_head):
+def test_the_live_gradient_check_catches_a_wrong_gradient(with_head, capsys):
     """The last stage is not a formality: given a gradient off by 1%, it fails."""
     walkthrough = load_walkthrough()
-    from npbert.checkpoint import load_pretrained
-    config, params, tokenizer = load_pretrained(with_head, np.float64)
-    enc, _ = walkthrough.encode(tokenizer, SENTENCE, config.max_position_embeddings)
-    m = enc["input_ids"].index(tokenizer.mask_token_id)
-    trace = walkthrough.Trace()
-    logits, bert_cache, head_cache = walkthrough.forward(params, config, enc, m, trace)
-    target = int(logits.argmax())
-    grads = walkthrough.backward(trace, params, config, logits, bert_cache, head_cache, target, "x",
-                                 tokenizer.convert_ids_to_tokens(enc["input_ids"]), len(enc["input_ids"]) - 2, m,
-                                 None, None)
-    walkthrough.gradient_check(params, config, enc, m, target, grads, 1)         # the right gradient passes
+    w = walkthrough.prepare(argparse.Namespace(sentence=SENTENCE, model=with_head, layer=1, head=None, target=None,
+                                               plot=None, pretrain_steps=2))
+    target = int(w.logits.argmax())
+    grads = walkthrough.backward(w, target)
+    walkthrough.gradient_check(w, target, grads)                                 # the right gradient passes
     name = "bert.encoder.layer.1.attention.self.query.weight"
     wrong = dict(grads, **{name: grads[name] * 1.01})
     with pytest.raises(AssertionError, match="agrees with finite differences"):
-        walkthrough.gradient_check(params, config, enc, m, target, wrong, 1)
+        walkthrough.gradient_check(w, target, wrong)
