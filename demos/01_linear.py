@@ -17,6 +17,11 @@ arguments(__doc__)
 rng = np.random.default_rng(0)
 B, T, n_in, n_out = 2, 3, 4, 5
 
+# %% [markdown]
+# > from docs/layers/linear.md: intro
+# > from docs/layers/linear.md: Where it sits
+# > from docs/layers/linear.md: Forward
+
 # %%
 stage("Forward. The weight has Hugging Face's (out, in) layout, so y = x @ w.T + b.")
 x = rng.standard_normal((B, T, n_in))
@@ -29,6 +34,9 @@ by_hand = [sum(x[0, 0, i] * w[o, i] for i in range(n_in)) + b[o] for o in range(
 print(f"   by loops {np.array(by_hand)}")
 ok(np.allclose(y[0, 0], by_hand), "y[0, 0, o] = sum_i x[0, 0, i] * w[o, i] + b[o], computed with loops")
 ok(np.allclose(y, np.einsum("bti,oi->bto", x, w) + b), "the leading axes (B, T) are just a batch of rows")
+
+# %% [markdown]
+# > from docs/layers/linear.md: Backward
 
 # %%
 stage("Backward. Each gradient has the shape of what it is the gradient of.")
@@ -54,6 +62,9 @@ r = check("linear", {"x": x, "w": w, "b": b},
           lambda dy, c: dict(zip(("x", "w", "b"), ops.linear_backward(dy, c))))
 print("   errors:", {k: f"{v:.1e}" for k, v in r.errors.items()})
 ok(r.passed, "analytic backward matches finite differences (error < 1e-6)")
+
+# %% [markdown]
+# > from docs/layers/linear.md: Numbers that must be right
 
 # %%
 stage("A TensorFlow checkpoint stores the kernel as (in, out): w = kernel.T, same y.")

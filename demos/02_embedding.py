@@ -17,6 +17,11 @@ arguments(__doc__)
 rng = np.random.default_rng(0)
 V, H = 6, 3
 
+# %% [markdown]
+# > from docs/layers/embedding.md: intro
+# > from docs/layers/embedding.md: Where it sits
+# > from docs/layers/embedding.md: Forward
+
 # %%
 stage("Forward: one row of the table per id.")
 table = rng.standard_normal((V, H))
@@ -26,6 +31,9 @@ out, cache = ops.embedding_forward(ids, table)
 print(f"   ids {ids.shape} = {ids.tolist()}, table {table.shape}  ->  out {out.shape}")
 print(f"   out[1, 0] = {out[1, 0]}, table[4] = {table[4]}")
 ok(np.array_equal(out[1, 0], table[4]), "out[1, 0] is row 4 of the table")
+
+# %% [markdown]
+# > from docs/layers/embedding.md: Backward
 
 # %%
 stage("Backward: dtable[v] = sum of dout over every position whose id is v.")
@@ -44,6 +52,9 @@ wrong[ids.reshape(-1)] += dout.reshape(-1, H)
 print(f"   buffered row 1 = {wrong[1]}   vs   scatter-add row 1 = {dtable[1]}")
 ok(not np.allclose(wrong[1], dtable[1]), "dtable[ids] += dout is WRONG for repeated ids")
 ok(np.allclose(wrong[1], dout[1, 1]), "...it kept only the last occurrence")
+
+# %% [markdown]
+# > from docs/layers/embedding.md: Numbers that must be right
 
 # %%
 stage("Gradient check (finite differences, float64).")

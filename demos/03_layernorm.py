@@ -1,11 +1,12 @@
 """Demo 03 - LayerNorm: normalise each token's features, then scale and shift.
 
     python demos/03_layernorm.py         (derivation: docs/layers/layernorm.md)
+    python demos/03_layernorm.py --plot  (also writes 03_layernorm.png, if matplotlib is installed)
 
 We check the forward's defining property (mean 0, variance 1 per row), compare the compact
 backward formula with the full Jacobian built term by term, and run the gradient check.
 """
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -13,10 +14,15 @@ from npbert import ops
 from npbert.gradcheck import check, numerical_gradient
 
 
-arguments(__doc__)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
 B, T, H = 2, 4, 8
 EPS = 1e-12                                     # BERT's layer_norm_eps
+
+# %% [markdown]
+# > from docs/layers/layernorm.md: intro
+# > from docs/layers/layernorm.md: Where it sits
+# > from docs/layers/layernorm.md: Forward
 
 # %%
 stage("Forward with gamma = 1, beta = 0 (BERT's initialisation).")
@@ -29,6 +35,9 @@ ok(np.allclose(y.var(-1), 1.0, atol=1e-9), "every row of y has (biased) variance
 y2, _ = ops.layernorm_forward(2.0 * x + 7.0, np.ones(H), np.zeros(H), EPS)
 ok(np.allclose(y2, y), "shifting or scaling a row does not change its output")
 
+# %% [markdown]
+# > from docs/layers/layernorm.md: Numbers that must be right
+
 # %%
 stage("eps matters: BERT's 1e-12, not PyTorch's default 1e-5, on a row with small spread.")
 quiet = 1.0 + 0.003 * rng.standard_normal(H)    # variance ~1e-5
@@ -39,6 +48,25 @@ ok(np.abs(y_bert - y_torch).max() > 0.1, "eps 1e-5 would give a visibly differen
 flat, _ = ops.layernorm_forward(np.full(H, 3.0), np.ones(H), np.full(H, 0.5), EPS)
 print(f"   a row of 3.0s with beta = 0.5 -> {flat}")
 ok(np.all(flat == 0.5), "a constant row gives y = beta (no division by zero)")
+plt = pyplot(args)
+if plt is not None:                             # each token's features before and after; the quiet row under both eps
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    rows = x.reshape(-1, H)                     # (B*T, H): one row per token
+    for i, (row, out) in enumerate(zip(rows, y.reshape(-1, H))):
+        left.plot(row, np.full(H, i + 0.15), "o", color="grey", ms=4, label="x (input)" if i == 0 else None)
+        left.plot(out, np.full(H, i - 0.15), "o", color="C0", ms=4, label="y = LayerNorm(x)" if i == 0 else None)
+    left.axvline(0, color="k", lw=0.5)
+    left.set(xlabel="feature value", ylabel="token (row)", title="each row: mean 0, variance 1 after")
+    right.plot(quiet - quiet.mean(), "o-", color="grey", label="x - mean (variance ~1e-5)")
+    right.plot(y_bert, "o-", label="eps 1e-12 (BERT)")
+    right.plot(y_torch, "s--", label="eps 1e-5 (PyTorch's default)")
+    right.set(xlabel="feature", title="a quiet row: eps decides its scale")
+    for ax in (left, right):
+        ax.legend(fontsize=8), ax.grid(True, alpha=0.3)
+    show(plt, fig)
+
+# %% [markdown]
+# > from docs/layers/layernorm.md: Backward
 
 # %%
 stage("Backward, with non-trivial gamma and beta.")

@@ -1,32 +1,28 @@
 """Demo 04 - GELU, exact (erf) and tanh forms, and their derivatives.
 
     python demos/04_gelu.py              (derivation: docs/layers/gelu.md)
-    python demos/04_gelu.py --plot       (also writes gelu.png, if matplotlib is installed)
+    python demos/04_gelu.py --plot       (also writes 04_gelu.png, if matplotlib is installed)
 
 BERT uses the exact form (hidden_act="gelu"). The tanh form ("gelu_new") is close but not
 equal, and forward and backward must use the same one: we show what happens if they don't.
 """
 import math
 
-from demo_common import arguments, exit_with, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import ops
-from npbert.errors import NpbertError
 from npbert.gradcheck import check
 from npbert.ops.erf import erf
-from npbert.plotting import MISSING_NOTE, check_png_path, load_pyplot, save_png
 
-args = arguments(__doc__, lambda p: p.add_argument("--plot", action="store_true",
-                                                   help="also write gelu.png (needs matplotlib)"))
-PICTURE = "gelu.png"
-if args.plot:
-    try:
-        check_png_path(PICTURE)               # before any work: a gelu.png npbert did not draw is kept
-    except NpbertError as e:
-        exit_with(e)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
+
+# %% [markdown]
+# > from docs/layers/gelu.md: intro
+# > from docs/layers/gelu.md: Where it sits in BERT
+# > from docs/layers/gelu.md: Forward
 
 # %%
 stage("A few values.  gelu(x) = x * Phi(x), Phi the standard normal CDF.")
@@ -55,6 +51,9 @@ diff = np.abs(g_exact - g_tanh)
 print(f"   max |exact - tanh| = {diff.max():.2e} at x = {grid[diff.argmax()]:+.2f}")
 ok(1e-4 < diff.max() < 1e-3, "the two forms differ by less than 1e-3 - but they do differ")
 
+# %% [markdown]
+# > from docs/layers/gelu.md: Backward
+
 # %%
 stage("Gradient check of both forms (finite differences, float64).")
 x = 2.0 * rng.standard_normal((2, 5, 7))
@@ -70,22 +69,30 @@ r = check("mixed", {"x": x}, lambda p: ops.gelu_forward(p["x"], "gelu_new"),
 print(f"   error {r.max_error:.1e}")
 ok(not r.passed, "the gradient check catches it: forward and backward must use the same GELU")
 
+# %% [markdown]
+# > from docs/layers/gelu.md: Numbers that must be right
+
 # %%
 stage("A picture: x from -3 to 3 across, gelu(x) from 3 down to 0 in steps of 0.5 ('-' is y = 0).")
 cols = np.linspace(-3, 3, 49)
 vals, _ = ops.gelu_forward(cols)
 for level in np.arange(3.0, -0.5, -0.5):
     print("   " + "".join("*" if abs(v - level) < 0.25 else ("-" if abs(level) < 0.01 else " ") for v in vals))
-if args.plot:
-    plt = load_pyplot()
-    if plt is None:
-        print(f"   {MISSING_NOTE}")
-    else:
-        fig, ax = plt.subplots()
-        ax.plot(grid, g_exact, label="gelu (exact)")
-        ax.plot(grid, g_tanh, "--", label="gelu_new (tanh)")
-        ax.set_xlim(-4, 4), ax.set_ylim(-0.5, 4), ax.legend(), ax.grid(True)
-        save_png(plt, fig, PICTURE)
-        print(f"   wrote {PICTURE}")
+plt = pyplot(args)
+if plt is not None:                           # the curves, their derivatives, and how far apart the two forms are
+    d_exact = ops.gelu_backward(np.ones_like(grid), ops.gelu_forward(grid, "gelu")[1])
+    d_tanh = ops.gelu_backward(np.ones_like(grid), ops.gelu_forward(grid, "gelu_new")[1])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    left.plot(grid, g_exact, label="gelu (exact)")
+    left.plot(grid, g_tanh, "--", label="gelu_new (tanh)")
+    left.plot(grid, d_exact, label="d/dx gelu")
+    left.plot(grid, np.maximum(grid, 0), ":", color="grey", label="relu, for comparison")
+    left.set(xlim=(-4, 4), ylim=(-0.5, 3), xlabel="x", title="GELU and its derivative")
+    right.plot(grid, 1e4 * (g_tanh - g_exact), label="gelu_new - gelu")
+    right.plot(grid, 1e4 * (d_tanh - d_exact), label="their derivatives' difference")
+    right.set(xlim=(-6, 6), xlabel="x", ylabel="x 1e-4", title="tanh form minus exact form")
+    for ax in (left, right):
+        ax.legend(fontsize=8), ax.grid(True)
+    show(plt, fig)
 
 print("\nall checks passed")

@@ -1,12 +1,13 @@
 """Demo 05 - inverted dropout, and the softmax with its row-wise backward.
 
     python demos/05_dropout_softmax.py   (derivations: docs/layers/dropout.md, docs/layers/softmax.md)
+    python demos/05_dropout_softmax.py --plot   (also writes 05_dropout_softmax.png, needs matplotlib)
 
 Dropout: keep with probability 1-p, scale by 1/(1-p), so the expected value is unchanged.
 Softmax: rows sum to 1, a big negative entry becomes exactly 0 (attention's padding mask),
 and the backward dx = y * (dy - sum(dy * y)) has rows that sum to 0.
 """
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -14,8 +15,13 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-arguments(__doc__)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
+
+# %% [markdown]
+# > from docs/layers/dropout.md: intro
+# > from docs/layers/dropout.md: Where it sits
+# > from docs/layers/dropout.md: Forward
 
 # %%
 stage("Dropout forward, p = 0.1, on a (1000, 100) array of ones.")
@@ -36,6 +42,9 @@ ok(np.array_equal(drop32.keep, drop.keep), "float32 and float64 with the same se
 y_eval, eval_cache = ops.dropout_forward(x, p_drop, None)
 ok(y_eval is x and eval_cache.keep is None, "rng=None (evaluation): identity, no mask kept")
 
+# %% [markdown]
+# > from docs/layers/dropout.md: Backward
+
 # %%
 stage("Dropout backward = multiply by the same mask, keep * scale.")
 dy = rng.standard_normal(x.shape)
@@ -47,6 +56,11 @@ xs = rng.standard_normal((2, 5, 6))
 r = check("dropout", {"x": xs}, lambda q: ops.dropout_forward(q["x"], 0.3, np.random.default_rng(7)),
           lambda d, c: {"x": ops.dropout_backward(d, c)})
 ok(r.passed, f"gradient check with a fresh same-seed rng per call (error {r.max_error:.1e})")
+
+# %% [markdown]
+# > from docs/layers/softmax.md: intro
+# > from docs/layers/softmax.md: Where it sits
+# > from docs/layers/softmax.md: Forward
 
 # %%
 stage("Softmax forward over the last axis.")
@@ -64,6 +78,22 @@ pm, pm_cache = ops.softmax_forward(masked)
 print(f"   with finfo.min added to the last two: {pm}")
 ok(np.all(pm[3:] == 0.0), "exp(finfo.min - max) underflows to EXACTLY 0")
 ok(np.allclose(pm[:3], ops.softmax_forward(s[0, 0, :3])[0]), "the rest is the softmax of the unmasked entries")
+plt = pyplot(args)
+if plt is not None:                                     # one row of scores, its softmax, and the masked softmax
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.2), layout="constrained")
+    entries = np.arange(s.shape[-1])
+    axes[0].bar(entries, s[0, 0], color="grey")
+    axes[0].set(title="scores (one row)", xlabel="entry")
+    axes[1].bar(entries, probs[0, 0])
+    axes[1].set(title="softmax: positive, sums to 1", xlabel="entry", ylim=(0, 1))
+    axes[2].bar(entries, pm, color="C1")
+    axes[2].bar(entries[3:], [0.02, 0.02], color="none", edgecolor="C3", hatch="//", label="finfo.min added: exactly 0")
+    axes[2].set(title="the last two masked", xlabel="entry", ylim=(0, 1))
+    axes[2].legend(fontsize=8)
+    show(plt, fig)
+
+# %% [markdown]
+# > from docs/layers/softmax.md: Backward
 
 # %%
 stage("Softmax backward: dx = y * (dy - sum(dy * y)).")

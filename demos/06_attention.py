@@ -1,25 +1,32 @@
 """Demo 06 - multi-head self-attention with a padding mask.
 
     python demos/06_attention.py         (derivation: docs/layers/attention.md)
+    python demos/06_attention.py --plot  (also writes 06_attention.png, if matplotlib is installed)
 
 The attention core (scores -> softmax -> dropout -> weighted sum of values) against a
 hand-written loop, padded keys getting exactly zero probability and zero gradient, the key
 bias getting no gradient at all, and the whole multi-head block against a per-head loop.
 """
 import math
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
 from npbert import ops
 from npbert.gradcheck import check
 from npbert.layers.attention import self_attention_backward, self_attention_forward
+from npbert.plotting import attention_heads
 
 
-arguments(__doc__)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
 B, T, A, D = 2, 5, 2, 3                      # batch, tokens, heads, head size
 H = A * D
+
+# %% [markdown]
+# > from docs/layers/attention.md: intro
+# > from docs/layers/attention.md: Where it sits
+# > from docs/layers/attention.md: The padding mask
 
 # %%
 stage("The padding mask becomes an additive bias on the keys.")
@@ -28,6 +35,9 @@ attention_mask = np.array([[1, 1, 1, 0, 0],   # sequence 0: 3 real tokens, 2 pad
 mask_bias = ops.attention_mask_bias(attention_mask, np.float64)
 print(f"   attention_mask[0] = {attention_mask[0]}  ->  mask_bias[0] = {mask_bias[0]}")
 ok(mask_bias[0, 3] == np.finfo(np.float64).min, "padding gets finfo(float64).min, real tokens 0")
+
+# %% [markdown]
+# > from docs/layers/attention.md: Forward
 
 # %%
 stage("The attention core: q, k, v of shape (B, A, T, D).")
@@ -45,6 +55,10 @@ ok(np.allclose(scores[0, :, :, :3], before[0, :, :, :3]) and np.all(scores[0, :,
 print(f"   probs[0, 0] = softmax of each row:\n{probs[0, 0]}")
 ok(np.allclose(probs.sum(-1), 1.0), "each query's probabilities over the keys sum to 1")
 ok(np.all(probs[0, :, :, 3:] == 0.0), "padded keys get probability EXACTLY 0 (exp underflows)")
+plt = pyplot(args)
+if plt is not None:                          # sequence 0's heads: its padded keys (columns 3, 4) stay dark
+    labels = [f"{t}" + (" pad" if not attention_mask[0, t] else "") for t in range(T)]
+    show(plt, attention_heads(plt, probs[0], labels, labels, "sequence 0: each head's probabilities"))
 
 loop = np.zeros_like(context)                # the textbook version, one query at a time
 for b in range(B):
@@ -58,6 +72,9 @@ k2, v2 = k.copy(), v.copy()
 k2[0, :, 3:], v2[0, :, 3:] = 99.0, -99.0     # scribble over the padded keys and values
 ok(np.array_equal(ops.attention_core_forward(q, k2, v2, mask_bias, 0.0, None)[0], context),
    "changing padded keys/values leaves every output bit unchanged")
+
+# %% [markdown]
+# > from docs/layers/attention.md: Backward
 
 # %%
 stage("Core backward.")
@@ -73,6 +90,9 @@ r = check("attention_core", {"q": q, "k": k, "v": v},
           lambda d, c: dict(zip("qkv", ops.attention_core_backward(d, c))))
 print("   errors:", {n: f"{e:.1e}" for n, e in r.errors.items()})
 ok(r.passed, "gradient check of the core, with attention dropout 0.1")
+
+# %% [markdown]
+# > from docs/layers/attention.md: Numbers that must be right
 
 # %%
 stage("Multi-head self-attention: projections, split heads, core, merge, output projection.")

@@ -35,6 +35,12 @@ layer0 = layer_params(params, 0)          # keys relative to "bert.encoder.layer
 print(f"config: L={config.num_hidden_layers} H={H} A={A} I={I}; layer 0 has {len(layer0)} parameter arrays:")
 print("   " + ", ".join(sorted(layer0)))
 
+# %% [markdown]
+# > from docs/layers/feedforward.md: intro
+# > from docs/layers/feedforward.md: Where it sits
+# > from docs/layers/feedforward.md: Forward
+# > from docs/layers/feedforward.md: Backward
+
 # %%
 stage("Feed-forward block: (B, T, H) -> (B, T, I) -> (B, T, H), each token on its own.")
 x = rng.standard_normal((B, T, H))
@@ -53,6 +59,12 @@ r = check("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
           lambda p: feedforward_forward(p["x"], p, "gelu"),
           lambda d, c: with_dx(feedforward_backward(d, c)))
 ok(r.passed, f"gradient check of x, W1, b1, W2, b2 (max error {r.max_error:.1e})")
+
+# %% [markdown]
+# > from docs/layers/encoder_layer.md: intro
+# > from docs/layers/encoder_layer.md: Where it sits
+# > from docs/layers/encoder_layer.md: Forward
+# > from docs/layers/encoder_layer.md: Backward
 
 # %%
 stage("One encoder layer, evaluation mode (rng=None: no dropout).")
@@ -83,6 +95,11 @@ r = check("encoder_layer", {"x": x, **layer0},
           lambda p: encoder_layer_forward(p["x"], mask_bias, p, config, same_seed()),
           lambda d, c: with_dx(encoder_layer_backward(d, c)))
 ok(r.passed and len(r.errors) == 1 + 16, f"gradient check of x and all {len(layer0)} parameters, dropout 0.1 (max error {r.max_error:.1e})")
+
+# %% [markdown]
+# > from docs/layers/encoder.md: intro
+# > from docs/layers/encoder.md: Forward
+# > from docs/layers/encoder.md: Backward
 
 # %%
 stage("The encoder: the layers in order; backward in reverse, names prefixed again.")

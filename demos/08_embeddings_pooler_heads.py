@@ -39,6 +39,12 @@ for name, value in params.items():           # scale up BERT's tiny init so the 
 WORD = "bert.embeddings.word_embeddings.weight"
 same_seed = lambda: np.random.default_rng(3)  # a fresh, same-seed generator: the same dropout every call
 
+# %% [markdown]
+# > from docs/layers/embeddings.md: intro
+# > from docs/layers/embeddings.md: Where it sits
+# > from docs/layers/embeddings.md: Forward
+# > from docs/layers/embeddings.md: Backward
+
 # %%
 stage("Embeddings: three tables summed, LayerNorm, dropout.")
 ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
@@ -66,6 +72,11 @@ r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, 
           lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
+# %% [markdown]
+# > from docs/layers/pooler.md: intro
+# > from docs/layers/pooler.md: Forward
+# > from docs/layers/pooler.md: Backward
+
 # %%
 stage("Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
 h = rng.standard_normal((B, T, H))           # stands in for the encoder output
@@ -81,6 +92,11 @@ ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
 r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["h"], p),
           lambda d, c: with_input("h", pooler_backward(d, c)))
 ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
+
+# %% [markdown]
+# > from docs/layers/mlm_head.md: intro
+# > from docs/layers/mlm_head.md: Forward
+# > from docs/layers/mlm_head.md: Backward
 
 # %%
 stage("MLM head, only at the masked positions, given as flat indices b*T + t.")
@@ -104,6 +120,11 @@ mlm = {**prefixed("cls.predictions."), WORD: params[WORD]}
 r = check("mlm_head", {"h": h, **mlm}, lambda p: mlm_head_forward(p["h"], positions, p, config),
           lambda d, c: with_input("h", mlm_head_backward(d, c)))
 ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
+
+# %% [markdown]
+# > from docs/layers/nsp_head.md: intro
+# > from docs/layers/nsp_head.md: Forward
+# > from docs/layers/nsp_head.md: Backward
 
 # %%
 stage("NSP head: a (2, H) linear layer on pooled; class 0 = IsNext, 1 = NotNext.")

@@ -1,12 +1,13 @@
 """Demo 09 - softmax cross-entropy with ignore_index, the loss of both pretraining heads.
 
     python demos/09_cross_entropy.py     (derivation: docs/layers/cross_entropy.md)
+    python demos/09_cross_entropy.py --plot   (also writes 09_cross_entropy.png, if matplotlib is installed)
 
     loss     = -(1/n) sum over counted rows of log softmax(logits_i)[label_i]
     dlogits  = (softmax(logits_i) - onehot(label_i)) / n  for counted rows, 0 for ignored ones
 """
 import math
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -14,10 +15,15 @@ from npbert import ops
 from npbert.gradcheck import check
 
 
-arguments(__doc__)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
 N, C = 6, 5
 IGNORE = ops.IGNORE_INDEX
+
+# %% [markdown]
+# > from docs/layers/cross_entropy.md: intro
+# > from docs/layers/cross_entropy.md: Where it sits
+# > from docs/layers/cross_entropy.md: Forward
 
 # %%
 stage("Uniform logits: every class has probability 1/C, so the loss is log C.")
@@ -37,6 +43,9 @@ by_hand = -np.mean(logp[counted, labels[counted]])
 print(f"   labels {labels.tolist()} -> {counted.sum()} counted rows, loss {loss:.6f}")
 ok(np.isclose(loss, by_hand), "loss = -mean over the 4 counted rows of log p(label)")
 
+# %% [markdown]
+# > from docs/layers/cross_entropy.md: Backward
+
 # %%
 stage("Backward: (softmax - onehot) / n on counted rows, 0 on ignored rows.")
 dlogits = ops.cross_entropy_backward(1.0, cache)
@@ -51,6 +60,24 @@ ok(np.allclose(ops.cross_entropy_backward(2.5, cache), 2.5 * dlogits), "the upst
 r = check("cross_entropy", {"logits": logits}, lambda p: ops.cross_entropy_forward(p["logits"], labels),
           lambda d, c: {"logits": ops.cross_entropy_backward(d, c)})
 ok(r.passed, f"gradient check (error {r.max_error:.1e})")
+plt = pyplot(args)
+if plt is not None:                          # one row, C = 5 classes: move the label's logit, the others fixed at 0
+    z = np.linspace(-6, 6, 241)
+    row = np.zeros((len(z), C))
+    row[:, 0] = z                                                         # (241, C), label 0
+    losses = [ops.cross_entropy_forward(row[i:i + 1], np.array([0]))[0] for i in range(len(z))]
+    grads = ops.cross_entropy_backward(1.0, ops.cross_entropy_forward(row, np.zeros(len(z), int))[1]) * len(z)
+    fig, ax = plt.subplots(figsize=(6.5, 3.6), layout="constrained")
+    ax.plot(z, losses, label="loss = -log p(label)")
+    ax.plot(z, grads[:, 0], label="d loss / d its logit = p - 1")
+    ax.plot(z, grads[:, 1], label="d loss / d another logit = p")
+    ax.axhline(math.log(C), color="grey", ls=":", label="log C at logit 0 (uniform)")
+    ax.set(xlabel="the label's logit (the other 4 at 0)", title="cross-entropy of one row")
+    ax.legend(fontsize=8), ax.grid(True, alpha=0.3)
+    show(plt, fig)
+
+# %% [markdown]
+# > from docs/layers/cross_entropy.md: Numbers that must be right
 
 # %%
 stage("Edge cases.")

@@ -1,12 +1,13 @@
 """Demo 10 - a whole (tiny) BertForPreTraining: forward, backward, gradient check, SGD.
 
     python demos/10_whole_model.py       (walk-through: docs/model.md)
+    python demos/10_whole_model.py --plot   (also writes 10_whole_model.png, if matplotlib is installed)
 
     embeddings -> L encoder layers -> pooler -> MLM head (masked positions) + NSP head
     loss = MLM cross-entropy + NSP cross-entropy;  backward: the same calls in reverse.
 """
 import math
-from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
+from demo_common import arguments, ok, pyplot, show, stage  # first: puts this checkout's npbert on the path
 
 import numpy as np
 
@@ -15,9 +16,12 @@ from npbert.layers.mlm_head import mlm_head_backward
 from npbert.model import mlm_positions_from_labels, pretraining_backward, pretraining_forward
 
 
-arguments(__doc__)
+args = arguments(__doc__, picture=True)
 rng = np.random.default_rng(0)
 WORD = "bert.embeddings.word_embeddings.weight"
+
+# %% [markdown]
+# > from docs/model.md: Parameter counts
 
 # %%
 stage("Parameter counts. BERT-Base and -Large, as in the paper:")
@@ -55,6 +59,10 @@ print(f"   input_ids:\n{input_ids}\n   mlm_positions {mlm_positions.tolist()}: f
       f" i.e. (row, col) {', '.join(f'({b}, {t})' for b, t in zip(rows, cols))}\n"
       f"   mlm_labels {mlm_labels.tolist()}: the original tokens there, now [MASK] (3)")
 ok(np.all(input_ids[rows, cols] == 3), "input_ids[row, col] is [MASK] at every (row, col) of mlm_positions")
+
+# %% [markdown]
+# > from docs/model.md: Forward
+# > from docs/model.md: Backward
 
 # %%
 stage("Forward (evaluation mode, rng=None) and backward.")
@@ -112,6 +120,9 @@ out32, _ = pretraining_forward(params32, config, **batch)
 ok(out32["loss"].dtype == np.float32 and abs(out32["loss"] - out["loss"]) < 1e-5 * out["loss"],
    f"float32 loss {out32['loss']:.6f} vs float64 {out['loss']:.6f}")
 
+# %% [markdown]
+# > from docs/model.md: Errors on bad input
+
 # %%
 stage("Bad input gets a clear error, not a traceback from deep inside:")
 for bad in (dict(batch, input_ids=input_ids + 40), dict(batch, nsp_labels=np.array([0, 1])),
@@ -134,6 +145,13 @@ for step in range(50):
     if step % 10 == 0 or step == 49:
         print(f"   step {step:2d}  loss {out['loss']:.4f}  (mlm {out['mlm_loss']:.4f}, nsp {out['nsp_loss']:.6f})")
 ok(losses[-1] < 0.5 * losses[0], f"loss {losses[0]:.3f} -> {losses[-1]:.3f}: the model memorises the masked words")
+plt = pyplot(args)
+if plt is not None:
+    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
+    ax.plot(losses, marker=".")
+    ax.set(xlabel="SGD step", ylabel="loss (MLM + NSP)", title="one batch, memorised", ylim=(0, None))
+    ax.grid(True, alpha=0.3)
+    show(plt, fig)
 print("   (NSP hardly moves yet: with BERT's 0.02-scale init the four [CLS] vectors differ by ~0.1%,\n"
       "    so the IsNext and NotNext gradients almost cancel; it takes far more steps than this.)")
 
