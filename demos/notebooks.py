@@ -74,9 +74,10 @@ def relinked(text: str, page: Path, notebook_dir: Path) -> str:
     return LINK.sub(fix, text)
 
 
-def included(source: str, notebook_dir: Path) -> str | None:
+def included(source: str, notebook_dir: Path, introduced: set) -> str | None:
     """A markdown cell's text with each `> from PAGE: HEADING` line replaced by that section, or None
-    when it has no such line."""
+    when it has no such line. A section of a page whose intro the notebook has not shown yet gets
+    the page's title in its heading (the walkthrough's "Forward" is the encoder layer's)."""
     lines = source.splitlines()
     if not any(INCLUDE.match(line) for line in lines):
         return None
@@ -86,8 +87,14 @@ def included(source: str, notebook_dir: Path) -> str | None:
         if m is None:
             out.append(line)
             continue
-        page = ROOT / m.group(1)
-        out.append(relinked(section(page, m.group(2)), page, notebook_dir))
+        page, heading = ROOT / m.group(1), m.group(2)
+        text = relinked(section(page, heading), page, notebook_dir)
+        if heading == "intro":
+            introduced.add(page)
+        elif page not in introduced:
+            title = section(page, "intro").splitlines()[0].lstrip("# ")
+            text = re.sub(r"^(#+) ", lambda h: f"{h.group(1)} {title}: ", text, count=1)
+        out.append(text)
         pages.append(m.group(1))
     links = ", ".join(f"[{p}]({os.path.relpath(ROOT / p, notebook_dir)})" for p in dict.fromkeys(pages))
     return "\n".join(out) + f"\n\n*From {links}.*"
@@ -106,7 +113,8 @@ def docstring_cell(cells, nbformat):
     doc = ast.get_docstring(tree, clean=False)
     end = tree.body[0].end_lineno
     first.source = "\n".join(first.source.splitlines()[end:]).strip("\n")
-    title, _, rest = doc.partition("\n")
+    title, _, rest = doc.partition("\n\n")
+    title = " ".join(title.split())
     body = re.sub(r"^(    .+(?:\n    .+)*)", lambda m: "```\n" + "\n".join(
         line[4:] for line in m.group(1).splitlines()) + "\n```", rest.strip("\n").rstrip(), flags=re.M)
     return nbformat.v4.new_markdown_cell(f"# {title}\n\n{body}")
@@ -118,9 +126,9 @@ def build(path: Path):
     import nbformat
     path = Path(path).resolve()
     notebook = jupytext.read(path)
-    cells = []
+    cells, introduced = [], set()
     for cell in notebook.cells:
-        text = included(cell.source, path.parent) if cell.cell_type == "markdown" else None
+        text = included(cell.source, path.parent, introduced) if cell.cell_type == "markdown" else None
         if text is not None:
             cell.source = text
         if cell.cell_type == "code" and not cell.source.strip():
