@@ -138,7 +138,7 @@ def build(path: Path):
     notebook.cells = ([title] if title is not None else []) + [c for c in cells if c.source.strip()]
     notebook.metadata.pop("jupytext", None)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    notebook.metadata[BUILT] = {"source": path.relative_to(ROOT).as_posix(), "cells": cells_hash(notebook)}
+    notebook.metadata[BUILT] = {"source": Path(os.path.relpath(path, ROOT)).as_posix(), "cells": cells_hash(notebook)}
     return notebook
 
 
@@ -161,7 +161,7 @@ def write(path: Path, execute: bool) -> str:
     import nbformat
     target = path.with_suffix(".ipynb")
     if target.exists() and edited_since_built(target):
-        return f"kept {target.relative_to(ROOT)}: edited since it was built (delete it to build it again)"
+        return f"kept {os.path.relpath(target, ROOT)}: edited since it was built (delete it to build it again)"
     notebook = build(path)
     if execute:
         import nbclient
@@ -170,7 +170,7 @@ def write(path: Path, execute: bool) -> str:
     tmp = target.with_suffix(".ipynb.tmp")
     nbformat.write(notebook, tmp)
     os.replace(tmp, target)
-    return f"wrote {target.relative_to(ROOT)}"
+    return f"wrote {os.path.relpath(target, ROOT)}"
 
 
 def main(argv=None) -> int:

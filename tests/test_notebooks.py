@@ -75,6 +75,25 @@ def test_the_notebook_carries_its_derivation(source):
             assert (source.parent / link).exists(), link
 
 
+@needs_notebooks
+def test_building_again_keeps_a_notebook_the_learner_edited(tmp_path):
+    """A notebook the script wrote is replaced by the next build; one whose cells were edited since (an
+    exercise worked on), or one it did not write, is kept, and the script says so."""
+    import nbformat
+    source = tmp_path / "03_layernorm.py"
+    source.write_text((EXERCISES[1]).read_text(encoding="utf-8"))
+    target = source.with_suffix(".ipynb")
+    assert builder().write(source, execute=False).startswith("wrote ")
+    assert builder().write(source, execute=False).startswith("wrote ")         # untouched: built again
+    notebook = nbformat.read(target, as_version=4)
+    notebook.cells[-2].source = "def layernorm_forward(x, gamma, beta, eps):\n    return x, None  # mine"
+    nbformat.write(notebook, target)
+    assert builder().write(source, execute=False).startswith("kept ")
+    assert "# mine" in target.read_text()
+    target.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')  # not the script's
+    assert builder().write(source, execute=False).startswith("kept ") and '"cells": []' in target.read_text()
+
+
 def test_an_unknown_heading_is_an_error_naming_the_page():
     with pytest.raises(ValueError, match=r"docs/layers/gelu.md: 0 headings start with 'No such'"):
         builder().section(ROOT / "docs" / "layers" / "gelu.md", "No such")
