@@ -64,6 +64,8 @@ def course_model_run(out: Path) -> dict:
     cmd = course_model.command(str(out)) + ["--overwrite"]
     record = {"command": "python demos/course_model.py", "pretrain": " ".join(course_model.RECIPE), **timed(cmd)}
     record["guesses"] = course_model.guesses(str(out / "checkpoint"))
+    record["megabytes"] = {f: round((out / "checkpoint" / f).stat().st_size / 1e6)
+                           for f in ("model.safetensors", "training_state.npz")}
     return {**record, "metrics": metrics(out)}
 
 

@@ -1,7 +1,7 @@
 """Demo 11 - one real sentence through BERT, stage by stage: tokens, embeddings, attention, the
 layers, the guess for [MASK], the backward, and one gradient checked live.
 
-    python demos/11_walkthrough.py                            "it was a complete waste of [MASK] ."
+    python demos/11_walkthrough.py                            "i [MASK] this movie when i was a kid ."
     python demos/11_walkthrough.py "the man went to the [MASK] to buy milk ."   a sentence of your own
     python demos/11_walkthrough.py "..." --layer 2 --head 5   the layer and head shown in detail
     python demos/11_walkthrough.py "..." --target shop        the word the loss at [MASK] asks for
@@ -24,7 +24,7 @@ guesses, and the output says so; the backward's loss is the cross-entropy of tho
 mechanics and the gradient check are those of a real head.
 
 The loss is the cross-entropy at the [MASK] for --target: by default, for the default sentence, the
-word it hides ("time": the gradient then says how to make the model guess it), for another sentence
+word it hides ("watched": the gradient then says how to make the model guess it), for another sentence
 the model's top guess. Two [PAD] tokens follow the sentence, as in a batch, so that the attention mask
 has work to do. In a notebook the options are the defaults: set `args.sentence = "..."` (or
 `args.layer`, ...) in the first cell to walk another sentence.

@@ -25,10 +25,10 @@ OUT = os.path.join("runs", "course")
 RECIPE = ["--corpus", "imdb", "--max-documents", "5000", "--max-seq-length", "64", "--steps", "300",
           "--learning-rate", "5e-4", "--eval-every", "100", "--log-every", "20", "--save-every", "100"]
 # the sentences the course shows (the walkthrough's default first; docs/course_model.md), in this order
-SENTENCES = ["it was a complete waste of [MASK] .",
+SENTENCES = ["i [MASK] this movie when i was a kid .",
              "this is one of the best [MASK] i have ever seen .",
              "the acting was [MASK] and the plot made no sense .",
-             "i [MASK] this movie when i was a kid .",
+             "it was a complete waste of [MASK] .",
              "my wife and i went to see this [MASK] last night .",
              "she is a great [MASK] .",
              "the man went to the [MASK] to buy milk ."]

@@ -25,8 +25,8 @@ from npbert.plotting import attention_heads, check_png_path, gradient_norms
 from npbert.tokenizer import BertTokenizer
 from npbert.trace import NO_TRACE, Trace
 
-SENTENCE = "it was a complete waste of [MASK] ."
-HIDDEN_WORD = "time"                    # the default sentence's masked word: the loss's default target
+SENTENCE = "i [MASK] this movie when i was a kid ."
+HIDDEN_WORD = "watched"                 # the default sentence's masked word: the loss's default target
 MASK, PADS = "[MASK]", 2                # two [PAD]s after the sentence: the attention mask at work
 SHADES = " .:-=+*#%@"                   # text heat map, probability 0 ... 1
 FALLBACK = os.path.join("runs", "walkthrough")

@@ -221,3 +221,12 @@ def test_the_exercise_files_have_the_solutions_signatures():
 def test_an_exercise_runs_as_a_script_and_says_not_yet():
     r = subprocess.run([sys.executable, str(EXERCISE_FILES[0])], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0 and "not yet" in r.stdout and "not written yet" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_report_demos_readme_shows_is_what_check_prints():
+    """demos/README.md shows the report for a LayerNorm backward without its -mean(dxhat) term: it is
+    the one `check` prints for that slip."""
+    text = (ROOT / "demos" / "README.md").read_text(encoding="utf-8")
+    shown = text.split("A LayerNorm backward without the `-mean(dxhat)` term:\n\n```\n", 1)[1].split("\n```", 1)[0]
+    got = report("layernorm", layernorm_forward, lambda dy, c: layernorm_backward(dy, c, keep_mean_term=False))
+    assert shown == str(got)

