@@ -64,7 +64,7 @@ def show(found: dict, quoted: dict | None) -> bool:
     same = True
     for sentence, options in found.items():
         line = "  ".join(f"{tok} {p:.3f}" for tok, p in options)
-        print(f"{sentence}\n  [MASK] 1: {line}")
+        print(sentence.replace("[MASK]", f"[{options[0][0]}]", 1) + f"\n  [MASK] 1: {line}")
         if quoted is not None and sentence in quoted:
             want = "  ".join(f"{tok} {p:.3f}" for tok, p in quoted[sentence])
             if want != line:
