@@ -175,16 +175,17 @@ def write(path: Path, execute: bool) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("names", nargs="*", help="demos or exercises by file name without .py (default: all)")
+    parser.add_argument("names", nargs="*", help="demos or exercises by name: 04_gelu (the demo and the exercise), "
+                        "exercises/04_gelu (the exercise only) (default: all)")
     parser.add_argument("--execute", action="store_true", help="run each notebook, keeping its outputs")
     args = parser.parse_args(argv)
     chosen = sources()
     if args.names:
-        unknown = sorted(set(args.names) - {p.stem for p in chosen} - {str(p.relative_to(DEMOS))[:-3] for p in chosen})
+        names = {p: str(p.relative_to(DEMOS).with_suffix("")) for p in chosen}   # 04_gelu, exercises/04_gelu
+        unknown = sorted(set(args.names) - set(names.values()) - {p.stem for p in chosen})
         if unknown:
-            parser.error(f"no demo or exercise named {', '.join(unknown)}; "
-                         f"they are {', '.join(p.stem for p in chosen)}")
-        chosen = [p for p in chosen if p.stem in args.names or str(p.relative_to(DEMOS))[:-3] in args.names]
+            parser.error(f"no demo or exercise named {', '.join(unknown)}; they are {', '.join(names.values())}")
+        chosen = [p for p in chosen if names[p] in args.names or p.stem in args.names]
     try:
         import jupytext  # noqa: F401
     except ImportError:
