@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from unittest import mock
@@ -129,15 +130,33 @@ def _decay_everything():
     return mock.patch.object(optim, "decays", lambda name: True)
 
 
-def _flip_bias_correction():
+def _bias_correction(on: bool):
+    """An optimizer that always (on) or never applies bias correction, whatever the case asks."""
     real = optim.AdamW.step
 
     def step(self, params, grads, lr):
-        self.bias_correction = not self.bias_correction
+        asked, self.bias_correction = self.bias_correction, on
         try:
             real(self, params, grads, lr)
         finally:
-            self.bias_correction = not self.bias_correction
+            self.bias_correction = asked
+    return mock.patch.object(optim.AdamW, "step", step)
+
+
+def _adam_l2():
+    """torch.optim.Adam(weight_decay=wd): wd * p added to the (clipped) gradient, so it enters the
+    moments, instead of AdamW's decay of the parameter itself."""
+    real = optim.AdamW.step
+
+    def step(self, params, grads, lr):
+        for k in self.m:
+            if optim.decays(k):
+                grads[k] += grads[k].dtype.type(self.weight_decay) * params[k]
+        decay, self.weight_decay = self.weight_decay, 0.0
+        try:
+            real(self, params, grads, lr)
+        finally:
+            self.weight_decay = decay
     return mock.patch.object(optim.AdamW, "step", step)
 
 
@@ -174,9 +193,12 @@ TRAIN = "train[pretraining,bias_correction]"
 BROKEN_OPTIMIZERS = {
     "weight decay on LayerNorm and biases": (_decay_everything, TRAIN,
                                              "steps/param/bert.embeddings.LayerNorm.weight", "step 2", "decayed?"),
-    "no bias correction": (_flip_bias_correction, TRAIN, "steps/param/" + WORD, "step 2", "no bias correction?"),
-    "bias correction where the case has none": (_flip_bias_correction, "train[pretraining,no_bias_correction]",
+    "no bias correction": (lambda: _bias_correction(False), TRAIN, "steps/param/" + WORD, "step 2",
+                           "no bias correction?"),
+    "bias correction where the case has none": (lambda: _bias_correction(True), "train[pretraining,no_bias_correction]",
                                                 "steps/param/" + WORD, "step 2", "bias correction applied?"),
+    "Adam with L2 in the gradient (PyTorch's Adam(weight_decay=...))": (
+        _adam_l2, TRAIN, "steps/m/" + WORD, "step 1", "(1 - b1) * wd * p"),
     "learning rate one step late": (_lr_one_step_late, TRAIN, "lr", "step 1", "one step late?"),
     "no clipping": (_no_clipping, TRAIN, "steps/m/" + WORD, "step 1", "not clipped"),
     "clipping after the update instead of before": (_clipping_after_the_update, TRAIN, "steps/m/" + WORD,
@@ -188,6 +210,35 @@ BROKEN_OPTIMIZERS = {
     "[PAD] row updated": (_pad_row_gets_gradient, "train[sequence_classification,bias_correction]",
                           "steps/grad/" + WORD, "step 1", "[PAD] row"),
 }
+
+
+def with_rounding(results_dir, out_dir, seed=0, ulps=2):
+    """A copy of a port's results whose every float entry is moved by up to `ulps` units in the last
+    place (x * (1 + k * eps), k a random integer in [-ulps, ulps]): the port computed in another order.
+    Every hint must survive it: they are decided against the case's tolerance, never by equality."""
+    rng = np.random.default_rng(seed)
+    for root, _, files in os.walk(results_dir):
+        for f in sorted(files):
+            source = os.path.join(root, f)
+            target = os.path.join(out_dir, os.path.relpath(source, results_dir))
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if f.endswith(".npy"):
+                np.save(target, _rounded(np.load(source), rng, ulps))
+            else:
+                tensors = safetensors.load_file(source)
+                safetensors.save_file({k: _rounded(v, rng, ulps) for k, v in tensors.items()}, target)
+
+
+def _rounded(x, rng, ulps):
+    if not np.issubdtype(x.dtype, np.floating):
+        return x
+    k = rng.integers(-ulps, ulps + 1, size=x.shape)
+    return (x * (1 + k * np.finfo(x.dtype).eps)).astype(x.dtype)
+
+
+def port_dir(workdir, bug) -> str:
+    """Where broken_reports / broken_optimizer_reports write that bug's results under workdir."""
+    return os.path.join(workdir, re.sub(r"[^A-Za-z0-9.+-]+", "_", bug))
 
 
 def run_port(golden_dir, results_dir, bug=None, seed=0):
@@ -214,7 +265,7 @@ def first_difference(report) -> str | None:
 
 def broken_reports(golden_dir, workdir) -> dict:
     """bug -> the conform reports of that broken port."""
-    return {bug: run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug) for bug in BROKEN}
+    return {bug: run_port(golden_dir, port_dir(workdir, bug), bug) for bug in BROKEN}
 
 
 def symptoms_table(reports_by_bug) -> str:
@@ -237,7 +288,7 @@ def symptoms_table(reports_by_bug) -> str:
 
 def broken_optimizer_reports(golden_dir, workdir) -> dict:
     """bug -> the conform reports of the training cases of that broken optimizer."""
-    return {bug: run_port(golden_dir, os.path.join(workdir, bug.replace(" ", "_")), bug) for bug in BROKEN_OPTIMIZERS}
+    return {bug: run_port(golden_dir, port_dir(workdir, bug), bug) for bug in BROKEN_OPTIMIZERS}
 
 
 def training_symptoms_table(reports_by_bug) -> str:
