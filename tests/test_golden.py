@@ -201,7 +201,7 @@ def test_a_manifest_of_another_version_or_schema_is_refused(golden, tmp_path):
     path = os.path.join(other, schema.MANIFEST)
     manifest = json.load(open(path))
     json.dump({**manifest, "version": 1}, open(path, "w"))
-    with pytest.raises(InputError, match="golden schema version 1; this npbert reads version 2"):
+    with pytest.raises(InputError, match="golden schema version 1; this npbert reads version 3"):
         conform.conform(other, other)
     json.dump({**manifest, "schema": "something-else"}, open(path, "w"))
     with pytest.raises(InputError, match="not an npbert golden manifest"):
@@ -262,9 +262,22 @@ def test_a_real_checkpoint_tokenizer_and_traced_forward(tmp_path, bert_dir):
         ["float64/checkpoint_forward", "float32/checkpoint_forward"]
     assert all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
     assert manifest["cases"][-3]["constants"]["vocab_sha256"]                        # the checkpoint's vocab.txt
-    tok["input_ids"][0, 1] += 1                          # one wrong id fails the tokenizer case
+    constants = next(c for c in manifest["cases"] if c["name"] == "tokenizer")["constants"]
+    settings = {"do_lower_case", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word", "cjk_ranges",
+                "max_input_chars_per_word_counts", "offsets", "padding", "truncation", "vocab_file", "vocab_sha256"}
+    assert settings <= set(constants), settings - set(constants)        # every setting, not texts and casing only
+    with open(os.path.join(out, constants["vocab_file"]), "rb") as f, \
+            open(os.path.join(bert_dir, "vocab.txt"), "rb") as g:          # the vocabulary the pieces are named by
+        assert f.read() == g.read()
+    assert manifest["checkpoint"]["files"] == [constants["vocab_file"]]
+    tok["input_ids"][0, 1] += 1                          # one wrong id fails the tokenizer case, named by its piece
     safetensors.save_file(tok, os.path.join(results, "checkpoint", "tokenizer.safetensors"))
-    assert not next(r for r in conform.conform(out, results, only=["tokenizer"]) if r.name == "tokenizer").passed
+    report = next(r for r in conform.conform(out, results, only=["tokenizer"]) if r.name == "tokenizer")
+    vocab = load_pretrained(bert_dir).tokenizer.ids_to_tokens
+    first = int(expected["input_ids"][0, 1])
+    assert not report.passed and report.verdict().startswith(
+        f"FAIL: first differs at `input_ids` (text 0, position 1): expected `{vocab[first]}` ({first}), got "
+        f"`{vocab[first + 1]}` ({first + 1}); the text there: '«The» man went to'…"), report.verdict()
 
 
 # --- hostile goldens and results (issue 26): one line, exit 2, nothing read outside, no hang -------
@@ -546,6 +559,88 @@ def test_tokenizer_cases_exercise_each_rule(golden, own_results, tmp_path):
     safetensors.save_file(wrong, path)
     report = _report(golden, results, "tokenizer[rules,max_word_chars_100]")
     assert VERDICT.fullmatch(report.verdict())["name"] == "input_ids"
+
+
+def test_tokenizer_cases_make_each_spec_rule_observable(golden):
+    """The rules a port written from the docs had to guess, each told apart by the goldens (issue 36):
+    offsets in code points and the CJK ranges outside the BMP, max_input_chars_per_word counted after
+    normalisation, longest_first when both sides of a pair exceed half the budget."""
+    from npbert.golden.tokenizer_cases import HARD_PAIRS, HARD_TEXTS, PAIR_MAX_LENGTH
+    cases = {c["name"]: c for c in schema.read_manifest(golden)["cases"] if c["kind"] == "tokenizer"}
+    t = {name: safetensors.load_file(os.path.join(golden, c["file"])) for name, c in cases.items()}
+    vocab = cases["tokenizer[rules,uncased]"]["constants"]["vocab_tokens"]
+
+    def row(setting, r, prefix=""):                     # (tokens, offsets) of one text, without padding
+        case = t[f"tokenizer[rules,{setting}]"]
+        real = case[prefix + "attention_mask"][r] == 1
+        return [vocab[i] for i in case[prefix + "input_ids"][r][real]], case[prefix + "offset_mapping"][r][real].tolist()
+    cjk = HARD_TEXTS.index(next(x for x in HARD_TEXTS if "\U00020000" in x))
+    tokens, offsets = row("uncased", cjk)
+    assert tokens[:4] == ["[CLS]", "[UNK]", "中", "文"] and offsets[1:4] == [[0, 1], [1, 2], [2, 3]]   # code points
+    assert ["a", "[UNK]", "a"] == tokens[5:8] and offsets[4] == [4, 7]     # U+2B820 is no ideograph, U+2B920 is
+    assert len(row("no_cjk_split", cjk)[0]) < len(tokens)
+    accents = HARD_TEXTS.index(next(x for x in HARD_TEXTS if "\u0301" in x))
+    assert [len(w) for w in HARD_TEXTS[accents].split()] == [203, 103]   # over 200 and 100 before normalisation
+    assert "[UNK]" not in row("uncased", accents)[0]                    # 103 and 53 after: under 200
+    assert row("max_word_chars_100", accents)[0].count("[UNK]") == 1    # 103 > 100 >= 53
+    assert row("uncased_keep_accents", accents)[0].count("[UNK]") == 2  # accents kept: 203 and 103 characters
+    budget = PAIR_MAX_LENGTH - 3
+    for r, (a, b) in enumerate(HARD_PAIRS):
+        types = t["tokenizer[rules,uncased]"]["pair/token_type_ids"][r][
+            t["tokenizer[rules,uncased]"]["pair/attention_mask"][r] == 1]
+        kept = ((types == 0).sum() - 2, (types == 1).sum() - 1)
+        if min(len(a.split()), len(b.split())) > budget // 2:            # both over half the budget
+            assert kept == (budget // 2, budget - budget // 2), (a, b)
+    constants = cases["tokenizer[rules,uncased]"]["constants"]
+    assert {"cjk_ranges", "max_input_chars_per_word_counts", "offsets", "pair_truncation"} <= set(constants)
+    assert "U+2B920-U+2CEAF" in constants["cjk_ranges"] and "U+20000-U+2A6DF" in constants["cjk_ranges"]
+
+
+def test_a_tokenizer_verdict_says_where(golden, own_results, tmp_path):
+    """Text, position, expected and got (id and piece), the characters around it; offsets in characters;
+    a pair's side; no model-case wording."""
+    from npbert.golden.tokenizer_cases import HARD_PAIRS, HARD_TEXTS
+    results = _copy_results(own_results, tmp_path)
+    name = "tokenizer[rules,uncased]"
+    path = os.path.join(results, "tokenizer", name + ".safetensors")
+    right = safetensors.load_file(path)
+    wrong = dict(right, input_ids=right["input_ids"].copy())
+    wrong["input_ids"][1, 6] = 1                         # text 1 ("UNwanted,running ..."): ##ing -> [UNK]
+    wrong["input_ids"][5, 1] = 1                         # a later difference is counted, not shown
+    safetensors.save_file(wrong, path)
+    verdict = _report(golden, results, name).verdict()
+    assert VERDICT.fullmatch(verdict)
+    assert verdict.startswith("FAIL: first differs at `input_ids` (text 1, position 6): expected `##ing` (11), got "
+                              "`[UNK]` (1); the text there: ")
+    assert "…'Nwantéd,runn«ing» wanted unwa'…" in verdict and "2 positions of `input_ids` differ" in verdict
+    assert "mask value" not in verdict and "1e30" not in verdict
+    offsets = dict(right, offset_mapping=right["offset_mapping"].copy())
+    offsets["offset_mapping"][1, 6] = [14, 17]           # a port counting UTF-8 bytes: é is 2
+    safetensors.save_file(offsets, path)
+    verdict = _report(golden, results, name).verdict()
+    assert "(text 1, position 6): expected characters 13-16 ('ing'), got 14-17 ('ng '), of the token `##ing` (11)" \
+        in verdict, verdict
+    pair = dict(right, **{"pair/token_type_ids": right["pair/token_type_ids"].copy()})
+    pair["pair/token_type_ids"][3, 8] = 0                # pair 3's second text, "hello world ...": world
+    safetensors.save_file(pair, path)
+    verdict = _report(golden, results, name).verdict()
+    assert "`pair/token_type_ids` (pair 3, second text, position 8): expected 1, got 0, at the token `world`" in \
+        verdict and "'hello «world» the second '…" in verdict, verdict
+    assert HARD_TEXTS[1].startswith("UNwant\u00e9d,running") and HARD_PAIRS[3][1].startswith("hello world")
+
+
+def test_the_frozen_key_biases_do_not_move_the_global_norm(golden):
+    """Whether a port's global norm for clipping includes the frozen key biases cannot matter: their
+    gradient is rounding noise, a share of the squared norm far under either tolerance (the manifest's
+    "clip" constant says so: measured under 1e-17 in float32 and 1e-34 in float64)."""
+    for c in schema.read_manifest(golden)["cases"]:
+        if c["kind"] == "training":
+            t = safetensors.load_file(os.path.join(golden, c["file"]))
+            key_biases = sum((t[k].astype(np.float64) ** 2).reshape(len(t["lr"]), -1).sum(axis=1)
+                             for k in t if k.startswith("steps/grad/") and k.endswith("attention.self.key.bias"))
+            share = float(np.max(key_biases / t["grad_norm"].astype(np.float64) ** 2))
+            assert share < (1e-12 if c["dtype"] == "float32" else 1e-28), (c["dtype"], c["name"], share)
+            assert "key biases' included" in c["constants"]["clip"] and "t = 1 at step 1" in c["constants"]["adamw"]
 
 
 def test_float32_training_goldens_are_within_half_the_tolerance_of_float64(golden):

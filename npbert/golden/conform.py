@@ -20,6 +20,7 @@ import numpy as np
 from npbert import safetensors
 from npbert.errors import InputError
 from npbert.golden import schema
+from npbert.golden.conform_tokenizer import locate_token
 from npbert.golden.conform_training import locate
 from npbert.gradcheck.cases import select_checks
 
@@ -72,17 +73,19 @@ class CaseReport:
         for where, order in (("forward", self.forward_order), ("backward", self.backward_order)):
             row = self.first_failure(order)
             if row is not None:
-                return f"FAIL: first differs at `{row.name}` ({where}): {_what(row)}{note}"
+                return f"FAIL: first differs at `{row.name}` ({where}): {_what(row, self.kind)}{note}"
         failed = [r for r in self.rows if r.status == "FAIL"]
         note = "; every intermediate given matches" if self.forward_order else ""
         more = f", and {len(failed) - 1} more tensors" if len(failed) > 1 else ""
         where = {"grad": "gradient", "final": "after the last step"}.get(failed[0].role, failed[0].role)
-        return f"FAIL: first differs at `{failed[0].name}` ({where}): {_what(failed[0])}{more}{note}"
+        return f"FAIL: first differs at `{failed[0].name}` ({where}): {_what(failed[0], self.kind)}{more}{note}"
 
 
-def _what(row: Row) -> str:
+def _what(row: Row, kind: str) -> str:
     if row.why:
         return row.why
+    if math.isinf(row.rel) and kind == "tokenizer":
+        return "integers that must be equal are not"
     if math.isinf(row.rel):                            # tensor_error: an entry that must be equal is not
         return (f"max abs error {row.max_abs:.2g}, where entries must be equal (the mask value finfo(dtype).min, "
                 "entries of magnitude >= 1e30, or integers)")
@@ -122,6 +125,8 @@ def compare_case(golden_dir, results_dir, entry, tolerance) -> CaseReport:
     report.unknown = sorted(set(results) - {t["name"] for t in entry["tensors"]})
     if entry["kind"] == "training" and not report.passed:
         report.located = locate(entry, golden, results, tol) or ()
+    if entry["kind"] == "tokenizer" and not report.passed:
+        report.located = locate_token(golden_dir, entry, golden, results) or ()
     return report
 
 

@@ -16,10 +16,11 @@ from npbert.checkpoint import VOCAB_FILE, WEIGHTS_FILE, load_pretrained
 from npbert.data.shards import file_sha256
 from npbert.errors import InputError
 from npbert.golden.cases import GoldenCase
-from npbert.golden.tokenizer_cases import tokenizer_cases
+from npbert.golden.tokenizer_cases import tokenizer_cases, tokenizer_settings
 from npbert.model import bert_forward
 from npbert.trace import Trace
 
+VOCAB_COPY = "checkpoint/vocab.txt"                    # the checkpoint's vocab.txt, in the golden directory
 DEFAULT_TEXTS = ("The man went to the store to buy a gallon of milk.",
                  "Penguins are flightless birds; they swim instead.")
 
@@ -46,6 +47,13 @@ def checkpoint_source(directory) -> dict:
                                        "weights file's SHA-256 identifies it"}
 
 
+def checkpoint_files(directory) -> dict:
+    """{path in the golden directory: bytes} of the checkpoint's files the goldens carry: its vocab.txt,
+    which names the pieces in `npbert conform`'s tokenizer verdicts (the weights stay in the checkpoint)."""
+    with open(os.path.join(directory, VOCAB_FILE), "rb") as f:
+        return {VOCAB_COPY: f.read()}
+
+
 def check_checkpoint_for_golden(directory, texts) -> None:
     """Everything that can be wrong with --checkpoint and --text, before anything is written."""
     if not os.path.isfile(os.path.join(directory, WEIGHTS_FILE)):
@@ -66,13 +74,16 @@ def real_model_cases(directory, texts=DEFAULT_TEXTS, dtypes=("float64", "float32
                                return_offsets_mapping=True, return_tensors="np")
     inputs = {k: enc[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
     tokens = {"offset_mapping": ("output", enc["offset_mapping"]), **{k: ("output", v) for k, v in inputs.items()}}
+    vocab = {"vocab": "the checkpoint's vocab.txt, copied to vocab_file", "vocab_file": VOCAB_COPY,
+             "vocab_sha256": file_sha256(os.path.join(directory, VOCAB_FILE))}
     cases = [GoldenCase("tokenizer", "int64", "tokenizer",
                         "BertTokenizer(texts, padding=True, return_offsets_mapping=True): ids, token types, mask, "
                         "(start, end) character offsets into each text, (0, 0) for special tokens and padding",
-                        {"texts": list(texts), "do_lower_case": pretrained.tokenizer.do_lower_case},
+                        {**vocab, **tokenizer_settings(pretrained.tokenizer), "texts": list(texts),
+                         "truncation": f"longest_first to max_length {config.max_position_embeddings} (the model's "
+                                       "max_position_embeddings)"},
                         tokens, [], [])]
-    cases += tokenizer_cases({"checkpoint": (pretrained.tokenizer.ids_to_tokens, {
-        "vocab": "the checkpoint's vocab.txt", "vocab_sha256": file_sha256(os.path.join(directory, VOCAB_FILE))})})
+    cases += tokenizer_cases({"checkpoint": (pretrained.tokenizer.ids_to_tokens, vocab)})
     with use_backend("numpy"):
         for dtype in dtypes:
             params = {k: v.astype(dtype) for k, v in pretrained.params.items() if k.startswith("bert.")}

@@ -13,7 +13,7 @@ import numpy as np
 from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
-SCHEMA, VERSION = "npbert-golden", 2   # 2: training cases, their roles
+SCHEMA, VERSION = "npbert-golden", 3   # 2: training cases, their roles; 3: tokenizer rules, checkpoint vocab.txt
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -94,9 +94,11 @@ READING = {
                 "(the same batch every step) with the recipe in its constants; write loss, grad_norm and lr per "
                 "step, trained/<param>, m/<param>, v/<param> after the last, and where you can the step_tensors; "
                 "the verdict names the first step and quantity that differ",
-    "tokenizer": "a tokenizer case's constants hold the vocabulary (or its vocab.txt's SHA-256), every setting, the "
-                 "texts (one padded batch) and the text pairs (truncated longest_first to pair_max_length, padded, "
-                 "written under pair/)",
+    "tokenizer": "a tokenizer case's constants hold the vocabulary (vocab_tokens, or vocab_file: the checkpoint's "
+                 "vocab.txt in the golden directory, with its SHA-256), every setting and rule (cjk_ranges, what "
+                 "max_input_chars_per_word counts, what offsets index), the texts (one padded batch) and the text "
+                 "pairs (truncated longest_first to pair_max_length, padded, written under pair/); the verdict names "
+                 "the text (or pair) and position of the first token that differs",
 }
 
 

@@ -52,9 +52,12 @@ def training_constants(bias_correction: bool) -> dict:
                         "peak_lr * max(0, (total_steps - s) / (total_steps - warmup_steps))",
             "clip": "before the update: every gradient scaled by max_grad_norm / norm when the global norm of all "
                     "gradients (one vector) exceeds max_grad_norm (TensorFlow's clip_by_global_norm; PyTorch's "
-                    "clip_grad_norm_ divides by norm + 1e-6, which float64 tolerance sees)",
+                    "clip_grad_norm_ divides by norm + 1e-6, which float64 tolerance sees); the norm takes every "
+                    "gradient the loss gives, the frozen key biases' included; theirs is rounding noise (under 1e-17 "
+                    "of the squared norm in float32, 1e-34 in float64), so leaving them out passes too",
             "adamw": "m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; p -= lr (m_hat / (sqrt(v_hat) + eps) + "
-                     "wd p), m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t) with bias correction, else m, v",
+                     "wd p), m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t) with bias correction, else m, v; t is "
+                     "the 1-based number of the update, the first (lr 0) update included: t = 1 at step 1",
             "no_decay": "weight_decay is 0 for every name ending in .bias or containing LayerNorm",
             "dropout": 0.0, "same_batch_every_step": True, "pad_token_id": 0,
             "pad_at": f"input_ids{list(PAD_AT)} is [PAD] at a real position: padding_idx gives its row no lookup "

@@ -6,7 +6,8 @@ the path or the order of a dict.
 
     DIR/manifest.json
     DIR/float64/linear.safetensors  ...  DIR/float32/bert_for_pretraining.safetensors
-    DIR/checkpoint/tokenizer.safetensors, DIR/checkpoint/float64/checkpoint_forward.safetensors (--checkpoint)
+    DIR/checkpoint/tokenizer.safetensors, DIR/checkpoint/float64/checkpoint_forward.safetensors,
+    DIR/checkpoint/vocab.txt (--checkpoint)
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from npbert.golden.tokenizer_cases import default_vocabularies, tokenizer_cases
 from npbert.golden.training import training_cases
 from npbert.golden.real_model import (
     check_checkpoint_for_golden,
+    checkpoint_files,
     checkpoint_identity,
     real_model_cases,
 )
@@ -73,10 +75,12 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
         "error": schema.ERROR,
         "roles": schema.ROLES, "required_roles": list(schema.REQUIRED), "optional_roles": list(schema.OPTIONAL),
     }
+    files = {}                                         # other files: {relative path: bytes}
     if checkpoint is not None:
         real, config = real_model_cases(checkpoint, texts)
         cases += real
-        manifest["checkpoint"] = {**checkpoint_identity(checkpoint), "config": config.to_dict()}
+        files = checkpoint_files(checkpoint)
+        manifest["checkpoint"] = {**checkpoint_identity(checkpoint), "config": config.to_dict(), "files": list(files)}
     manifest["cases"] = [case_entry(c) for c in cases]
 
     def fill(tmp):
@@ -84,6 +88,9 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
             path = os.path.join(tmp, case_file(c))
             os.makedirs(os.path.dirname(path), exist_ok=True)
             safetensors.save_file({k: v for k, (_, v) in c.tensors.items()}, path)
+        for name, data in files.items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
         with open(schema.manifest_path(tmp), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)
             f.write("\n")

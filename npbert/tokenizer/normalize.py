@@ -14,7 +14,7 @@ import unicodedata
 import numpy as np
 
 _CONTROL_CATEGORIES = ("Cc", "Cf", "Co", "Cs")  # not Cn: unassigned code points are kept, as HF fast does
-_CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+CJK_RANGES = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
                (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF),  # 0x2B920 (not 0x2B820) as HF's Rust code has it
                (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))
 
@@ -36,7 +36,7 @@ def is_punctuation(char: str) -> bool:
 
 def is_cjk(char: str) -> bool:
     cp = ord(char)
-    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
 
 
 def normalize_char(char: str, lower: bool, strip_accents: bool, split_cjk: bool) -> str:
