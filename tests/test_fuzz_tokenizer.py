@@ -4,6 +4,7 @@ combining marks, CJK, emoji with modifiers and joiners, RTL scripts, characters 
 case or NFD is longer, literal special tokens). For every casing option: no exception, offsets
 inside the text and in order, and with a vocabulary of every character nothing is lost. Then
 the files from_pretrained reads, mutated: a tokenizer or an npbert error."""
+import functools
 import json
 import re
 
@@ -88,12 +89,13 @@ def test_a_vocabulary_of_every_character_loses_nothing(options, text):
     WordPiece splits each word w into w[0], ##w[1], ... (no [UNK] except one written in the text),
     and decode glues the ## pieces back: decode(encode(text)) is
 
-        clean_up_tokenization(" ".join(["[CLS]"] + words + ["[SEP]"]))
+        joined = " ".join(["[CLS]"] + words + ["[SEP]"]), without the space before . , ! ?
 
     where words are BasicTokenizer.normalize(segment).split() for the segments between the
-    special tokens written in the text (which are words of their own), and clean_up_tokenization
-    is Hugging Face's (no space before . , ! ? or in "n't", "'s", ...). Without the clean-up it is
-    the plain " ".join; with skip_special_tokens the special tokens are left out. And each
+    special tokens written in the text (which are words of their own): the WordPiece decoder
+    cleans each token of it, and punctuation marks are words of their own. With
+    clean_up_tokenization_spaces it is clean_up_tokenization(joined), Hugging Face's (also no space
+    in "n't", "'s", ...); with skip_special_tokens the special tokens are left out. And each
     token's offsets span the text it came from: a special token itself, a piece's character
     within the normalized span."""
     basic = BasicTokenizer(*options)
@@ -110,9 +112,10 @@ def test_a_vocabulary_of_every_character_loses_nothing(options, text):
         else:
             assert token.removeprefix(CONTINUATION) in basic.normalize(text[start:end])
     ids = tok.encode(text)
-    assert tok.decode(ids) == clean_up_tokenization(" ".join(["[CLS]"] + words + ["[SEP]"]))
-    assert tok.decode(ids, clean_up_tokenization_spaces=False) == " ".join(["[CLS]"] + words + ["[SEP]"])
-    assert tok.decode(ids, skip_special_tokens=True) == \
+    joined = " ".join(["[CLS]"] + words + ["[SEP]"])
+    assert tok.decode(ids) == functools.reduce(lambda t, p: t.replace(" " + p, p), ".?!,", joined)
+    assert tok.decode(ids, clean_up_tokenization_spaces=True) == clean_up_tokenization(joined)
+    assert tok.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=True) == \
         clean_up_tokenization(" ".join(w for w in words if w not in SPECIAL_TOKENS))
 
 

@@ -242,6 +242,18 @@ def test_tags_go_on_the_first_wordpiece(tok):
         encode_tags(ex, tok, 16, ["O", "B-X"])
 
 
+def test_tags_follow_the_tokenizers_word_ids(tok):
+    """As Hugging Face's token classification: words in pre-split, truncated by pieces; a word cut
+    after its first piece keeps its tag there, a word with no piece (a zero-width space) gets none."""
+    ex = [dict(words=["running", "\u200b", "unwanted", "cat"], tags=["B-X", "O", "B-Y", "O"], where="f:1")]
+    f = encode_tags(ex, tok, 6, ["O", "B-X", "B-Y"])[0]                 # room for 4 pieces
+    enc = tok(ex[0]["words"], is_split_into_words=True, truncation=True, max_length=6)
+    assert f["input_ids"] == enc["input_ids"] and tok.convert_ids_to_tokens(f["input_ids"]) == \
+        ["[CLS]", "run", "##ning", "un", "##want", "[SEP]"]
+    assert f["word_starts"] == [1, -1, 3, -1] and enc.word_ids() == [None, 0, 0, 2, 2, None]
+    assert f["labels"] == [IGNORE_INDEX, 1, IGNORE_INDEX, 2, IGNORE_INDEX, IGNORE_INDEX]
+
+
 def test_batches_pad_to_the_longest_in_the_batch(tok):
     feats = encode_sequences([dict(text="the cat", label="a"), dict(text="the cat sat on the mat", label="b")],
                              tok, 32, ["a", "b"])
@@ -270,6 +282,17 @@ def test_windows_and_max_context():
     # token 5 is in windows 2..5 (3 tokens left of it, 0 right) and 4..7 (1 left, 2 right): the second wins
     assert qa.max_context(spans, 2, 5) and not qa.max_context(spans, 1, 5)
     assert qa.max_context(spans, 0, 0)                                      # only in the first window
+
+
+def test_qa_windows_are_the_tokenizers_overflowing_windows(tok):
+    """run_squad's windows, doc_stride apart, are the tokenizer's return_overflowing_tokens rows with
+    stride = window length - doc_stride (HF's run_qa.py passes its doc_stride as that stride)."""
+    context = "the cat sat on the mat in paris . a dog ran"
+    ids = tok.convert_tokens_to_ids(tok.tokenize(context))
+    for max_tokens, doc_stride in ((4, 3), (4, 1), (5, 9), (20, 2)):
+        enc = tok(context, add_special_tokens=False, truncation=True, max_length=max_tokens,
+                  stride=max(0, max_tokens - doc_stride), return_overflowing_tokens=True)
+        assert [ids[s:s + n] for s, n in qa.windows(len(ids), max_tokens, doc_stride)] == enc["input_ids"]
 
 
 def test_qa_features_label_the_answer_only_in_windows_that_hold_it(tok):

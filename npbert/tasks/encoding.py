@@ -49,26 +49,27 @@ def encode_sequences(examples, tokenizer, max_seq_length, label_names=None, regr
 
 
 def encode_tags(examples, tokenizer, max_seq_length, tag_names) -> list:
-    """Words -> WordPieces; a word's tag goes on its first piece, IGNORE_INDEX on the others
-    (and on [CLS], [SEP]). A word with no pieces becomes [UNK]; words past max_seq_length are
-    cut off and get word_starts -1 (they are predicted "O")."""
+    """Words -> WordPieces as Hugging Face's token classification does it: the words go in pre-split
+    (is_split_into_words), truncated to max_seq_length, and word_ids() says which word each piece
+    is from; a word's tag goes on its first piece, IGNORE_INDEX on the others (and on [CLS],
+    [SEP]). A word without a piece in the sequence (cut off, or nothing but control characters)
+    gets word_starts -1 and is predicted "O"."""
     index = {n: i for i, n in enumerate(tag_names)}
     features = []
     for ex in examples:
         tags = ex.get("tags")
-        ids, labels, word_starts = [tokenizer.cls_token_id], [IGNORE_INDEX], []
-        for w, word in enumerate(ex["words"]):
-            pieces = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(word)) or [tokenizer.unk_token_id]
-            if len(ids) + len(pieces) > max_seq_length - 1:
-                word_starts += [-1] * (len(ex["words"]) - w)
-                break
-            word_starts.append(len(ids))
-            labels += [tag_id(ex, tags[w], index) if tags else IGNORE_INDEX] + [IGNORE_INDEX] * (len(pieces) - 1)
-            ids += pieces
-        ids.append(tokenizer.sep_token_id)
-        labels.append(IGNORE_INDEX)
-        features.append(dict(input_ids=ids, token_type_ids=[0] * len(ids), labels=labels if tags else None,
-                             word_starts=word_starts))
+        tag_ids = [tag_id(ex, tag, index) for tag in tags] if tags else None
+        enc = tokenizer(ex["words"], is_split_into_words=True, truncation=True, max_length=max_seq_length)
+        first = {}                                       # word -> the position of its first piece
+        for position, word in enumerate(enc.word_ids()):
+            if word is not None:
+                first.setdefault(word, position)
+        word_starts = [first.get(w, -1) for w in range(len(ex["words"]))]
+        labels = [IGNORE_INDEX] * len(enc["input_ids"])
+        for word, position in first.items():
+            labels[position] = tag_ids[word] if tags else IGNORE_INDEX
+        features.append(dict(input_ids=enc["input_ids"], token_type_ids=enc["token_type_ids"],
+                             labels=labels if tags else None, word_starts=word_starts))
     return features
 
 

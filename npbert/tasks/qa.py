@@ -3,7 +3,10 @@ the tokenizer's character offsets (as Hugging Face's run_qa.py):
 
   windows   the question (at most max_query_length tokens) and a window of the context:
             [CLS] question [SEP] context[start : start + length] [SEP]; windows start every
-            doc_stride tokens until one reaches the end of the context.
+            doc_stride tokens until one reaches the end of the context: the tokenizer's
+            overflowing windows (return_overflowing_tokens) with stride = length - doc_stride
+            tokens shared between consecutive windows (Hugging Face's run_qa.py passes its own
+            doc_stride as that overlap instead).
   labels    the answer's first and last context tokens, if the window holds the whole answer;
             otherwise 0, 0 (the [CLS] token), as run_squad.py.
   max context  a token in several windows is scored only in the window where it has the most
@@ -18,20 +21,16 @@ from __future__ import annotations
 import numpy as np
 
 from npbert.errors import DataError
+from npbert.tokenizer.truncation import windows as overflow_windows
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 384, 128, 64, 20, 30
 
 
 def windows(num_tokens, max_tokens, doc_stride) -> list:
-    """[(start, length)] of the context windows (run_squad.py's doc_spans)."""
-    spans, start = [], 0
-    while start < num_tokens:
-        length = min(num_tokens - start, max_tokens)
-        spans.append((start, length))
-        if start + length == num_tokens:
-            break
-        start += min(length, doc_stride)
-    return spans or [(0, 0)]
+    """[(start, length)] of the context windows (run_squad.py's doc_spans): the tokenizer's overflowing
+    windows of max_tokens that share max_tokens - doc_stride tokens (none when doc_stride >= max_tokens)."""
+    spans = overflow_windows(num_tokens, max_tokens, max(0, max_tokens - doc_stride))
+    return [(start, stop - start) for start, stop in spans]
 
 
 def max_context(spans, span_index, position) -> bool:

@@ -18,15 +18,22 @@ walks through an example and lists where npbert and Hugging Face's tokenizers di
     normalize.py       steps 2-3: characters, normalization, words (BasicTokenizer)
     wordpiece.py       step 4: greedy longest-match WordPiece
     vocab.py           vocab.txt and the special tokens
-    bert_tokenizer.py  BertTokenizer: step 1, Hugging Face's call (pairs, truncation, padding,
-                       offsets), saving and loading
+    truncation.py      longest_first, only_first / only_second, overflowing windows with a stride
+    padding.py         padding rows: sides, max_length, multiples
+    encoding.py        what a call returns: the outputs, and word / sequence / character alignment
+    decoding.py        ids back to text: the WordPiece decoder and HF's clean-up
+    files.py           vocab.txt, tokenizer_config.json, tokenizer.json
+    bert_tokenizer.py  BertTokenizer: step 1 and Hugging Face's methods over the files above
     trainer.py         learning a WordPiece vocabulary from text
 """
-from npbert.tokenizer.bert_tokenizer import BertTokenizer, Tokenized, clean_up_tokenization
+from npbert.tokenizer.bert_tokenizer import BertTokenizer, Tokenized
+from npbert.tokenizer.decoding import clean_up_tokenization
+from npbert.tokenizer.encoding import CharSpan, Encoding, TokenSpan
 from npbert.tokenizer.normalize import BasicTokenizer
 from npbert.tokenizer.trainer import train_wordpiece_vocab
 from npbert.tokenizer.vocab import SPECIAL_TOKENS, VOCAB_FILE, check_vocab, load_vocab
 from npbert.tokenizer.wordpiece import CONTINUATION, MAX_WORD_CHARS, wordpiece
 
 __all__ = ["CONTINUATION", "MAX_WORD_CHARS", "SPECIAL_TOKENS", "VOCAB_FILE", "BasicTokenizer", "BertTokenizer",
-           "Tokenized", "check_vocab", "clean_up_tokenization", "load_vocab", "train_wordpiece_vocab", "wordpiece"]
+           "CharSpan", "Encoding", "TokenSpan", "Tokenized", "check_vocab", "clean_up_tokenization", "load_vocab",
+           "train_wordpiece_vocab", "wordpiece"]

@@ -1,8 +1,9 @@
-"""BertTokenizer: BERT's four steps (the package's docstring) behind Hugging Face's method names,
-with offsets, word ids, truncation of pairs and padding, and the files it is saved as."""
+"""BertTokenizer: BERT's four steps (the package's docstring) behind Hugging Face's method names and
+options, each behaving as transformers' BertTokenizerFast does (docs/tokenizer.md lists them):
+pairs, truncation (strategies, sides, overflowing windows with a stride), padding (sides,
+multiples), pre-split words, offsets, word and sequence ids, decoding, and the files it is saved as."""
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from itertools import accumulate
@@ -11,48 +12,59 @@ from typing import NamedTuple
 import numpy as np
 import regex
 
-from npbert.errors import JSON_ERRORS, DataError, InputError
+from npbert.errors import InputError
+from npbert.tokenizer.decoding import clean_up_tokenization, wordpiece_decode
+from npbert.tokenizer.encoding import Alignment, Encoding
+from npbert.tokenizer.files import SPECIAL_NAMES, read_tokenizer_files, write_tokenizer_files
 from npbert.tokenizer.normalize import BasicTokenizer
-from npbert.tokenizer.vocab import CLS, MASK, PAD, SEP, SPECIAL_TOKENS, UNK, VOCAB_FILE, check_vocab, load_vocab
+from npbert.tokenizer.padding import SIDES, check_padding_options, pad_row, target_width
+from npbert.tokenizer.truncation import STRATEGIES, longest_first, truncation_windows
+from npbert.tokenizer.vocab import CLS, PAD, SEP, SPECIAL_TOKENS, UNK, check_vocab, load_vocab
 from npbert.tokenizer.wordpiece import CONTINUATION, MAX_WORD_CHARS, piece_length, wordpiece
 
-CONFIG_FILE = "tokenizer_config.json"
-HF_TOKENIZER_FILE = "tokenizer.json"
+__all__ = ["BertTokenizer", "Tokenized", "clean_up_tokenization", "longest_first"]
 _WORD = regex.compile(r"[^ ]+")  # after normalization " " is the only whitespace left
+# the values __call__ accepts -> what they mean
+_TRUNCATION = {None: None, False: None, "do_not_truncate": None, True: "longest_first", **{s: s for s in STRATEGIES}}
+_PADDING = {False: None, None: None, "do_not_pad": None, True: "longest", "longest": "longest",
+            "max_length": "max_length"}
 
 
 class Tokenized(NamedTuple):
     """One text, token by token: offsets are (start, end) into the original text; word_ids say
     which word (0, 1, ... in order; punctuation marks are words of their own) a token is from."""
     tokens: list[str]
-    offsets: list[tuple[int, int]]
-    word_ids: list[int]
+    offsets: list[tuple[int, int]] | None
+    word_ids: list[int] | None
 
 
-def longest_first(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
-    """How many tokens of each sequence to keep, as HF's `longest_first` (Rust) truncation:
-    the shorter keeps min(its length, budget // 2), the longer gets the rest."""
-    if len_a + len_b <= budget:
-        return len_a, len_b
-    keep_short = min(len_a, len_b, budget // 2)
-    return (keep_short, budget - keep_short) if len_a <= len_b else (budget - keep_short, keep_short)
-
-
-def _is_pair(item) -> bool:
-    return isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(s, str) for s in item)
+class _Options(NamedTuple):
+    """How __call__ encodes each item, checked."""
+    add_special_tokens: bool
+    truncation: str | None                     # a strategy, or None
+    max_length: int | None
+    stride: int
+    is_split_into_words: bool
+    with_offsets: bool                         # offsets, words and sequences (the alignment)
+    overflowing: bool                          # every window a row, not the kept one only
+    padding: str | None                        # "longest", "max_length" or None
+    pad_to_multiple_of: int | None
+    padding_side: str
 
 
 class BertTokenizer:
     """BERT's WordPiece tokenizer with Hugging Face's method names.
 
     BertTokenizer(vocab_file_or_list, do_lower_case=True, strip_accents=None,
-                  tokenize_chinese_chars=True, max_input_chars_per_word=200, model_max_length=512)
+                  tokenize_chinese_chars=True, max_input_chars_per_word=200, model_max_length=512,
+                  clean_up_tokenization_spaces=False, padding_side="right", truncation_side="right")
 
     The vocabulary must contain [PAD] [UNK] [CLS] [SEP] [MASK] (at any ids)."""
 
     def __init__(self, vocab_file_or_list, do_lower_case=True, strip_accents=None,
                  tokenize_chinese_chars=True, max_input_chars_per_word=MAX_WORD_CHARS,
-                 model_max_length=512):
+                 model_max_length=512, clean_up_tokenization_spaces=False, padding_side="right",
+                 truncation_side="right"):
         tokens = load_vocab(vocab_file_or_list) if isinstance(vocab_file_or_list, (str, os.PathLike)) \
             else vocab_file_or_list
         self.vocab = check_vocab(tokens)
@@ -61,12 +73,16 @@ class BertTokenizer:
                             ("model_max_length", model_max_length)):
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise InputError(f"{name} must be a positive integer, got {value!r}")
+        for name, value in (("padding_side", padding_side), ("truncation_side", truncation_side)):
+            if value not in SIDES:
+                raise InputError(f"{name} must be 'right' or 'left', got {value!r}")
         self.max_input_chars_per_word = max_input_chars_per_word
         self.model_max_length = model_max_length
+        self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
+        self.padding_side, self.truncation_side = padding_side, truncation_side
         self.basic = BasicTokenizer(do_lower_case, strip_accents, tokenize_chinese_chars)
         self.pad_token_id, self.unk_token_id, self.cls_token_id, self.sep_token_id, self.mask_token_id = \
             (self.vocab[t] for t in SPECIAL_TOKENS)
-        self.all_special_ids = [self.vocab[t] for t in SPECIAL_TOKENS]
         # Special tokens written in the text stay whole (HF does this too).
         self._special_split = regex.compile("(" + "|".join(map(regex.escape, SPECIAL_TOKENS)) + ")")
         self._max_piece_chars = max(map(piece_length, self.vocab))
@@ -74,10 +90,16 @@ class BertTokenizer:
         self._warned_implicit_truncation = False
 
     pad_token, unk_token, cls_token, sep_token, mask_token = SPECIAL_TOKENS
+    special_tokens_map = dict(SPECIAL_NAMES)           # as transformers orders them: unk, sep, pad, cls, mask
+    all_special_tokens = list(SPECIAL_NAMES.values())
+    pad_token_type_id = 0
     do_lower_case = property(lambda self: self.basic.do_lower_case)
     strip_accents = property(lambda self: self.basic.strip_accents)
     tokenize_chinese_chars = property(lambda self: self.basic.tokenize_chinese_chars)
     vocab_size = property(lambda self: len(self.vocab))
+    all_special_ids = property(lambda self: [self.vocab[t] for t in self.all_special_tokens])
+    max_len_single_sentence = property(lambda self: self.model_max_length - 2)
+    max_len_sentences_pair = property(lambda self: self.model_max_length - 3)
 
     def __len__(self):
         return len(self.vocab)
@@ -85,49 +107,25 @@ class BertTokenizer:
     def get_vocab(self) -> dict[str, int]:
         return dict(self.vocab)
 
+    def num_special_tokens_to_add(self, pair: bool = False) -> int:
+        return 3 if pair else 2
+
     # ------------------------------------------------------------ loading and saving
 
     @classmethod
     def from_pretrained(cls, directory, **overrides):
-        """Read vocab.txt, and the options from tokenizer_config.json (and tokenizer.json's
-        WordPiece max_input_chars_per_word) when present, as written by Hugging Face or by us."""
-        if not os.path.isdir(directory):
-            raise DataError(f"tokenizer directory not found: {directory}")
-        options = {}
-        config = _read_json(os.path.join(directory, CONFIG_FILE))
-        for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars",
-                    "max_input_chars_per_word", "model_max_length"):
-            if key in config:
-                options[key] = config[key]
-        model = _read_json(os.path.join(directory, HF_TOKENIZER_FILE)).get("model")
-        if isinstance(model, dict) and "max_input_chars_per_word" in model:
-            options["max_input_chars_per_word"] = model["max_input_chars_per_word"]
-        max_length = options.pop("model_max_length", None)
-        if isinstance(max_length, int) and max_length <= 10**9:  # HF writes a huge number for "no limit"
-            options["model_max_length"] = max_length
-        options.update(overrides)
-        return cls(os.path.join(directory, VOCAB_FILE), **options)
-
-    def save_vocabulary(self, directory) -> str:
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, VOCAB_FILE)
-        with open(path, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(token + "\n" for token in self.ids_to_tokens))
-        return path
+        """A tokenizer from the files Hugging Face or npbert saved: vocab.txt (or tokenizer.json's
+        vocabulary), the options in tokenizer_config.json, tokenizer.json's max_input_chars_per_word."""
+        tokens, options = read_tokenizer_files(directory)
+        return cls(tokens, **{**options, **overrides})
 
     def save_pretrained(self, directory) -> list[str]:
-        """vocab.txt + a tokenizer_config.json that transformers' BertTokenizer loads."""
-        vocab_path = self.save_vocabulary(directory)
-        config = {"tokenizer_class": "BertTokenizer", "do_lower_case": self.do_lower_case,
-                  "strip_accents": self.strip_accents, "tokenize_chinese_chars": self.tokenize_chinese_chars,
-                  "max_input_chars_per_word": self.max_input_chars_per_word,
-                  "model_max_length": self.model_max_length,
-                  "unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
-        config_path = os.path.join(directory, CONFIG_FILE)
-        with open(config_path, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2)
-            f.write("\n")
-        return [vocab_path, config_path]
+        """vocab.txt, tokenizer_config.json and tokenizer.json, which transformers' BertTokenizerFast
+        and npbert load alike (but for max_input_chars_per_word: docs/tokenizer.md)."""
+        return write_tokenizer_files(self, directory)
+
+    def save_vocabulary(self, directory) -> str:
+        return write_tokenizer_files(self, directory)[0]
 
     # ------------------------------------------------------------ text -> tokens
 
@@ -151,7 +149,10 @@ class BertTokenizer:
         _check_text(text)
         return self._special_split.split(text) if "[" in text else [text]
 
-    def tokenize(self, text: str) -> list[str]:
+    def tokenize(self, text: str, pair: str | None = None, add_special_tokens: bool = False) -> list[str]:
+        """The text's tokens (with add_special_tokens or a pair: the tokens of the encoded input)."""
+        if pair is not None or add_special_tokens:
+            return self(text, pair, add_special_tokens=add_special_tokens).tokens()
         tokens = []
         for i, segment in enumerate(self._segments(text)):
             if i % 2:
@@ -183,7 +184,20 @@ class BertTokenizer:
             base += len(segment)
         return Tokenized(tokens, offsets, word_ids)
 
-    # ------------------------------------------------------------ tokens <-> ids
+    def _sequence(self, text, is_split_into_words: bool, with_offsets: bool) -> Tokenized:
+        """One side of an item: a text, or (is_split_into_words) a list of words, each tokenized on its
+        own, its tokens' word id its index in the list and their offsets into it (as HF does)."""
+        if not is_split_into_words:
+            return self.tokenize_with_offsets(text) if with_offsets else Tokenized(self.tokenize(text), None, None)
+        parts = [self.tokenize_with_offsets(word) if with_offsets else Tokenized(self.tokenize(word), None, None)
+                 for word in text]
+        tokens = [t for part in parts for t in part.tokens]
+        if not with_offsets:
+            return Tokenized(tokens, None, None)
+        return Tokenized(tokens, [o for part in parts for o in part.offsets],
+                         [w for w, part in enumerate(parts) for _ in part.tokens])
+
+    # ------------------------------------------------------------ tokens <-> ids <-> text
 
     def convert_tokens_to_ids(self, tokens):
         """Unknown tokens map to [UNK]'s id."""
@@ -191,10 +205,11 @@ class BertTokenizer:
             return self.vocab.get(tokens, self.unk_token_id)
         return [self.vocab.get(t, self.unk_token_id) for t in tokens]
 
-    def convert_ids_to_tokens(self, ids):
+    def convert_ids_to_tokens(self, ids, skip_special_tokens: bool = False):
         if isinstance(ids, (int, np.integer)):
             return self.ids_to_tokens[self._check_id(ids)]
-        return [self.ids_to_tokens[self._check_id(i)] for i in ids]
+        tokens = [self.ids_to_tokens[self._check_id(i)] for i in ids]
+        return [t for t in tokens if t not in SPECIAL_TOKENS] if skip_special_tokens else tokens
 
     def _check_id(self, token_id) -> int:
         if isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer)) \
@@ -202,20 +217,38 @@ class BertTokenizer:
             raise InputError(f"token id {token_id!r} is not in the vocabulary (0..{len(self.ids_to_tokens) - 1})")
         return int(token_id)
 
-    def decode(self, ids, skip_special_tokens=False, clean_up_tokenization_spaces=True) -> str:
-        """Tokens joined by spaces, "##" pieces glued to the previous token, then HF's
-        clean_up_tokenization (no space before . , ! ? and in contractions like "don't")."""
-        tokens = self.convert_ids_to_tokens(list(np.asarray(ids).ravel()) if isinstance(ids, np.ndarray) else ids)
-        if skip_special_tokens:
-            tokens = [t for t in tokens if t not in SPECIAL_TOKENS]
-        text = " ".join(tokens).replace(" " + CONTINUATION, "").strip()
-        return clean_up_tokenization(text) if clean_up_tokenization_spaces else text
+    def convert_tokens_to_string(self, tokens) -> str:
+        """The WordPiece decoder's text: "##" pieces glued to the token before, " ." and the like closed up."""
+        return wordpiece_decode(tokens)
+
+    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=None) -> str:
+        """convert_tokens_to_string of the ids' tokens (the special ones left out if asked), then HF's
+        clean_up_tokenization ("don ' t" -> "don't") if clean_up_tokenization_spaces (None: the
+        tokenizer's own setting, False unless its tokenizer_config.json says true, as transformers 5)."""
+        ids = np.asarray(token_ids).ravel().tolist() if isinstance(token_ids, np.ndarray) else token_ids
+        tokens = self.convert_ids_to_tokens([ids] if isinstance(ids, (int, np.integer)) else ids, skip_special_tokens)
+        text = wordpiece_decode(tokens)
+        clean = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
+        return clean_up_tokenization(text) if clean else text
+
+    def batch_decode(self, sequences, skip_special_tokens=False, clean_up_tokenization_spaces=None) -> list[str]:
+        return [self.decode(ids, skip_special_tokens, clean_up_tokenization_spaces) for ids in sequences]
+
+    def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, already_has_special_tokens=False) -> list[int]:
+        """1 where [CLS] [SEP] go (or, already_has_special_tokens, where a special token's id is), else 0."""
+        if already_has_special_tokens:
+            special = set(self.all_special_ids)
+            return [int(i in special) for i in token_ids_0]
+        mask = [1] + [0] * len(token_ids_0) + [1]
+        return mask if token_ids_1 is None else mask + [0] * len(token_ids_1) + [1]
 
     # ------------------------------------------------------------ encoding for the model
 
-    def encode(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=None) -> list[int]:
-        _check_text(text)                              # one text (or pair), never a batch
-        return self(text, text_pair, add_special_tokens, max_length, truncation)["input_ids"]
+    def encode(self, text, text_pair=None, add_special_tokens=True, **options) -> list[int]:
+        """The input_ids of one text (or pair); options as __call__'s."""
+        if not options.get("is_split_into_words"):
+            _check_text(text)                          # one text (or pair), never a batch
+        return self(text, text_pair, add_special_tokens=add_special_tokens, **options)["input_ids"]
 
     def _implicit_truncation(self, truncation, max_length, padding):
         """HF's rule (tokenization_utils_base, _get_padding_truncation_strategies): a max_length
@@ -230,108 +263,158 @@ class BertTokenizer:
             self._warned_implicit_truncation = True
         return "longest_first"
 
-    def _encode_one(self, text, text_pair, add_special_tokens, max_length, truncation, with_offsets) -> dict:
-        """One text (or pair) -> input_ids, token_type_ids, attention_mask, offset_mapping, word_ids."""
-        sequences = [self.tokenize_with_offsets(t) if with_offsets else Tokenized(self.tokenize(t), None, None)
+    def _encode_item(self, text, text_pair, o: _Options) -> list[dict]:
+        """One text (or pair) -> its rows: the one truncation keeps, then the overflowing windows."""
+        sequences = [self._sequence(t, o.is_split_into_words, o.with_offsets)
                      for t in ((text,) if text_pair is None else (text, text_pair))]
-        n_special = (len(sequences) + 1) if add_special_tokens else 0
-        if truncation:
-            limit = self.model_max_length if max_length is None else max_length
+        lengths = tuple(len(s.tokens) for s in sequences)
+        rows = [tuple((0, n) for n in lengths)]
+        if o.truncation:
+            n_special = (len(sequences) + 1) if o.add_special_tokens else 0
+            limit = self.model_max_length if o.max_length is None else o.max_length
             if limit < n_special:
                 raise InputError(f"max_length={limit} leaves no room for the {n_special} special tokens")
-            budget = limit - n_special
-            if len(sequences) == 1:
-                keep = (min(len(sequences[0].tokens), budget),)
-            else:
-                keep = longest_first(len(sequences[0].tokens), len(sequences[1].tokens), budget)
-            sequences = [Tokenized(*(None if v is None else v[:k] for v in s)) for s, k in zip(sequences, keep)]
-        ids, types, offsets, word_ids = [], [], [], []
-        if add_special_tokens:
-            ids, types, offsets, word_ids = [self.cls_token_id], [0], [(0, 0)], [-1]
-        for type_id, seq in enumerate(sequences):
-            ids += self.convert_tokens_to_ids(seq.tokens)
-            types += [type_id] * len(seq.tokens)
-            if with_offsets:
-                offsets += seq.offsets
-                word_ids += seq.word_ids
-            if add_special_tokens:
-                ids.append(self.sep_token_id)
-                types.append(type_id)
-                offsets.append((0, 0))
-                word_ids.append(-1)
-        out = {"input_ids": ids, "token_type_ids": types, "attention_mask": [1] * len(ids)}
-        if with_offsets:
-            out["offset_mapping"] = offsets
-            out["word_ids"] = word_ids
-        return out
+            rows = truncation_windows(lengths, o.truncation, limit - n_special, o.stride, self.truncation_side)
+        return [self._row(list(zip(sequences, spans)), o) for spans in (rows if o.overflowing else rows[:1])]
 
-    def __call__(self, text, text_pair=None, add_special_tokens=True, max_length=None, truncation=None,
-                 padding=False, return_offsets_mapping=False, return_word_ids=False, return_tensors=None) -> dict:
-        """Encode a text, a pair (text, text_pair), or a batch (a list of texts or of (a, b)
-        pairs, or two lists) into input_ids, token_type_ids, attention_mask (+ offset_mapping:
-        (start, end) into the original text, (0, 0) for special tokens and padding; + word_ids:
-        the word each token is from, -1 for special tokens and padding).
+    def _row(self, sides, o: _Options) -> dict:
+        """One row from (Tokenized, (start, stop)) per side: [CLS] a [SEP] (b [SEP]), every output of it,
+        and (with offsets) the alignment: token strings, word ids, sequence ids (None: none)."""
+        k = int(o.add_special_tokens)                  # [CLS] before, [SEP] after each side
+        tokens, types, special = [CLS] * k, [0] * k, [1] * k
+        for side, (seq, (start, stop)) in enumerate(sides):
+            tokens += seq.tokens[start:stop] + [SEP] * k
+            types += [side] * (stop - start + k)
+            special += [0] * (stop - start) + [1] * k
+        row = {"input_ids": self.convert_tokens_to_ids(tokens), "token_type_ids": types,
+               "attention_mask": [1] * len(tokens), "special_tokens_mask": special, "_tokens": tokens}
+        if o.with_offsets:
+            offsets, words, sequences = [(0, 0)] * k, [None] * k, [None] * k
+            for side, (seq, (start, stop)) in enumerate(sides):
+                offsets += seq.offsets[start:stop] + [(0, 0)] * k
+                words += seq.word_ids[start:stop] + [None] * k
+                sequences += [side] * (stop - start) + [None] * k
+            row.update(offset_mapping=offsets, _words=words, _sequences=sequences)
+        return row
 
-        truncation: False or True/"longest_first" (pairs lose tokens from the longer side); left
-        unset (None) with a max_length and padding=False, it is "longest_first" (HF's rule, warned once);
-        padding: False, True/"longest" or "max_length"; return_tensors: None or "np".
+    def _rows(self, items, o: _Options) -> tuple[list, list]:
+        """(every row, padded, the item each row is from) of a call's items."""
+        rows, mapping = [], []
+        for i, (a, b) in enumerate(items):
+            item_rows = self._encode_item(a, b, o)
+            rows += item_rows
+            mapping += [i] * len(item_rows)
+        limit = self.model_max_length if o.max_length is None else o.max_length
+        width = target_width([len(r["input_ids"]) for r in rows], o.padding, limit, o.pad_to_multiple_of)
+        if width is not None:
+            rows = [pad_row(r, width, o.padding_side, self.pad_token_id, PAD) for r in rows]
+        return rows, mapping
+
+    def __call__(self, text, text_pair=None, add_special_tokens=True, padding=False, truncation=None,
+                 max_length=None, stride=0, is_split_into_words=False, pad_to_multiple_of=None, padding_side=None,
+                 return_tensors=None, return_token_type_ids=None, return_attention_mask=None,
+                 return_overflowing_tokens=False, return_special_tokens_mask=False, return_offsets_mapping=False,
+                 return_length=False, return_word_ids=False) -> Encoding:
+        """Encode a text, a pair (text, text_pair), or a batch (a list of texts or of (a, b) pairs, or
+        two lists; with is_split_into_words, a list of words is one text and a list of such lists a
+        batch), as transformers' BertTokenizerFast does (docs/tokenizer.md): input_ids,
+        token_type_ids, attention_mask, and on request special_tokens_mask, offset_mapping ((start,
+        end) characters of the original text, (0, 0) for special tokens and padding), length,
+        overflow_to_sample_mapping, and npbert's word_ids (-1 for special tokens and padding).
+
+        truncation: True/"longest_first", "only_first", "only_second", False (unset with a max_length
+        and padding=False: "longest_first", HF's rule, warned once); the tokenizer's truncation_side.
+        return_overflowing_tokens: every window of `max_length` (with `stride` tokens shared between
+        consecutive windows) as a row of its own, overflow_to_sample_mapping naming its item.
+        padding: False, True/"longest" or "max_length", rounded up to pad_to_multiple_of, on
+        padding_side (default: the tokenizer's). return_tensors: None or "np".
         Without max_length, truncation and padding="max_length" use model_max_length."""
-        batch, items = _as_items(text, text_pair)
-        if max_length is not None and (not isinstance(max_length, int) or isinstance(max_length, bool)
-                                       or max_length < 1):
-            raise InputError(f"max_length must be a positive integer, got {max_length!r}")
-        truncation = _check_choice("truncation", self._implicit_truncation(truncation, max_length, padding),
-                                   {None: False, False: False, "do_not_truncate": False,
-                                    True: True, "longest_first": True})
-        padding = _check_choice("padding", padding, {False: None, None: None, "do_not_pad": None,
-                                                     True: "longest", "longest": "longest",
-                                                     "max_length": "max_length"})
+        batch, items = _as_items(text, text_pair, is_split_into_words)
+        o = self._options(add_special_tokens, padding, truncation, max_length, stride, is_split_into_words,
+                          pad_to_multiple_of, padding_side, return_offsets_mapping or return_word_ids,
+                          return_overflowing_tokens)
         if return_tensors not in (None, "np"):
             raise InputError(f"return_tensors must be None or 'np', got {return_tensors!r}")
-        with_offsets = return_offsets_mapping or return_word_ids
-        rows = [self._encode_one(a, b, add_special_tokens, max_length, truncation, with_offsets) for a, b in items]
-        if padding:
-            width = max((len(r["input_ids"]) for r in rows), default=0) if padding == "longest" else \
-                (self.model_max_length if max_length is None else max_length)
-            rows = [self._pad(r, width) for r in rows]
-        keys = ["input_ids", "token_type_ids", "attention_mask"] + \
-            ["offset_mapping"] * bool(return_offsets_mapping) + ["word_ids"] * bool(return_word_ids)
-        out = {k: [r[k] for r in rows] if batch else rows[0][k] for k in keys}
+        rows, mapping = self._rows(items, o)
+        keys = ["input_ids"] + ["token_type_ids"] * (return_token_type_ids is not False) + \
+            ["attention_mask"] * (return_attention_mask is not False) + \
+            ["special_tokens_mask"] * bool(return_special_tokens_mask) + ["offset_mapping"] * bool(return_offsets_mapping)
+        batched = batch or return_overflowing_tokens
+        out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in keys}
+        if return_word_ids:                            # npbert's: -1 where transformers' word_ids() has None
+            word_ids = [[-1 if w is None else w for w in r["_words"]] for r in rows]
+            out["word_ids"] = word_ids if batched else word_ids[0]
+        if return_length:
+            out["length"] = [len(r["input_ids"]) for r in rows]
+        if return_overflowing_tokens:
+            out["overflow_to_sample_mapping"] = mapping
         if return_tensors == "np":
-            if len({len(r["input_ids"]) for r in rows}) > 1:
-                raise InputError("return_tensors='np' needs sequences of one length: pass padding=True")
-            out = {k: np.array(v if batch else [v], dtype=np.int64) for k, v in out.items()}
-        return out
+            out = _as_arrays(out, batched)
 
-    def _pad(self, row: dict, width: int) -> dict:
-        n = width - len(row["input_ids"])
-        if n <= 0:
-            return row
-        fill = {"input_ids": self.pad_token_id, "token_type_ids": 0, "attention_mask": 0,
-                "offset_mapping": (0, 0), "word_ids": -1}
-        return {k: v + [fill[k]] * n for k, v in row.items()}
+        def align():                                   # the same rows again, with offsets, when first asked
+            aligned = rows if o.with_offsets else self._rows(items, o._replace(with_offsets=True))[0]
+            return [Alignment(r["_tokens"], r["_words"], r["_sequences"], r["offset_mapping"]) for r in aligned]
+        return Encoding(out, align, batched)
+
+    def _options(self, add_special_tokens, padding, truncation, max_length, stride, is_split_into_words,
+                 pad_to_multiple_of, padding_side, with_offsets, overflowing) -> _Options:
+        """__call__'s options checked, with HF's defaults and rules applied."""
+        for name, value, least in (("max_length", max_length, 1), ("stride", stride, 0)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
+                raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
+        truncation = _check_choice("truncation", self._implicit_truncation(truncation, max_length, padding),
+                                   _TRUNCATION)
+        padding = _check_choice("padding", padding, _PADDING)
+        padding_side = self.padding_side if padding_side is None else padding_side
+        check_padding_options(padding_side, pad_to_multiple_of)
+        if truncation and padding and pad_to_multiple_of and max_length is not None and max_length % pad_to_multiple_of:
+            raise InputError(f"truncation and padding are both on but max_length={max_length} is not a multiple of "
+                             f"pad_to_multiple_of={pad_to_multiple_of}")
+        return _Options(bool(add_special_tokens), truncation, max_length, stride, bool(is_split_into_words),
+                        bool(with_offsets), bool(overflowing), padding, pad_to_multiple_of, padding_side)
+
+    def pad(self, encoded_inputs, padding=True, max_length=None, pad_to_multiple_of=None, padding_side=None,
+            return_attention_mask=None, return_tensors=None) -> Encoding:
+        """Pad what __call__ returned unpadded (a dict of lists, or a list of such dicts, one per row):
+        input_ids, token_type_ids, special_tokens_mask and an attention_mask (made if missing), as
+        transformers' pad(); other keys are kept as they are."""
+        rows, batched = _rows_of(encoded_inputs)
+        padding = _check_choice("padding", padding, _PADDING)
+        padding_side = self.padding_side if padding_side is None else padding_side
+        check_padding_options(padding_side, pad_to_multiple_of)
+        if return_attention_mask is not False:
+            rows = [{**r, "attention_mask": r.get("attention_mask", [1] * len(r["input_ids"]))} for r in rows]
+        limit = self.model_max_length if max_length is None else max_length
+        width = target_width([len(r["input_ids"]) for r in rows], padding, limit, pad_to_multiple_of)
+        padded = {"input_ids", "token_type_ids", "attention_mask", "special_tokens_mask"}
+        if width is not None:
+            rows = [{**r, **pad_row({k: v for k, v in r.items() if k in padded}, width, padding_side,
+                                    self.pad_token_id, PAD)} for r in rows]
+        out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in rows[0]} if rows else {}
+        return Encoding(_as_arrays(out, batched) if return_tensors == "np" else out, None, batched)
 
 
-def clean_up_tokenization(text: str) -> str:
-    """Hugging Face's clean_up_tokenization: undo the spaces that tokenization put before
-    punctuation and inside English contractions."""
-    for spaced, joined in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
-                           (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
-        text = text.replace(spaced, joined)
-    return text
+def _rows_of(encoded_inputs) -> tuple[list, bool]:
+    """pad()'s input as rows (dicts of lists) and whether it was a batch."""
+    if isinstance(encoded_inputs, (list, tuple)):
+        if not all(isinstance(r, dict) and "input_ids" in r for r in encoded_inputs):
+            raise InputError("pad() takes a dict of lists or a list of dicts, each with input_ids")
+        return [{k: list(v) for k, v in r.items()} for r in encoded_inputs], True
+    if not isinstance(encoded_inputs, dict) or "input_ids" not in encoded_inputs:
+        raise InputError("pad() takes a dict of lists or a list of dicts, each with input_ids")
+    ids = encoded_inputs["input_ids"]
+    if ids and isinstance(ids[0], (list, tuple, np.ndarray)):
+        return [{k: list(v[i]) for k, v in encoded_inputs.items()} for i in range(len(ids))], True
+    return [{k: list(v) for k, v in encoded_inputs.items()}], False
 
 
-def _read_json(path) -> dict:
-    if not os.path.exists(path):
-        return {}
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except JSON_ERRORS as e:
-        raise DataError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path} must hold a JSON object")
-    return data
+def _as_arrays(out: dict, batched: bool) -> dict:
+    """return_tensors='np': int64 arrays, a batch axis first (one text: a batch of one)."""
+    lengths = {len(r) for r in (out["input_ids"] if batched else [out["input_ids"]])}
+    if len(lengths) > 1:
+        raise InputError("return_tensors='np' needs sequences of one length: pass padding=True")
+    return {k: np.array(v if batched or k in ("length", "overflow_to_sample_mapping") else [v], dtype=np.int64)
+            for k, v in out.items()}
 
 
 def _check_text(text):
@@ -346,23 +429,35 @@ def _check_choice(name, value, choices: dict):
         raise InputError(f"{name} must be one of {list(choices)}, got {value!r}") from None
 
 
-def _as_items(text, text_pair) -> tuple[bool, list[tuple[str, str | None]]]:
-    """(is_batch, [(text, pair or None)]) from the ways __call__ accepts its input."""
-    if isinstance(text, str):
-        if text_pair is not None and not isinstance(text_pair, str):
-            raise InputError(f"text_pair must be a str when text is, got {type(text_pair).__name__}")
+def _is_pair(item) -> bool:
+    return isinstance(item, (tuple, list)) and len(item) == 2 and all(isinstance(s, str) for s in item)
+
+
+def _is_words(item) -> bool:
+    return isinstance(item, (list, tuple)) and all(isinstance(w, str) for w in item)
+
+
+def _as_items(text, text_pair, is_split_into_words=False) -> tuple[bool, list]:
+    """(is_batch, [(text, pair or None)]) from the ways __call__ accepts its input; with
+    is_split_into_words a text is a list of words."""
+    one = _is_words if is_split_into_words else (lambda t: isinstance(t, str))
+    what = "a list of words" if is_split_into_words else "a str"
+    if one(text):
+        if text_pair is not None and not one(text_pair):
+            raise InputError(f"text_pair must be {what} when text is, got {type(text_pair).__name__}")
         return False, [(text, text_pair)]
     if not isinstance(text, (list, tuple)):
-        raise InputError(f"text must be a str, a list of str or a list of (str, str) pairs, "
-                         f"got {type(text).__name__}")
+        raise InputError(f"text must be {what}, a list of them or a list of pairs of them, got {type(text).__name__}")
     if text_pair is not None:
         if not isinstance(text_pair, (list, tuple)) or len(text_pair) != len(text):
             raise InputError("with a batch of texts, text_pair must be a list of the same length")
         items = list(zip(text, text_pair))
+    elif is_split_into_words:
+        items = [(t, None) for t in text]
     else:
         items = [tuple(t) if _is_pair(t) else (t, None) for t in text]
     for a, b in items:
-        _check_text(a)
-        if b is not None:
-            _check_text(b)
+        if not one(a) or (b is not None and not one(b)):
+            bad = a if not one(a) else b
+            raise InputError(f"text must be {what} (a batch: a list of them), got {type(bad).__name__} in the batch")
     return True, items

