@@ -193,3 +193,17 @@ def test_alignment_is_made_only_when_asked_and_matches_the_offsets():
 
 
 LONG_TEXT = "lowest low, wanted running unwanted low"
+
+
+def test_the_docs_quote_the_fixture():
+    """docs/tokenizer.md's counts are the fixture's (regenerate both with the reference script)."""
+    import re
+    page = open(os.path.join(os.path.dirname(__file__), "..", "docs", "tokenizer.md"), encoding="utf-8").read()
+    m = re.search(r"transformers (\d+\.\d+)'s\s+`BertTokenizerFast`.*?:\s+(\d+) cases ported from transformers' own "
+                  r"tests \((\d+) where transformers raises\), every output\s+compared and, for (\d+) encodings", page,
+                  re.S)
+    assert m, "the sentence quoting the fixture in docs/tokenizer.md"
+    cases = API["cases"]
+    assert API["made_by"]["transformers"].startswith(m[1] + ".")
+    assert (int(m[2]), int(m[3]), int(m[4])) == (len(cases), sum("error" in c for c in cases),
+                                                 sum("alignment" in c for c in cases))

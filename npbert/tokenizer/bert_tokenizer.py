@@ -19,8 +19,8 @@ from npbert.tokenizer.files import SPECIAL_NAMES, read_tokenizer_files, write_to
 from npbert.tokenizer.normalize import BasicTokenizer
 from npbert.tokenizer.padding import SIDES, check_padding_options, pad_row, target_width
 from npbert.tokenizer.truncation import STRATEGIES, longest_first, truncation_windows
-from npbert.tokenizer.vocab import CLS, PAD, SEP, SPECIAL_TOKENS, UNK, check_vocab, load_vocab
-from npbert.tokenizer.wordpiece import CONTINUATION, MAX_WORD_CHARS, piece_length, wordpiece
+from npbert.tokenizer.vocab import CLS, SEP, SPECIAL_TOKENS, UNK, check_vocab, load_vocab
+from npbert.tokenizer.wordpiece import MAX_WORD_CHARS, piece_length, wordpiece
 
 __all__ = ["BertTokenizer", "Tokenized", "clean_up_tokenization", "longest_first"]
 _WORD = regex.compile(r"[^ ]+")  # after normalization " " is the only whitespace left
@@ -279,7 +279,8 @@ class BertTokenizer:
 
     def _row(self, sides, o: _Options) -> dict:
         """One row from (Tokenized, (start, stop)) per side: [CLS] a [SEP] (b [SEP]), every output of it,
-        and (with offsets) the alignment: token strings, word ids, sequence ids (None: none)."""
+        and (with offsets) the word ids, -1 for a special token (the alignment's token strings follow
+        from the ids, its sequence ids from the token types and the special-tokens mask)."""
         k = int(o.add_special_tokens)                  # [CLS] before, [SEP] after each side
         tokens, types, special = [CLS] * k, [0] * k, [1] * k
         for side, (seq, (start, stop)) in enumerate(sides):
@@ -287,14 +288,15 @@ class BertTokenizer:
             types += [side] * (stop - start + k)
             special += [0] * (stop - start) + [1] * k
         row = {"input_ids": self.convert_tokens_to_ids(tokens), "token_type_ids": types,
-               "attention_mask": [1] * len(tokens), "special_tokens_mask": special, "_tokens": tokens}
+               "attention_mask": [1] * len(tokens), "special_tokens_mask": special}
         if o.with_offsets:
-            offsets, words, sequences = [(0, 0)] * k, [None] * k, [None] * k
-            for side, (seq, (start, stop)) in enumerate(sides):
-                offsets += seq.offsets[start:stop] + [(0, 0)] * k
-                words += seq.word_ids[start:stop] + [None] * k
-                sequences += [side] * (stop - start) + [None] * k
-            row.update(offset_mapping=offsets, _words=words, _sequences=sequences)
+            offsets, words = [(0, 0)] * k, [-1] * k
+            for seq, (start, stop) in sides:
+                offsets += seq.offsets[start:stop]
+                offsets += [(0, 0)] * k
+                words += seq.word_ids[start:stop]
+                words += [-1] * k
+            row.update(offset_mapping=offsets, word_ids=words)
         return row
 
     def _rows(self, items, o: _Options) -> tuple[list, list]:
@@ -307,7 +309,7 @@ class BertTokenizer:
         limit = self.model_max_length if o.max_length is None else o.max_length
         width = target_width([len(r["input_ids"]) for r in rows], o.padding, limit, o.pad_to_multiple_of)
         if width is not None:
-            rows = [pad_row(r, width, o.padding_side, self.pad_token_id, PAD) for r in rows]
+            rows = [pad_row(r, width, o.padding_side, self.pad_token_id) for r in rows]
         return rows, mapping
 
     def __call__(self, text, text_pair=None, add_special_tokens=True, padding=False, truncation=None,
@@ -338,12 +340,10 @@ class BertTokenizer:
         rows, mapping = self._rows(items, o)
         keys = ["input_ids"] + ["token_type_ids"] * (return_token_type_ids is not False) + \
             ["attention_mask"] * (return_attention_mask is not False) + \
-            ["special_tokens_mask"] * bool(return_special_tokens_mask) + ["offset_mapping"] * bool(return_offsets_mapping)
+            ["special_tokens_mask"] * bool(return_special_tokens_mask) + \
+            ["offset_mapping"] * bool(return_offsets_mapping) + ["word_ids"] * bool(return_word_ids)
         batched = batch or return_overflowing_tokens
         out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in keys}
-        if return_word_ids:                            # npbert's: -1 where transformers' word_ids() has None
-            word_ids = [[-1 if w is None else w for w in r["_words"]] for r in rows]
-            out["word_ids"] = word_ids if batched else word_ids[0]
         if return_length:
             out["length"] = [len(r["input_ids"]) for r in rows]
         if return_overflowing_tokens:
@@ -353,8 +353,16 @@ class BertTokenizer:
 
         def align():                                   # the same rows again, with offsets, when first asked
             aligned = rows if o.with_offsets else self._rows(items, o._replace(with_offsets=True))[0]
-            return [Alignment(r["_tokens"], r["_words"], r["_sequences"], r["offset_mapping"]) for r in aligned]
+            return [self._alignment(r) for r in aligned]
         return Encoding(out, align, batched)
+
+    def _alignment(self, row: dict) -> Alignment:
+        """A row's alignment as transformers gives it: its tokens' strings, None for no word, and a
+        token's sequence the side it is from (its token type), None for [CLS], [SEP] and padding."""
+        words = [None if w < 0 else w for w in row["word_ids"]]
+        sequences = [None if special else side for side, special in zip(row["token_type_ids"],
+                                                                          row["special_tokens_mask"])]
+        return Alignment(self.convert_ids_to_tokens(row["input_ids"]), words, sequences, row["offset_mapping"])
 
     def _options(self, add_special_tokens, padding, truncation, max_length, stride, is_split_into_words,
                  pad_to_multiple_of, padding_side, with_offsets, overflowing) -> _Options:
@@ -389,7 +397,7 @@ class BertTokenizer:
         padded = {"input_ids", "token_type_ids", "attention_mask", "special_tokens_mask"}
         if width is not None:
             rows = [{**r, **pad_row({k: v for k, v in r.items() if k in padded}, width, padding_side,
-                                    self.pad_token_id, PAD)} for r in rows]
+                                    self.pad_token_id)} for r in rows]
         out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in rows[0]} if rows else {}
         return Encoding(_as_arrays(out, batched) if return_tensors == "np" else out, None, batched)
 

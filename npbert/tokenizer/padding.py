@@ -8,7 +8,7 @@ from npbert.errors import InputError
 
 # key -> what a padded position holds (input_ids: the tokenizer's pad id; _tokens: its string)
 FILL = {"token_type_ids": 0, "attention_mask": 0, "special_tokens_mask": 1, "offset_mapping": (0, 0),
-        "_words": None, "_sequences": None}
+        "word_ids": -1}
 SIDES = ("right", "left")
 
 
@@ -23,12 +23,12 @@ def target_width(lengths, padding, max_length, pad_to_multiple_of) -> int | None
     return width
 
 
-def pad_row(row: dict, width: int, side: str, pad_id: int, pad_token: str) -> dict:
+def pad_row(row: dict, width: int, side: str, pad_id: int) -> dict:
     """A row (key -> list, input_ids among them) padded to width; a longer row stays as it is."""
     n = width - len(row["input_ids"])
     if n <= 0:
         return row
-    fill = {**FILL, "input_ids": pad_id, "_tokens": pad_token}
+    fill = {**FILL, "input_ids": pad_id}
     if side == "left":
         return {k: [fill[k]] * n + v if k in fill else v for k, v in row.items()}
     return {k: v + [fill[k]] * n if k in fill else v for k, v in row.items()}

@@ -58,8 +58,13 @@ def case(name, source, call, *args, vocab="bert_test", init=None, attrs=None, **
 
 
 def call_cases():
+    return bert_cases() + special_token_cases() + truncation_cases() + padding_cases() + word_cases() + \
+        decoding_cases()
+
+
+def bert_cases():
+    """The BERT tokenizer's own tests."""
     c = []
-    # --- the BERT tokenizer's own tests
     c.append(case("tokenize the golden case", BERT + "test_full_tokenizer", "tokenize", "UNwant\u00e9d,running"))
     c.append(case("encode without special tokens", BERT + "test_rust_and_python_full_tokenizers", "encode",
                   "UNwant\u00e9d,running", add_special_tokens=False))
@@ -74,7 +79,12 @@ def call_cases():
         c.append(case(f"chinese characters, tokenize_chinese_chars={split}", BERT + "test_change_tokenize_chinese_chars",
                       "encode", "的人有", vocab="minilm", init={"tokenize_chinese_chars": split},
                       add_special_tokens=False))
-    # --- add_special_tokens, special tokens masks, sequence ids
+    return c
+
+
+def special_token_cases():
+    """add_special_tokens, special tokens masks, sequence ids, the special tokens' attributes."""
+    c = []
     for pair in (None, PAIR):
         for add in (True, False):
             c.append(case(f"special tokens mask, pair={pair is not None}, add_special_tokens={add}",
@@ -93,7 +103,12 @@ def call_cases():
                       init={"model_max_length": 512}))
     c.append(case("get_vocab", COMMON + "test_get_vocab", "get_vocab"))
     c.append(case("sequence ids of a pair", COMMON + "test_sequence_ids", "__call__", "low wanted", "un runn"))
-    # --- truncation: strategies, sides, overflowing windows with a stride
+    return c
+
+
+def truncation_cases():
+    """Truncation: strategies, sides, overflowing windows with a stride."""
+    c = []
     for side in ("right", "left"):
         for stride in (0, 2):
             c.append(case(f"single text, {side} truncation, stride {stride}",
@@ -124,7 +139,12 @@ def call_cases():
                   max_length=6, truncation=True, return_overflowing_tokens=True))
     c.append(case("stride without truncation", COMMON + "test_maximum_encoding_length_single_input", "__call__", LONG,
                   stride=2, return_overflowing_tokens=True))
-    # --- padding: sides, lengths, multiples; pad()
+    return c
+
+
+def padding_cases():
+    """Padding: sides, lengths, multiples; pad(); outputs left out; return_length."""
+    c = []
     for side in ("right", "left"):
         c.append(case(f"batch padded on the {side}", COMMON + "test_padding_side_in_kwargs", "__call__",
                       ["low", LONG, ""], padding=True, padding_side=side, return_special_tokens_mask=True,
@@ -158,7 +178,12 @@ def call_cases():
     c.append(case("return_length", COMMON + "test_call", "__call__", "UNwant\u00e9d,running low", return_length=True))
     c.append(case("return_length, arrays", COMMON + "test_call", "__call__", "low", return_length=True,
                   return_tensors="np"))
-    # --- pre-split words
+    return c
+
+
+def word_cases():
+    """Pre-split words (is_split_into_words) and the alignment on a real vocabulary."""
+    c = []
     c.append(case("words", COMMON + "test_pretokenized_inputs", "__call__", ["low", "wa,un", "", "lowest"],
                   is_split_into_words=True, return_offsets_mapping=True))
     c.append(case("words, pair", COMMON + "test_pretokenized_inputs", "__call__", ["low", "wa,un"], ["don't", "un"],
@@ -175,11 +200,16 @@ def call_cases():
     c.append(case("minilm words", COMMON + "test_pretokenized_inputs", "__call__",
                   ["EU", "rejects", "German", "call", "to", "boycott", "British", "lamb", "."], vocab="minilm",
                   is_split_into_words=True, return_offsets_mapping=True))
-    # --- alignment on a real vocabulary, and decoding
     c.append(case("alignment, batch of pairs", COMMON + "test_alignement_methods", "__call__", MINILM_TEXTS[1:],
                   ["Is it?", "Naïve [MASK] 日本語 façade, don't."], vocab="minilm", return_offsets_mapping=True))
     c.append(case("batch, padded, arrays", COMMON + "tokenizer_integration_test_util", "__call__", MINILM_TEXTS,
                   vocab="minilm", padding=True, return_tensors="np"))
+    return c
+
+
+def decoding_cases():
+    """decode, batch_decode, convert_tokens_to_string, convert_ids_to_tokens."""
+    c = []
     ids = [101, 2123, 1005, 1056, 1012, 1045, 1005, 1049, 1037, 2204, 1010, 2204, 3899, 999, 2079, 2025, 102, 0, 0]
     for clean in (None, True, False):
         for skip in (False, True):
