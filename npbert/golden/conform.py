@@ -59,7 +59,8 @@ class CaseReport:
     def verdict(self) -> str:
         """One line a script can match: PASS, "MISSING: ...", or
         "FAIL: first differs at `NAME` (WHERE): DETAIL" (docs/porting.md), WHERE being forward or
-        backward (a whole model's trace, in that order), output, gradient, step N or after step N."""
+        backward (a whole model's trace, in that order), output, gradient, step N or after step N
+        (a training case), text R, position P or pair R, first text, position P (a tokenizer case)."""
         if self.missing:
             return "MISSING: no results for this case"
         if not self.rows:
