@@ -657,3 +657,22 @@ def test_float32_training_goldens_are_within_half_the_tolerance_of_float64(golde
                 if t["role"] in schema.REQUIRED + schema.OPTIONAL:
                     worst = max(worst, schema.tensor_error(t32[t["name"]], t64[t["name"]], t.get("floor", 0.0))[1])
     assert 0 < worst < manifest["tolerance"]["float32"] / 2, worst
+
+
+def test_a_tokenizer_port_padding_to_another_width_is_told_where(golden, own_results, tmp_path):
+    """A port whose batch is one token narrower (it truncated the longest text): the first token it
+    lacks is named, with the widths."""
+    results = _copy_results(own_results, tmp_path)
+    name = "tokenizer[rules,uncased]"
+    path = os.path.join(results, "tokenizer", name + ".safetensors")
+    right = safetensors.load_file(path)
+    longest = int(right["attention_mask"].sum(axis=1).argmax())
+    narrow = {k: (v[:, :-1].copy() if k in ("input_ids", "token_type_ids", "attention_mask", "offset_mapping") else v)
+              for k, v in right.items()}
+    end = int(right["attention_mask"][longest].sum()) - 1       # its [SEP] one token early
+    narrow["input_ids"][longest, end - 1] = right["input_ids"][longest, end]
+    safetensors.save_file(narrow, path)
+    verdict = _report(golden, results, name).verdict()
+    assert VERDICT.fullmatch(verdict) and verdict.startswith(f"FAIL: first differs at `input_ids` (text {longest}, "
+                                                             f"position {end - 1}): expected `##e` (21), got `[SEP]` (3)")
+    assert verdict.endswith("the port's rows are 151 tokens wide, the golden's 152"), verdict

@@ -25,22 +25,34 @@ def locate_token(golden_dir, entry: dict, golden: dict, results: dict):
     vocab = case_vocab(golden_dir, entry.get("constants", {}))
     for t in entry["tensors"]:
         want, got = golden[t["name"]], results.get(t["name"])
-        if t["role"] != "output" or got is None or np.shape(got) != want.shape or np.asarray(got).dtype != want.dtype:
+        if t["role"] != "output" or got is None or not _comparable(np.asarray(got), want):
             continue
-        unequal = np.asarray(got) != want                # (B, T) or offsets' (B, T, 2)
+        got = np.asarray(got)
+        width = min(got.shape[1], want.shape[1])         # a port that pads to another width: the common part
+        unequal = got[:, :width] != want[:, :width]      # (B, T) or offsets' (B, T, 2)
         if unequal.ndim == 3:
             unequal = unequal.any(axis=2)
-        if unequal.ndim != 2 or not unequal.any():
-            continue
+        wider = f"; the port's rows are {got.shape[1]} tokens wide, the golden's {want.shape[1]}" \
+            if got.shape[1] != want.shape[1] else ""
+        if not unequal.any():
+            if not wider:
+                continue
+            return t["name"], f"position {width}", f"the rows agree up to position {width}{wider}"
         row, position = (int(i) for i in np.argwhere(unequal)[0])
         try:
-            where, detail = _describe(entry, golden, t["name"], row, position, np.asarray(got), vocab)
+            where, detail = _describe(entry, golden, t["name"], row, position, got, vocab)
         except (KeyError, IndexError, TypeError, ValueError):  # constants edited by hand: the bare place
             where, detail = f"row {row}, position {position}", "differs"
         count = int(unequal.sum())
         more = f"; {count} positions of `{t['name']}` differ" if count > 1 else ""
-        return t["name"], where, detail + more
+        return t["name"], where, detail + more + wider
     return None
+
+
+def _comparable(got, want) -> bool:
+    """The same dtype, rows and trailing axes (the width, axis 1, may differ: padding)."""
+    return got.dtype == want.dtype and got.ndim == want.ndim >= 2 and got.shape[0] == want.shape[0] and \
+        got.shape[2:] == want.shape[2:]
 
 
 def case_vocab(golden_dir, constants: dict) -> list | None:
