@@ -207,3 +207,13 @@ def test_the_docs_quote_the_fixture():
     assert API["made_by"]["transformers"].startswith(m[1] + ".")
     assert (int(m[2]), int(m[3]), int(m[4])) == (len(cases), sum("error" in c for c in cases),
                                                  sum("alignment" in c for c in cases))
+
+
+def test_an_encoding_pickles_and_copies_with_its_alignment():
+    import copy
+    import pickle
+    tok = BertTokenizer(API["bert_test_vocab"])
+    enc = tok(["low wanted", "un"], ["wa", "runn low"])
+    for other in (pickle.loads(pickle.dumps(enc)), copy.deepcopy(enc), copy.copy(enc)):
+        assert other == enc and isinstance(other, Encoding) and other.is_batched
+        assert other.word_ids(1) == enc.word_ids(1) and other.char_to_token(1, 0, 1) == enc.char_to_token(1, 0, 1)

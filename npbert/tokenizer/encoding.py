@@ -37,12 +37,19 @@ class Alignment(NamedTuple):
 
 
 class Encoding(dict):
-    """A dict of the requested outputs; the methods need the alignment, made by `align()` on first use
-    (None: made without one, as `BertTokenizer.pad` does)."""
+    """A dict of the requested outputs; the methods need the alignment: [Alignment] per row, or a
+    function that makes it on first use (None: made without one, as `BertTokenizer.pad` does)."""
 
     def __init__(self, data: dict, align=None, batched: bool = False):
         super().__init__(data)
         self._align, self._rows, self.is_batched = align, None, batched
+        if isinstance(align, list):
+            self._rows = align
+
+    def __reduce__(self):
+        """Pickled (and copied) with its alignment made, not the function that makes it."""
+        rows = self._rows if self._rows is not None or self._align is None else self._align()
+        return Encoding, (dict(self), rows, self.is_batched)
 
     def _row(self, batch_index: int) -> Alignment:
         if self._align is None:
