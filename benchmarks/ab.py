@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     p.add_argument("--preset", default="tiny")
     p.add_argument("--vocab", type=int, default=30522)
     p.add_argument("--impls", default="numpy,numba,hf-masked",
-                   help="numpy, numba (the packed training step when npbert.packed exists, else the padded one), "
+                   help="numpy, numba (the packed training step), "
                         "numpy-padded, numba-padded (the padded pretraining_forward step), hf-masked, hf (torch + "
                         "transformers), ort (onnx + onnxruntime, --kind infer), matmuls (the step's matmuls alone, "
                         "every position: the padded ceiling), matmuls-needed (only the matmuls the loss needs: the "

@@ -213,7 +213,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--presets", type=comma_list(tuple(workload.PRESETS)), default="tiny,mini,small", help="model presets to measure")
     p.add_argument("--vocabs", type=comma_list(positive_int), default="30522,8192", help="vocabulary sizes to measure")
     p.add_argument("--impls", type=comma_list(IMPLS), default=",".join(DEFAULT_IMPLS),
-                   help="numpy, numba (the packed training step when npbert.packed exists), numpy-padded, "
+                   help="numpy, numba (the packed training step), numpy-padded, "
                         "numba-padded (the padded pretraining_forward step), hf-masked, hf (hf*: torch + transformers), "
                         "ort (inference: onnx + onnxruntime), matmuls (the padded ceiling: the step's matmuls alone "
                         "in NumPy, every position computed), matmuls-needed (the needed ceiling: only the matmuls "

@@ -214,45 +214,25 @@ def init_params(config: BertConfig, seed: int = 0) -> dict:
 NPBERT_IMPLS = ("numpy", "numba", "numpy-padded", "numba-padded")   # backend, and -padded: today's padded step
 
 
-def packed_available() -> bool:
-    """Whether the npbert imported has the packed training step (npbert.packed) in its own
-    directory: an editable install's import hook can find a submodule this checkout lacks in
-    another checkout, whose other modules may not match this one's."""
-    import importlib.util
-    import os
-
-    import npbert
-    spec = importlib.util.find_spec("npbert.packed")
-    home = os.path.dirname(os.path.abspath(npbert.__file__))
-    return spec is not None and bool(spec.origin) and os.path.abspath(spec.origin).startswith(home + os.sep)
-
-
 def npbert_impl(impl: str) -> tuple:
-    """An npbert impl name -> (backend, packed): "numba" is the packed training step when
-    npbert.packed exists (else the padded one), "numba-padded" always the padded
-    pretraining_forward; "numpy" likewise."""
+    """An npbert impl name -> (backend, packed): "numba" is the packed training step (what npbert
+    pretrain runs), "numba-padded" the padded pretraining_forward; "numpy" likewise."""
     if impl not in NPBERT_IMPLS:
         raise ValueError(f"not an npbert impl: {impl!r} (one of {', '.join(NPBERT_IMPLS)})")
     backend, _, variant = impl.partition("-")
-    return backend, variant != "padded" and packed_available()
+    return backend, variant != "padded"
 
 
-def npbert_steps(config: BertConfig, batch: dict, seed: int = 0, packed: bool | None = None):
+def npbert_steps(config: BertConfig, batch: dict, seed: int = 0, packed: bool = True):
     """-> (train_step, infer_step, optimizer): train = forward + backward + clip + AdamW; infer =
     npbert.inference.pretraining_inference (no dropout, no caches, padding not computed).
-    packed: train with npbert.packed's step (real tokens only, the last layer at the rows the
-    heads read) or, False, the padded pretraining_forward / pretraining_backward; None: packed
-    when npbert.packed exists. float32 throughout."""
+    packed: train with the packed step (BertModel on the packed layout: real tokens only, the
+    last layer at the rows the heads read) or, False, on the padded layout (every position).
+    float32 throughout."""
     from npbert import optim
     from npbert.inference import pretraining_inference
-    if packed is None:
-        packed = packed_available()
-    if packed:                                         # imported here: it may not exist in this npbert
-        from npbert.packed import packed_pretraining_backward as backward
-        from npbert.packed import packed_pretraining_forward as forward
-    else:
-        from npbert.model import pretraining_backward as backward
-        from npbert.model import pretraining_forward as forward
+    from npbert.model import packed_pretraining_forward, pretraining_backward, pretraining_forward
+    forward, backward = (packed_pretraining_forward if packed else pretraining_forward), pretraining_backward
 
     params = init_params(config, seed)
     opt = optim.AdamW(params)

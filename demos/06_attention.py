@@ -15,6 +15,7 @@ import numpy as np
 from npbert import ops
 from npbert.gradcheck import check
 from npbert.layers.attention import self_attention_backward, self_attention_forward
+from npbert.layers.layout import Padded
 from npbert.plotting import attention_heads
 
 
@@ -95,15 +96,17 @@ ok(r.passed, "gradient check of the core, with attention dropout 0.1")
 # > from docs/layers/attention.md: Numbers that must be right
 
 # %%
-stage("Multi-head self-attention: projections, split heads, core, merge, output projection.")
+stage("Multi-head self-attention: projections, split heads, core, merge, output projection, on rows.")
 names = ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense")
 params = {}
 for n in names:                                # HF names relative to one encoder layer
     params[n + ".weight"] = 0.5 * rng.standard_normal((H, H))
     params[n + ".bias"] = 0.5 * rng.standard_normal(H)
+padded = Padded(attention_mask, np.float64)   # the layout: every position a row, row b*T + t (layout.py)
 x = rng.standard_normal((B, T, H))
-out, sa_cache = self_attention_forward(x, mask_bias, params, A, 0.0, None)
-print(f"   x {x.shape} -> out {out.shape}, {A} heads of size {D}")
+rows, sa_cache = self_attention_forward(padded.rows_of(x), padded, None, params, A, 0.0, None)   # (B*T, H)
+out = padded.batched(rows)                     # (B, T, H)
+print(f"   x {x.shape} as rows {padded.rows_of(x).shape} -> rows {rows.shape} = out {out.shape}, {A} heads of size {D}")
 
 expected = np.zeros_like(out)                  # per head: its D columns of q, k, v
 W = {n: (params[n + ".weight"], params[n + ".bias"]) for n in names}
@@ -119,16 +122,16 @@ for b in range(B):
 ok(np.allclose(out, expected), "equals a per-sequence, per-head loop")
 
 dout = rng.standard_normal(out.shape)
-dx, grads = self_attention_backward(dout, sa_cache)
+dx, grads = self_attention_backward(padded.rows_of(dout), sa_cache)
 print("   |gradient| of each bias: " + ", ".join(f"{n.split('.')[-1]} {np.abs(grads[n + '.bias']).max():.1e}"
                                                     for n in names))
 ok(np.abs(grads["attention.self.key.bias"]).max() < 1e-12, "the key bias gradient is zero up to rounding")
 shifted = dict(params, **{"attention.self.key.bias": params["attention.self.key.bias"] + 5.0})
-ok(np.allclose(self_attention_forward(x, mask_bias, shifted, A, 0.0, None)[0], out),
+ok(np.allclose(self_attention_forward(padded.rows_of(x), padded, None, shifted, A, 0.0, None)[0], rows),
    "...because changing the key bias does not change the output (softmax ignores a per-row constant)")
 
-r = check("self_attention", {"x": x, **params},
-          lambda p: self_attention_forward(p["x"], mask_bias, p, A, 0.1, drop_rng()),
+r = check("self_attention", {"x": padded.rows_of(x), **params},
+          lambda p: self_attention_forward(p["x"], padded, None, p, A, 0.1, drop_rng()),
           lambda d, c: (lambda dx_g: {"x": dx_g[0], **dx_g[1]})(self_attention_backward(d, c)))
 ok(r.passed, f"gradient check of x and all 8 parameters, with dropout (max error {r.max_error:.1e})")
 

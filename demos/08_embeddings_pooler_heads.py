@@ -15,6 +15,7 @@ import numpy as np
 from npbert import BertConfig, init_params, ops
 from npbert.gradcheck import check
 from npbert.layers.embeddings import bert_embeddings_backward, bert_embeddings_forward
+from npbert.layers.layout import Padded
 from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
@@ -50,7 +51,8 @@ stage("Embeddings: three tables summed, LayerNorm, dropout.")
 ids = np.array([[1, 5, 6, 5, 2, 0], [1, 7, 2, 8, 9, 2]])     # say [CLS]=1, [SEP]=2, [PAD]=0
 types = np.array([[0, 0, 0, 0, 0, 0], [0, 0, 0, 1, 1, 1]])
 emb = prefixed("bert.embeddings.")
-x, _ = bert_embeddings_forward(ids, types, params, config, None)
+padded = Padded(np.ones_like(ids), np.float64)   # the layout: every position a row, row b*T + t (layout.py)
+x = padded.batched(bert_embeddings_forward(ids, types, padded, params, config, None)[0])   # (B*T, H) -> (B, T, H)
 s = params[WORD][ids] + params["bert.embeddings.position_embeddings.weight"][:T] \
     + params["bert.embeddings.token_type_embeddings.weight"][types]
 by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"],
@@ -58,8 +60,8 @@ by_hand, _ = ops.layernorm_forward(s, params["bert.embeddings.LayerNorm.weight"]
 print(f"   ids {ids.shape} -> x {x.shape};  tables: " + ", ".join(f"{k[len('bert.embeddings.'):]} {v.shape}" for k, v in emb.items()))
 print(f"   x[0, 1, :4] = {x[0, 1, :4]}\n   by hand     = {by_hand[0, 1, :4]}")
 ok(np.allclose(x, by_hand), "x = LayerNorm(word[ids] + position[:T] + token_type[types]) (eval: no dropout)")
-x_train, cache = bert_embeddings_forward(ids, types, params, config, same_seed())
-g = bert_embeddings_backward(rng.standard_normal(x.shape), cache)
+x_train, cache = bert_embeddings_forward(ids, types, padded, params, config, same_seed())   # (B*T, H)
+g = bert_embeddings_backward(rng.standard_normal(x_train.shape), cache)
 print(f"   sum |gradient| of each position row: {np.abs(g['bert.embeddings.position_embeddings.weight']).sum(-1)}")
 print(f"   sum |gradient| of each word row:     {np.abs(g[WORD]).sum(-1)}")
 ok(np.all(g["bert.embeddings.position_embeddings.weight"][T:] == 0.0), f"position rows {T}..{P - 1} are unused: zero gradient")
@@ -67,8 +69,9 @@ ok(np.all(g[WORD][[3, 4, 10, 11]] == 0.0), "word rows of ids not in the batch: z
 ok(np.all(g[WORD][0] == 0.0), "[PAD] row 0 (pad_token_id): no gradient from the lookup (HF's padding_idx)")
 table0 = params[WORD].copy()
 pad_fixed = lambda table: np.where(np.arange(V)[:, None] == 0, table0, table)   # row 0: a constant to the lookup
-r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, {**p, WORD: pad_fixed(p[WORD])},
-                                                                    config, same_seed()),
+r = check("bert_embeddings", emb, lambda p: bert_embeddings_forward(ids, types, padded,
+                                                                    {**p, WORD: pad_fixed(p[WORD])}, config,
+                                                                    same_seed()),
           lambda d, c: bert_embeddings_backward(d, c))
 ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max error {r.max_error:.1e})")
 

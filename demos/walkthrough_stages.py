@@ -18,7 +18,7 @@ from npbert import backend, ops
 from npbert.atomic import check_dir_path
 from npbert.checkpoint import VOCAB_FILE, load_config, load_pretrained
 from npbert.errors import CheckpointError, InputError
-from npbert.layers.attention import split_heads
+from npbert.ops import split_heads
 from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
 from npbert.model import WORD_EMBEDDINGS, bert_backward, bert_forward
 from npbert.plotting import attention_heads, check_png_path, gradient_norms

@@ -1,5 +1,6 @@
-"""Inference without the work of padding: the packed forward (npbert/packed/) with no dropout
-and no caches, the last encoder layer only at the rows the caller reads.
+"""Inference without the work of padding: BertModel on the packed layout (npbert/model.py,
+npbert/layers/layout.py) with no dropout and no caches, the last encoder layer only at the
+rows the caller reads.
 
 bert_forward computes every position of the (B, T) batch, padding included: a batch of
 sentences of 30 to 128 tokens pays for 128 each. Here the real tokens are packed into one
@@ -18,27 +19,19 @@ should read). The pooler reads position 0, which must be a real token.
 from __future__ import annotations
 
 from npbert.layers.mlm_head import mlm_head_forward
-from npbert.model import check_inputs, check_labels
-from npbert.packed import Packing, packed_bert_forward, packed_pretraining_forward
-from npbert.packed.bert import packed_bert_forward_checked
+from npbert.model import (bert_model_forward, check_inputs, check_labels, make_layout, packed_bert_forward,
+                          packed_pretraining_forward)
 from npbert.task_model import task_model_forward
 
-__all__ = ["Packing", "bert_inference", "masked_lm_inference", "packed_bert", "pretraining_inference",
-           "task_inference"]
-
-
-def packed_bert(params, config, input_ids, token_type_ids=None, attention_mask=None):
-    """-> (h (N, H) the real tokens' sequence output, packed; pooled (B, H) or None; Packing)."""
-    (h, pooled), cache = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask,
-                                             keep_caches=False)
-    return h, pooled, cache.packing
+__all__ = ["bert_inference", "masked_lm_inference", "pretraining_inference", "task_inference"]
 
 
 def bert_inference(params, config, input_ids, token_type_ids=None, attention_mask=None):
     """bert_forward's (sequence_output (B, T, H), pooled (B, H) or None) for inference: no
     dropout, no caches, padding not computed (zeros in the sequence output)."""
-    h, pooled, packing = packed_bert(params, config, input_ids, token_type_ids, attention_mask)
-    return packing.unpack(h), pooled
+    (h, pooled), cache = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask,
+                                             keep_caches=False)                         # (N, H)
+    return cache.layout.batched(h), pooled                                             # (B, T, H)
 
 
 def pretraining_inference(params, config, input_ids, token_type_ids=None, attention_mask=None,
@@ -71,6 +64,6 @@ def masked_lm_inference(params, config, input_ids, token_type_ids=None, attentio
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     B, T = input_ids.shape
     mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
-    (h, _), cache = packed_bert_forward_checked(params, config, input_ids, token_type_ids, attention_mask, None,
-                                                mlm_positions, False)                    # (R, H)
-    return mlm_head_forward(h[None], cache.index(mlm_positions), params, config)[0]    # (M, V)
+    layout = make_layout(params, attention_mask, packed=True, read=mlm_positions)
+    (h, _), _ = bert_model_forward(layout, params, config, input_ids, token_type_ids, keep_caches=False)  # (R, H)
+    return mlm_head_forward(h[None], layout.index(mlm_positions), params, config)[0]   # (M, V)

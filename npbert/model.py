@@ -1,12 +1,17 @@
 """The BERT model: parameters, initialisation, and forward/backward written out layer by layer.
 
-    bert_forward:  embeddings -> encoder stack -> pooler           (BertModel)
+    bert_model_forward: embeddings -> encoder stack -> pooler, on a layout's rows   (BertModel)
+        bert_forward         on the padded layout: every position, (B, T, H) out: the reference
+        packed_bert_forward  on the packed layout: the real tokens, the last layer at the rows read
     bert_hidden_states: the embeddings' and every layer's output, forward only (frozen features)
-    pretraining_forward: bert_forward -> MLM head + NSP head -> losses   (BertForPreTraining)
+    pretraining_forward: BertModel -> MLM head + NSP head -> losses   (BertForPreTraining;
+        packed=True, or packed_pretraining_forward: the training step's layout)
 
-The backward functions call the layer backwards in exactly the reverse order. Parameters
-and gradients are flat dicts keyed by Hugging Face `BertForPreTraining` names, with HF's
-layouts (linear weights are (out, in)), so a checkpoint maps one-to-one.
+BertModel is written once, over rows (N, H); the layout (npbert/layers/layout.py) says which
+positions are rows and picks the attention core. The backward functions call the layer
+backwards in exactly the reverse order. Parameters and gradients are flat dicts keyed by
+Hugging Face `BertForPreTraining` names, with HF's layouts (linear weights are (out, in)), so
+a checkpoint maps one-to-one.
 """
 from __future__ import annotations
 
@@ -20,10 +25,11 @@ from npbert.errors import InputError
 from npbert.layers.embeddings import EmbeddingsCache, bert_embeddings_backward, bert_embeddings_forward
 from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward, layer_params
 from npbert.layers.encoder_layer import encoder_layer_forward
+from npbert.layers.layout import Packed, Padded
 from npbert.layers.mlm_head import MlmHeadCache, mlm_head_backward, mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import PoolerCache, pooler_backward, pooler_forward
-from npbert.ops import IGNORE_INDEX, CrossEntropyCache, LinearCache, attention_mask_bias
+from npbert.ops import IGNORE_INDEX, CrossEntropyCache, LinearCache
 from npbert.trace import NO_TRACE, Trace
 
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
@@ -151,40 +157,96 @@ def mlm_positions_from_labels(labels):
 # --- BertModel ------------------------------------------------------------------------------------
 
 class BertCache(NamedTuple):
-    embeddings: EmbeddingsCache
+    layout: Padded | Packed          # the rows the model computed (npbert/layers/layout.py)
+    embeddings: EmbeddingsCache | None   # None: forward only (keep_caches=False)
     encoder: EncoderCache
     pooler: PoolerCache | None       # None: a model without a pooler
     trace: Trace | object            # where the backward records gradients (NO_TRACE: nowhere)
 
 
+def make_layout(params, attention_mask, packed=False, read=None):
+    """The rows a BertModel forward computes (npbert/layers/layout.py): every position (padded,
+    the reference), or the real tokens only (packed), its last layer only at read's rows (flat
+    indices into B*T; None: every real token) and, with a pooler, [CLS]."""
+    if packed:
+        return Packed(attention_mask, read, cls=POOLER_WEIGHT in params)
+    return Padded(attention_mask, params[WORD_EMBEDDINGS].dtype)
+
+
+def traced(trace, layout):
+    """The trace the layers record into: rows as the batch's (B, T, ...), after the mask bias. The
+    padded layout's only: the trace is the reference's, padding included."""
+    if trace is None or trace is NO_TRACE:
+        return NO_TRACE
+    if not isinstance(layout, Padded):
+        raise InputError("a trace records the padded reference, padding included: run the padded model to trace it")
+    trace = trace.over(layout.batched)
+    trace.record("bert.mask_bias", layout.mask_bias)
+    return trace
+
+
+def bert_model_forward(layout, params, config, input_ids, token_type_ids, rng=None, trace=None, keep_caches=True):
+    """BertModel, once for every layout: embeddings -> encoder -> pooler on the layout's rows.
+    input_ids, token_type_ids: (B, T), checked (check_inputs). -> (h (R, H), the last layer at
+    layout.read_rows, every row when None; pooled (B, H) or None without a pooler), cache.
+    rng=None: no dropout (evaluation). trace: a npbert.trace.Trace (padded layout only) to record
+    every named intermediate into (and, in the backward, their gradients). keep_caches=False:
+    forward only, each layer's cache dropped once the next has its input (inference)."""
+    trace = traced(trace, layout)
+    x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, rng,
+                                           trace.scope("bert.embeddings"))                   # (N, H)
+    h, enc_cache = encoder_forward(x, layout, params, config, rng, trace.scope("bert.encoder"), keep_caches)  # (R, H)
+    pooled, pool_cache = None, None
+    if POOLER_WEIGHT in params:
+        cls = h[layout.cls_index()][:, None]                                                 # (B, 1, H) [CLS]
+        pooled, pool_cache = pooler_forward(cls, params, trace.scope("bert.pooler"))          # (B, H)
+    return (h, pooled), BertCache(layout, emb_cache if keep_caches else None, enc_cache, pool_cache, trace)
+
+
+def bert_model_backward(dh, dpooled, cache: BertCache):
+    """dh: (R, H) at the forward's output rows, or None; dpooled: (B, H) or None -> grads for
+    every bert.* parameter."""
+    trace, grads = cache.trace, {}
+    if cache.pooler is not None:      # a head that ignores the pooler still gets its (zero) gradient
+        dpooled = np.zeros_like(cache.pooler.pooled) if dpooled is None else dpooled
+        dcls, grads = pooler_backward(dpooled, cache.pooler, trace.scope("bert.pooler"))     # (B, 1, H)
+        dh_pool = np.zeros((cache.layout.output_rows(), dcls.shape[-1]), dcls.dtype)        # (R, H)
+        dh_pool[cache.layout.cls_index()] = dcls[:, 0]                                      # only [CLS] gets gradient
+        dh = dh_pool if dh is None else dh + dh_pool
+    dx, g_enc = encoder_backward(dh, cache.encoder, trace.scope("bert.encoder"))            # (N, H)
+    grads.update(g_enc)
+    grads.update(bert_embeddings_backward(dx, cache.embeddings, trace.scope("bert.embeddings")))
+    return grads
+
+
 def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None):
-    """-> (sequence_output (B, T, H), pooled_output (B, H) or None without a pooler), cache.
-    rng=None: no dropout (evaluation). trace: a npbert.trace.Trace to record every named
-    intermediate into (and, in bert_backward, their gradients)."""
-    trace = NO_TRACE if trace is None else trace
+    """BertModel on the padded layout, the reference -> (sequence_output (B, T, H), pooled_output
+    (B, H) or None without a pooler), cache. rng=None: no dropout (evaluation). trace: a
+    npbert.trace.Trace to record every named intermediate into (and, in bert_backward, their
+    gradients)."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    dtype = params[WORD_EMBEDDINGS].dtype
-    mask_bias = attention_mask_bias(attention_mask, dtype)                                  # (B, T)
-    trace.record("bert.mask_bias", mask_bias)
-    x, emb_cache = bert_embeddings_forward(input_ids, token_type_ids, params, config, rng,
-                                           trace.scope("bert.embeddings"))                  # (B, T, H)
-    h, enc_cache = encoder_forward(x, mask_bias, params, config, rng, trace.scope("bert.encoder"))  # (B, T, H)
-    pooled, pool_cache = pooler_forward(h, params, trace.scope("bert.pooler")) if POOLER_WEIGHT in params \
-        else (None, None)                                                                   # (B, H)
-    return (h, pooled), BertCache(emb_cache, enc_cache, pool_cache, trace)
+    layout = make_layout(params, attention_mask)
+    (h, pooled), cache = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace)  # (N, H)
+    return (layout.batched(h), pooled), cache                                                # (B, T, H)
 
 
 def bert_backward(dh, dpooled, cache: BertCache):
     """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
-    trace, grads = cache.trace, {}
-    if cache.pooler is not None:      # a head that ignores the pooler still gets its (zero) gradient
-        dpooled = np.zeros_like(cache.pooler.pooled) if dpooled is None else dpooled
-        dh_pool, grads = pooler_backward(dpooled, cache.pooler, trace.scope("bert.pooler"))  # (B, T, H)
-        dh = dh_pool if dh is None else dh + dh_pool
-    dx, g_enc = encoder_backward(dh, cache.encoder, trace.scope("bert.encoder"))            # (B, T, H)
-    grads.update(g_enc)
-    grads.update(bert_embeddings_backward(dx, cache.embeddings, trace.scope("bert.embeddings")))
-    return grads
+    return bert_model_backward(None if dh is None else cache.layout.rows_of(dh), dpooled, cache)   # (N, H)
+
+
+def packed_bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, read=None,
+                        keep_caches=True):
+    """BertModel on the packed layout: the real tokens only, the last layer at `read` (flat
+    indices into B*T the caller's head reads; None: every real token) and [CLS] (for the pooler)
+    -> (h (R, H), pooled (B, H) or None), cache; row cache.layout.index(positions) of h holds
+    those flat positions. The same numbers as bert_forward's there, up to rounding."""
+    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    layout = make_layout(params, attention_mask, packed=True, read=read)
+    return bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, keep_caches=keep_caches)
+
+
+packed_bert_backward = bert_model_backward    # dh: (R, H), packed_bert_forward's h
 
 
 def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention_mask=None, layers=None) -> list:
@@ -193,12 +255,12 @@ def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention
     (the deeper layers are not run). Forward only, nothing kept for a backward: the frozen encoder
     of the feature-based approach (npbert/feature_based.py)."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    mask_bias = attention_mask_bias(attention_mask, params[WORD_EMBEDDINGS].dtype)           # (B, T)
-    x, _ = bert_embeddings_forward(input_ids, token_type_ids, params, config, None)           # (B, T, H)
-    states = [x]
+    layout = make_layout(params, attention_mask)
+    x, _ = bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, None)   # (N, H)
+    states = [layout.batched(x)]                                                              # (B, T, H)
     for i in range(config.num_hidden_layers if layers is None else layers):
-        x, _ = encoder_layer_forward(x, mask_bias, layer_params(params, i), config, None)    # (B, T, H)
-        states.append(x)
+        x, _ = encoder_layer_forward(x, layout, None, layer_params(params, i), config, None)  # (N, H)
+        states.append(layout.batched(x))
     return states
 
 
@@ -213,7 +275,7 @@ def require_pooler(pooled, what: str):
 # --- BertForPreTraining ---------------------------------------------------------------------------
 
 class PretrainingCache(NamedTuple):
-    bert: BertCache                  # or the packed model's PackedBertCache (npbert/packed/pretraining.py)
+    bert: BertCache
     mlm_head: MlmHeadCache
     nsp_head: LinearCache
     mlm_loss: CrossEntropyCache
@@ -221,28 +283,42 @@ class PretrainingCache(NamedTuple):
 
 
 def pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                        mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, trace=None):
+                        mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, trace=None, packed=False,
+                        keep_caches=True):
     """Masked LM + next-sentence prediction; loss = mean MLM cross-entropy + mean NSP cross-entropy
     (Hugging Face's BertForPreTraining loss).
 
-    mlm_positions: (N,) flat indices into the B*T tokens; mlm_labels: (N,) their original ids
+    mlm_positions: (M,) flat indices into the B*T tokens; mlm_labels: (M,) their original ids
     (or IGNORE_INDEX); nsp_labels: (B,) 0 = IsNext, 1 = NotNext. Returns (outputs dict, cache).
     trace: a npbert.trace.Trace to record every named intermediate into (see bert_forward).
+    packed: BertModel on the packed layout (docs/model.md), its last layer only at the masked
+    positions and [CLS], which must be real tokens: the same outputs up to rounding, no trace.
+    keep_caches=False: forward only (no backward possible), as inference.
     """
-    (h, pooled), bert_cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, rng, trace)
-    B, T, _ = h.shape
+    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+    B, T = input_ids.shape
     mlm_positions, mlm_labels, nsp_labels = check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels)
-    out, heads = pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels,
-                                           bert_cache.trace)
-    return out, PretrainingCache(bert_cache, *heads)
+    if POOLER_WEIGHT not in params:
+        require_pooler(None, "next-sentence prediction")
+    layout = make_layout(params, attention_mask, packed, read=mlm_positions)
+    (h, pooled), bert = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
+                                           keep_caches)                                     # (R, H), (B, H)
+    out, heads = pretraining_heads_forward(h[None], layout.index(mlm_positions), pooled, params, config, mlm_labels,
+                                           nsp_labels, bert.trace)
+    return out, PretrainingCache(bert, *heads)
+
+
+def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                               mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, keep_caches=True):
+    """pretraining_forward(..., packed=True): the step npbert pretrain trains with."""
+    return pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels,
+                               nsp_labels, rng, packed=True, keep_caches=keep_caches)
 
 
 def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE):
     """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
-    their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches). The padded
-    and the packed model (npbert/packed/) share it."""
-    pooled = require_pooler(pooled, "next-sentence prediction")
-    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config, trace.scope("cls.predictions"))  # (N, V)
+    their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches)."""
+    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config, trace.scope("cls.predictions"))  # (M, V)
     nsp_logits, nsp_cache = nsp_head_forward(pooled, params, trace.scope("cls.seq_relationship"))             # (B, 2)
     mlm_loss, mlm_ce = backend.cross_entropy_forward(mlm_logits, mlm_labels)
     nsp_loss, nsp_ce = backend.cross_entropy_forward(nsp_logits, nsp_labels)
@@ -254,17 +330,20 @@ def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labe
 
 
 def pretraining_backward(cache: PretrainingCache, dloss=1.0):
-    """Gradients of the pretraining loss for every parameter (same keys as the params)."""
-    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (B, T, H), (B, H)
-    return with_head_grads(bert_backward(dh, dpooled, cache.bert), head_grads)
+    """Gradients of the pretraining loss for every parameter (same keys as the params), either layout."""
+    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (1, R, H), (B, H)
+    return with_head_grads(bert_model_backward(dh[0], dpooled, cache.bert), head_grads)
+
+
+packed_pretraining_backward = pretraining_backward    # the backward of packed_pretraining_forward's cache
 
 
 def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):
     """-> (dh, the MLM head's gradient at h's rows; dpooled (B, H); the heads' grads)."""
     trace = cache.bert.trace
-    dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (N, V)
+    dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (M, V)
     dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
-    dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (B, T, H)
+    dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (1, R, H)
     dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head, trace.scope("cls.seq_relationship"))  # (B, H)
     return dh, dpooled, (g_mlm, g_nsp)
 

@@ -1,8 +1,8 @@
 """A fine-tuning model: a head (npbert/heads/) on what the encoder gives it, written out like
 pretraining_forward/backward in model.py, for every head alike:
 
-    fine-tuned (BertFor<head>)      bert_forward -> pooled (head.reads CLS) or sequence output -> head
-                                    (or the packed encoder's, npbert/packed/: the training step's)
+    fine-tuned (BertFor<head>)      BertModel -> pooled (head.reads CLS) or sequence output -> head
+                                    (on the padded layout, or the packed one: the training step's)
     feature-based                   a frozen encoder's features (npbert/feature_based.py) -> head
 
 A head with choices takes input_ids (B, C, T): the B*C sequences run through the encoder as one
@@ -30,13 +30,13 @@ from npbert.errors import InputError
 from npbert.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
 from npbert.heads.head import CLS, Head
 from npbert.heads.registry import head_of
-from npbert.model import IGNORE_INDEX, BertCache, bert_backward, bert_forward, require_pooler
-from npbert.packed import PackedBertCache, packed_bert_backward, packed_bert_forward
+from npbert.model import (IGNORE_INDEX, BertCache, bert_model_backward, bert_model_forward, check_inputs, make_layout,
+                          require_pooler)
 
 
 class TaskModelCache(NamedTuple):
     head: Head
-    base: BertCache | PackedBertCache | FeaturesCache   # the encoder's (fine-tuned) or the frozen features'
+    base: BertCache | FeaturesCache      # the encoder's (fine-tuned) or the frozen features'
     head_cache: tuple                    # the head's own cache record
     x_shape: tuple                       # what the encoder gave the head, before the head's view of it
 
@@ -44,7 +44,7 @@ class TaskModelCache(NamedTuple):
 def task_model_forward(head: Head, params, config, input_ids, token_type_ids=None, attention_mask=None,
                        rng=None, trace=None, packed=False, keep_caches=True, **targets):
     """-> (the head's outputs, cache). targets: the batch keys of head.targets (labels, positions).
-    packed: the encoder on the real tokens only (npbert/packed/), its last layer only at [CLS] for
+    packed: BertModel on the packed layout (the real tokens only), its last layer only at [CLS] for
     a head on [CLS]; the same outputs and gradients up to rounding (a head on every token: zeros
     at padding, which its targets must not score). Not for a traced call (the trace is the padded
     reference's) nor a head whose loss reads padding (head.reads_padding: QA), which run the
@@ -53,19 +53,18 @@ def task_model_forward(head: Head, params, config, input_ids, token_type_ids=Non
     lead = None
     if head.choices:
         input_ids, token_type_ids, attention_mask, lead = flatten_choices(input_ids, token_type_ids, attention_mask)
-    inputs = (params, config, input_ids, token_type_ids, attention_mask, rng)
     at_cls = head.reads == CLS
-    if feature_choice(config) is None and packed and trace is None and not head.reads_padding:
-        if not at_cls:
+    if feature_choice(config) is None:
+        input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
+        packed = packed and trace is None and not head.reads_padding
+        if packed and not at_cls:
             check_unscored_padding(targets, attention_mask)
-        (h, pooled), base = packed_bert_forward(*inputs, read=() if at_cls else None,
-                                                keep_caches=keep_caches)               # (R, H): [CLS] or every token
-        x = require_pooler(pooled, head.architecture) if at_cls else base.packing.unpack(h)  # (N, H) or (N, T, H)
-    elif feature_choice(config) is None:
-        (h, pooled), base = bert_forward(*inputs, trace)
-        x = require_pooler(pooled, head.architecture) if at_cls else h                 # (N, H) or (N, T, H)
+        layout = make_layout(params, attention_mask, packed, read=() if at_cls else None)
+        (h, pooled), base = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
+                                               keep_caches)               # (R, H): [CLS] or every row
+        x = require_pooler(pooled, head.architecture) if at_cls else layout.batched(h)  # (N, H) or (N, T, H)
     else:
-        x, base = features_forward(*inputs[:5], at_cls, trace)                          # (N, F) or (N, T, F)
+        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, at_cls, trace)
     x_shape = x.shape
     if lead is not None:
         x = x.reshape(*lead, x.shape[-1])                                                # (B, C, F)
@@ -81,12 +80,10 @@ def task_model_backward(dloss, cache: TaskModelCache) -> dict:
     if isinstance(cache.base, FeaturesCache):
         g_head.update(features_backward(dx, cache.base))
         return g_head
-    at_cls = cache.head.reads == CLS
-    if isinstance(cache.base, PackedBertCache):
-        dh = None if at_cls else cache.base.packing.pack(dx)                             # (N, H) real tokens
-        grads = packed_bert_backward(dh, dx if at_cls else None, cache.base)
+    if cache.head.reads == CLS:
+        grads = bert_model_backward(None, dx, cache.base)
     else:
-        grads = bert_backward(None if at_cls else dx, dx if at_cls else None, cache.base)
+        grads = bert_model_backward(cache.base.layout.rows_of(dx), None, cache.base)     # (N, H)
     grads.update(g_head)
     return grads
 

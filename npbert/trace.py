@@ -20,6 +20,11 @@ the layer does not keep (the attention scores, which the kernel never makes whol
 fused kernel never writes out) is handed over as a function that makes it again, called only by
 a real trace, so a layer has no branch of its own for tracing. A traced forward keeps copies,
 so later in-place work cannot change what was recorded.
+
+The layers compute on rows (N, H) (npbert/layers/layout.py); a trace records the padded
+batch's arrays, (B, T, ...). `over(batched)` gives the view the model hands its layers: what a
+layer records with `record_rows` / `record_grad_rows` is turned back into the batch's shape
+(a free reshape on the padded layout, the only one traced).
 """
 from __future__ import annotations
 
@@ -31,12 +36,20 @@ class Trace:
         self.forward: dict[str, np.ndarray] = {}         # name -> value, in the order the forward made them
         self.backward: dict[str, np.ndarray] = {}        # name -> d loss / d value, in the order of the backward
         self._prefix = ""
+        self.batched = _same                             # rows (N, ...) -> the batch's (B, T, ...)
+
+    def over(self, batched) -> "Trace":
+        """A view of this trace that records row values as batched(rows) makes them."""
+        view = self.scope("")
+        view.batched = batched
+        return view
 
     def scope(self, name: str) -> "Trace":
         """A view of this trace whose names start with `name.` (what a layer records as "probs"
         inside scope "bert.encoder.layer.0.attention.self" is that layer's probs)."""
         view = Trace.__new__(Trace)
         view.forward, view.backward, view._prefix = self.forward, self.backward, self._name(name)
+        view.batched = self.batched
         return view
 
     def record(self, names, values) -> None:
@@ -49,6 +62,14 @@ class Trace:
         """Record d loss / d value for the forward's names, as record() takes them."""
         for name, value in _pairs(names, values):
             self.backward[self._name(name)] = np.array(value, copy=True)
+
+    def record_rows(self, names, values) -> None:
+        """record() for values over rows (N, ...): recorded in the batch's shape (B, T, ...)."""
+        self.record(names, lambda: _mapped(self.batched, names, values))
+
+    def record_grad_rows(self, names, values) -> None:
+        """record_grad() for gradients over rows (N, ...), recorded as (B, T, ...)."""
+        self.record_grad(names, lambda: _mapped(self.batched, names, values))
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.forward[name]
@@ -68,16 +89,33 @@ def _pairs(names, values):
     return [(names, values)] if isinstance(names, str) else zip(names, values, strict=True)
 
 
+def _same(x):
+    return x
+
+
+def _mapped(f, names, values):
+    return f(values) if isinstance(names, str) else tuple(f(v) for v in values)
+
+
 class _NoTrace:
     """What a forward records into when nobody asked for a trace: nothing."""
 
     def scope(self, name):
         return self
 
+    def over(self, batched):
+        return self
+
     def record(self, names, values):
         pass
 
     def record_grad(self, names, values):
+        pass
+
+    def record_rows(self, names, values):
+        pass
+
+    def record_grad_rows(self, names, values):
         pass
 
 

@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402
+from npbert.layers import layout  # noqa: E402
 from npbert import optim  # noqa: E402
 from npbert.golden.training import training_cases  # noqa: E402
 from npbert.golden.write import case_file, default_cases, write_goldens  # noqa: E402
@@ -67,7 +68,7 @@ def _tanh_gelu():
 def _mask_minus_10000():
     def mask_bias(attention_mask, dtype):
         return np.where(np.asarray(attention_mask) == 1, 0.0, -10000.0).astype(dtype)
-    return _all(mock.patch.object(model, "attention_mask_bias", mask_bias),
+    return _all(mock.patch.object(layout, "attention_mask_bias", mask_bias),
                 mock.patch("npbert.ops.attention_mask_bias", mask_bias))
 
 

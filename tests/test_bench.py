@@ -229,7 +229,7 @@ def test_npbert_impl_names_pick_the_backend_and_the_step():
     workload = _workload()
     assert workload.npbert_impl("numba-padded") == ("numba", False)
     assert workload.npbert_impl("numpy-padded") == ("numpy", False)
-    assert workload.npbert_impl("numba") == ("numba", workload.packed_available())
+    assert workload.npbert_impl("numba") == ("numba", True)
     with pytest.raises(ValueError, match="not an npbert impl"):
         workload.npbert_impl("numba-packed")
 
@@ -299,34 +299,13 @@ def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(cap
         assert e.value.code == 2 and message in capsys.readouterr().err
 
 
-def test_the_packed_step_is_looked_for_in_the_npbert_imported_only(monkeypatch, tmp_path):
-    # before: an editable install's import hook found npbert.packed in another checkout, and
-    # "numba" ran that checkout's packed step against this one's ops (an ImportError midway)
-    import importlib.machinery
-    import importlib.util
-    import os
-
-    import npbert
-    workload = _workload()
-    elsewhere = importlib.machinery.ModuleSpec("npbert.packed", None, origin=str(tmp_path / "npbert/packed/__init__.py"))
-    here = importlib.machinery.ModuleSpec("npbert.packed", None, origin=os.path.join(
-        os.path.dirname(os.path.abspath(npbert.__file__)), "packed", "__init__.py"))
-    for spec, available in ((None, False), (elsewhere, False), (here, True)):
-        monkeypatch.setattr(importlib.util, "find_spec", lambda name, spec=spec: spec)
-        assert workload.packed_available() is available
-        assert workload.npbert_impl("numba") == ("numba", available)
-
-
 def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
     # the needed ceiling and GFLOP/s count workload.needed_matmuls: it must be what the packed
-    # step computes (skipped until this npbert has npbert.packed)
+    # step computes
     import numpy as np
     workload = _workload()
-    if not workload.packed_available():
-        pytest.skip("npbert.packed is not in this npbert")
     from npbert import backend
-    from npbert.model import init_params
-    from npbert.packed import packed_pretraining_forward
+    from npbert.model import init_params, packed_pretraining_forward
 
     config = small_config()
     batch = workload.make_batch(config, B=3, T=16, padded=True)

@@ -14,8 +14,8 @@ from npbert.feature_based import with_features
 from npbert.heads.head import CLS, TOKENS
 from npbert.heads.params import init_head
 from npbert.heads.registry import HEADS
-from npbert.inference import (Packing, bert_inference, masked_lm_inference, pretraining_inference,
-                              task_inference)
+from npbert.inference import bert_inference, masked_lm_inference, pretraining_inference, task_inference
+from npbert.layers.layout import Packed
 from npbert.model import IGNORE_INDEX, bert_forward, pretraining_forward
 from npbert.task_model import task_model_forward
 
@@ -83,12 +83,12 @@ def test_packed_forward_is_bert_forward_at_real_positions(backend, seed, B, T, l
 
 def test_packing_layouts():
     mask = np.array([[1, 1, 0], [1, 1, 0], [1, 1, 1], [1, 0, 1]])
-    packing = Packing(mask)
-    assert packing.lengths.tolist() == [2, 2, 3, 2] and packing.starts.tolist() == [0, 2, 4, 7]
-    assert packing.positions.tolist() == [0, 1, 0, 1, 0, 1, 2, 0, 2]         # a gap keeps its position id
-    x = np.arange(len(packing.flat))[:, None] * 1.0                    # (N, 1)
-    assert (packing.pack(packing.unpack(x)) == x).all()
-    layout = packing.layout(np.array([0, 5, 6, 7]))                     # queries: 1, 0, 2, 1 a sequence
+    packed = Packed(mask)
+    assert packed.lengths.tolist() == [2, 2, 3, 2] and packed.starts.tolist() == [0, 2, 4, 7]
+    assert packed.positions.tolist() == [0, 1, 0, 1, 0, 1, 2, 0, 2]          # a gap keeps its position id
+    x = np.arange(len(packed.flat))[:, None] * 1.0                     # (N, 1)
+    assert (packed.rows_of(packed.batched(x)) == x).all()
+    layout = packed.attention_layout(np.array([0, 5, 6, 7]))            # queries: 1, 0, 2, 1 a sequence
     assert layout.q_lengths.tolist() == [1, 0, 2, 1] and layout.q_positions.tolist() == [0, 1, 2, 0]
     assert layout.k_lengths.tolist() == [2, 2, 3, 2]
 
@@ -217,17 +217,16 @@ def test_masked_lm_inference_is_the_mlm_head_without_a_pooler(seed, B, T, layout
 
 def test_the_commands_run_the_packed_forward(monkeypatch):
     """evaluate / predict / the fine-tuning run's evaluations (run_model), pretraining's held-out
-    evaluation and fill-mask: none of them runs the padded forward any more."""
-    from npbert import model, task_model
+    evaluation and fill-mask: none of them runs BertModel on the padded layout any more."""
+    from npbert import model
     from npbert.fill_mask import fill_mask
     from npbert.finetuned import run_model
     from npbert.pretraining.evaluation import evaluate
     from npbert.tokenizer import BertTokenizer
 
     def padded(*args, **kwargs):
-        raise AssertionError("the padded training forward ran")
-    monkeypatch.setattr(model, "bert_forward", padded)
-    monkeypatch.setattr(task_model, "bert_forward", padded)
+        raise AssertionError("BertModel ran on the padded layout")
+    monkeypatch.setattr(model, "Padded", padded)              # every model makes its layout in model.make_layout
     head = HEADS["sequence_classification"]
     params = head_models(head, 3, 0)[1]
     features = [dict(input_ids=[2] + [5 + i] * n + [3], token_type_ids=[0] * (n + 2), labels=n % 3)

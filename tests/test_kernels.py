@@ -27,7 +27,7 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.gradcheck import Dims, float32_errors, run_gradchecks, scaled_error
 from npbert.kernels.fastexp import fast_exp
-from npbert.layers.attention import merge_heads, split_heads
+from npbert.ops import merge_heads, split_heads
 from npbert.model import init_params, pretraining_backward, pretraining_forward
 
 TOL = {np.float64: 1e-12, np.float32: 1e-5}

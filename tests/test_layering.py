@@ -18,7 +18,7 @@ LAYERS = [
     ("npbert.kernels", 3),
     ("npbert.backend", 4),
     ("npbert.layers", 5), ("npbert.optim", 5),
-    ("npbert.model", 6), ("npbert.packed", 6.5),
+    ("npbert.model", 6),
     ("npbert.feature_based", 7), ("npbert.tasks.encoding", 7), ("npbert.tasks.qa", 7),
     ("npbert.heads", 8), ("npbert.checkpoint", 8),
     ("npbert.task_model", 8.5),

@@ -6,7 +6,7 @@ import pytest
 
 from npbert import backend
 from npbert.config import BertConfig
-from npbert.layers.attention import split_heads
+from npbert.ops import split_heads
 from npbert.ops import attention_mask_bias
 
 DTYPES = [np.float32, np.float64]

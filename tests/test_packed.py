@@ -1,9 +1,10 @@
-"""The packed step (npbert/packed/) against the padded reference (npbert/model.py,
-npbert/task_model.py): on random batches with any right padding and gaps, with dropout on
-(both draw the same uniforms), the same losses and every parameter's gradient, float64 within
-1e-12 of the gradients' scale, float32 within 2e-6 of it against the float64 reference. The
-finite-difference checks of the packed layer and model are gradcheck cases
-(packed_last_layer, packed_bert_for_pretraining: tests/test_gradcheck.py runs them)."""
+"""The packed step (BertModel on the packed layout, npbert/layers/layout.py) against the padded
+reference (the same model on the padded layout: npbert/model.py, npbert/task_model.py): on
+random batches with any right padding and gaps, with dropout on (both draw the same uniforms),
+the same losses and every parameter's gradient, float64 within 1e-12 of the gradients' scale,
+float32 within 2e-6 of it against the float64 reference. The finite-difference checks of the
+layers and the model on the packed layout are gradcheck cases (the [packed, ...] rows:
+tests/test_gradcheck.py runs them)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -14,8 +15,8 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.heads.registry import head_of
 from npbert.heads.params import init_head
-from npbert.model import IGNORE_INDEX, init_params, pretraining_backward, pretraining_forward
-from npbert.packed import packed_pretraining_backward, packed_pretraining_forward
+from npbert.model import (IGNORE_INDEX, init_params, packed_pretraining_backward, packed_pretraining_forward,
+                          pretraining_backward, pretraining_forward)
 from npbert.task_model import task_model_backward, task_model_forward
 
 CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
@@ -87,11 +88,13 @@ def test_packed_pretraining_step_is_the_padded_one(backend, seed, B, T, gaps, dr
 def test_the_last_layer_runs_at_the_read_rows_only():
     b = batch(3, 4, 12, False)
     out, cache = packed_pretraining_forward(params_of(0), CONFIG, **b)
-    rows = cache.bert.rows
-    read = np.unique(np.concatenate([cache.bert.packing.packed_index(b["mlm_positions"]), cache.bert.packing.starts]))
-    assert (rows == read).all() and len(rows) < len(cache.bert.packing.flat)
-    last = cache.bert.layers[-1]
-    assert last.attention.query.x2.shape[0] == len(rows) and last.attention.key.x2.shape[0] == len(cache.bert.packing.flat)
+    layout = cache.bert.layout
+    rows = layout.read_rows
+    read = np.unique(np.concatenate([layout.row_of(b["mlm_positions"]), layout.starts]))
+    assert (rows == read).all() and len(rows) < len(layout.flat)
+    last, first = cache.bert.encoder.layers[-1], cache.bert.encoder.layers[0]
+    assert last.attention.query.x2.shape[0] == len(rows) and last.attention.key.x2.shape[0] == len(layout.flat)
+    assert first.attention.query.x2.shape[0] == len(layout.flat)          # every other layer: every real token
 
 
 def head_batch(kind, seed, B, T, gaps):

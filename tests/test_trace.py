@@ -10,14 +10,15 @@ import pytest
 from npbert import backend
 from npbert.config import BertConfig
 from npbert.gradcheck import numerical_gradient
-from npbert.layers.attention import merge_heads, split_heads
+from npbert.ops import merge_heads, split_heads
 from npbert.layers.encoder import layer_params
 from npbert.layers.encoder_layer import encoder_layer_forward
+from npbert.layers.layout import Padded
 from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
 from npbert.model import bert_forward, init_params, pretraining_backward, pretraining_forward
-from npbert.ops import attention_mask_bias, cross_entropy_forward, softmax_forward
+from npbert.ops import cross_entropy_forward, softmax_forward
 from npbert.heads.params import init_head
 from npbert.heads.registry import head_of
 from npbert.task_model import model_of
@@ -112,11 +113,12 @@ def test_a_layers_gradient_is_the_derivative_of_the_loss():
     the loss recomputed from layer 0's output on (float64)."""
     p, b = params(), batch()
     trace, _, _ = traced("numpy")
-    mask_bias = attention_mask_bias(b["attention_mask"], np.float64)
+    padded = Padded(b["attention_mask"], np.float64)
     h0 = trace["bert.encoder.layer.0"].copy()
 
     def loss():
-        h, _ = encoder_layer_forward(h0, mask_bias, layer_params(p, 1), CONFIG, None)
+        h, _ = encoder_layer_forward(padded.rows_of(h0), padded, None, layer_params(p, 1), CONFIG, None)  # (N, H)
+        h = padded.batched(h)                                                                             # (B, T, H)
         mlm, _ = mlm_head_forward(h, b["mlm_positions"], p, CONFIG)
         nsp, _ = nsp_head_forward(pooler_forward(h, p)[0], p)
         return float(cross_entropy_forward(mlm, b["mlm_labels"])[0] + cross_entropy_forward(nsp, b["nsp_labels"])[0])

@@ -37,15 +37,10 @@ from npbert.heads import choice, sequence, span, token
 from npbert.heads.head import CLS
 from npbert.heads.params import init_head
 from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
-from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.layers.layout import Packed, Padded
+from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
+                          packed_pretraining_forward, pretraining_backward, pretraining_forward)
 from npbert.ops.packed_attention import AttentionLayout
-from npbert.packed import (Packing, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
-                           packed_pretraining_forward)
-from npbert.packed.dropout import packed_dropout_backward, packed_dropout_forward
-from npbert.packed.embeddings import packed_embeddings_backward, packed_embeddings_forward
-from npbert.packed.encoder import (packed_encoder_backward, packed_encoder_forward, packed_layer_backward,
-                                   packed_layer_forward, packed_self_attention_backward,
-                                   packed_self_attention_forward)
 from npbert.trace import NO_TRACE
 
 # --- the ops, each as a checkable case -------------------------------------------------------------
@@ -244,14 +239,16 @@ def _packed_attention_case(d: Dims, mask, add) -> None:
 
 
 def _layer_cases(pr: _Problem, add) -> None:
-    """The layers of npbert/layers, each over its own slice of the model's parameters (no draws)."""
+    """The layers of npbert/layers, each over its own slice of the model's parameters (no draws),
+    on the padded layout: its rows are the batch's B*T positions, given and returned as (B, T, ...)."""
     d, config, params, x, mask_bias = pr.d, pr.config, pr.params, pr.x, pr.mask_bias
     B, T, H, I, V, A = d.B, d.T, d.H, d.I, d.V, d.heads
+    padded = Padded(pr.mask, d.dtype)
     layer0 = layer_params(params, 0)
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
-        lambda p: self_attention_forward(p["x"], mask_bias, p, A, d.dropout, d.rng()),
-        lambda dy, c: _merge(self_attention_backward(dy, c)), f"({B},{T},{H}) heads={A}",
+        *_over_rows(padded, lambda x, p: self_attention_forward(x, padded, None, p, A, d.dropout, d.rng()),
+                    self_attention_backward), f"({B},{T},{H}) heads={A}",
         dict(mask_bias=mask_bias, num_attention_heads=A))
     ffn_keys = [k for k in layer0 if k.startswith(("intermediate.", "output.dense"))]
     add("feedforward", {"x": x, **{k: layer0[k] for k in ffn_keys}},
@@ -259,18 +256,19 @@ def _layer_cases(pr: _Problem, add) -> None:
         lambda dy, c: _merge(feedforward_backward(dy, c)), f"({B},{T},{H})->({B},{T},{I})->({B},{T},{H})",
         dict(hidden_act=d.hidden_act))
     add("encoder_layer", {"x": x, **layer0},
-        lambda p: encoder_layer_forward(p["x"], mask_bias, p, config, d.rng()),
-        lambda dy, c: _merge(encoder_layer_backward(dy, c)), f"({B},{T},{H})", dict(mask_bias=mask_bias))
+        *_over_rows(padded, lambda x, p: encoder_layer_forward(x, padded, None, p, config, d.rng()),
+                    encoder_layer_backward), f"({B},{T},{H})", dict(mask_bias=mask_bias))
     enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder", {"x": x, **enc},
-        lambda p: encoder_forward(p["x"], mask_bias, p, config, d.rng()),
-        lambda dy, c: _merge(encoder_backward(dy, c)), f"{d.layers} layers ({B},{T},{H})", dict(mask_bias=mask_bias))
+        *_over_rows(padded, lambda x, p: encoder_forward(x, padded, p, config, d.rng()), encoder_backward),
+        f"{d.layers} layers ({B},{T},{H})", dict(mask_bias=mask_bias))
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     table0, pad = emb[WORD].copy(), config.pad_token_id
     add("bert_embeddings", emb,
-        lambda p: bert_embeddings_forward(pr.ids_with_pad, pr.types,
-                                          {**p, WORD: _pad_row_constant(p[WORD], table0, pad)}, config, d.rng()),
-        lambda dy, c: bert_embeddings_backward(dy, c), f"ids ({B},{T}) -> ({B},{T},{H})",
+        lambda p: _batched(padded, bert_embeddings_forward(pr.ids_with_pad, pr.types, padded,
+                                                           {**p, WORD: _pad_row_constant(p[WORD], table0, pad)},
+                                                           config, d.rng())),
+        lambda dy, c: bert_embeddings_backward(padded.rows_of(dy), c), f"ids ({B},{T}) -> ({B},{T},{H})",
         dict(input_ids=pr.ids_with_pad, token_type_ids=pr.types))
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
@@ -312,39 +310,40 @@ def _pretraining_cases(pr: _Problem, add) -> dict:
 
 
 def _packed_cases(pr: _Problem, batch, add) -> None:
-    """The packed step (npbert/packed/), each piece at the rows the heads read (the masked positions
-    and [CLS]) where it has them, and the whole model. npbert's own way to compute BERT's numbers:
-    no golden vectors (and nothing drawn from pr.rng, which the golden cases' draws share)."""
+    """The same layers and models on the packed layout (npbert/layers/layout.py), each at the rows
+    the heads read (the masked positions and [CLS]) where it has them. npbert's own way to compute
+    BERT's numbers: no golden vectors (and nothing drawn from pr.rng, which the golden cases' draws
+    share)."""
     d, config, params = pr.d, pr.config, pr.params
-    packing = Packing(pr.mask)
-    rows = np.unique(np.concatenate([packing.packed_index(pr.positions), packing.cls_rows()]))   # (R,)
-    N, R, H = len(packing.flat), len(rows), d.H
-    x = packing.pack(pr.x)                                                                      # (N, H)
+    packed = Packed(pr.mask, pr.positions, cls=True)
+    rows = packed.read_rows                                                                     # (R,)
+    N, R, H = len(packed.positions), len(rows), d.H
+    x = packed.rows_of(pr.x)                                                                    # (N, H)
     layer = layer_params(params, config.num_hidden_layers - 1)
     shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
-    add("packed_dropout", {"x": x[rows]},
-        lambda p: packed_dropout_forward(p["x"], packing, rows, 0.3, np.random.default_rng(d.seed + 7)),
-        lambda dy, c: {"x": packed_dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
+    add("dropout[packed, read rows]", {"x": x[rows]},
+        lambda p: packed.dropout(p["x"], rows, 0.3, np.random.default_rng(d.seed + 7)),
+        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
-    add("packed_embeddings", emb,
-        lambda p: packed_embeddings_forward(pr.ids, pr.types, packing, p, config, d.rng()),
-        lambda dy, c: packed_embeddings_backward(dy, c), f"({d.B},{d.T}) -> ({N},{H})", golden=False)
+    add("bert_embeddings[packed]", emb,
+        lambda p: bert_embeddings_forward(pr.ids, pr.types, packed, p, config, d.rng()),
+        lambda dy, c: bert_embeddings_backward(dy, c), f"({d.B},{d.T}) -> ({N},{H})", golden=False)
     attention = {k: v for k, v in layer.items() if k.startswith(("attention.self.", "attention.output.dense."))}
-    add("packed_self_attention[read rows]", {"x": x, **attention},
-        lambda p: packed_self_attention_forward(p["x"], p["x"][rows], packing, rows, p, config, d.rng()),
-        lambda dy, c: _packed_attention_grads(dy, c, rows), shapes, golden=False)
-    add("packed_layer[read rows]", {"x": x, **layer},
-        lambda p: packed_layer_forward(p["x"], packing, rows, p, config, d.rng()),
-        lambda dy, c: _merge(packed_layer_backward(dy, c)), shapes, golden=False)
+    add("self_attention[packed, read rows]", {"x": x, **attention},
+        lambda p: self_attention_forward(p["x"], packed, rows, p, d.heads, d.dropout, d.rng()),
+        lambda dy, c: _merge(self_attention_backward(dy, c)), shapes, golden=False)
+    add("encoder_layer[packed, read rows]", {"x": x, **layer},
+        lambda p: encoder_layer_forward(p["x"], packed, rows, p, config, d.rng()),
+        lambda dy, c: _merge(encoder_layer_backward(dy, c)), shapes, golden=False)
     encoder = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
-    add("packed_encoder[read rows]", {"x": x, **encoder},
-        lambda p: packed_encoder_forward(p["x"], packing, p, config, d.rng(), rows),
-        lambda dy, c: _merge(packed_encoder_backward(dy, c)), f"L={d.layers} " + shapes, golden=False)
+    add("encoder[packed, read rows]", {"x": x, **encoder},
+        lambda p: encoder_forward(p["x"], packed, p, config, d.rng()),
+        lambda dy, c: _merge(encoder_backward(dy, c)), f"L={d.layers} " + shapes, golden=False)
     bert = {k: v for k, v in params.items() if k.startswith("bert.")}
-    add("packed_bert[read rows]", bert,
+    add("bert_model[packed, read rows]", bert,
         lambda p: _sequence_output(packed_bert_forward(p, config, pr.ids, pr.types, pr.mask, d.rng(), pr.positions)),
         lambda dy, c: packed_bert_backward(dy, None, c), f"L={d.layers} ({d.B},{d.T}) -> ({R},{H})", golden=False)
-    add("packed_pretraining", dict(params),
+    add("bert_for_pretraining[packed]", dict(params),
         lambda p: _model_loss(p, config, batch, d.rng(), packed_pretraining_forward),
         lambda dl, c: packed_pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
@@ -355,10 +354,21 @@ def _sequence_output(outputs_and_cache):
     return h, cache
 
 
-def _packed_attention_grads(dy, cache, rows):
-    dxq, dx, grads = packed_self_attention_backward(dy, cache)
-    dx[rows] += dxq                                    # x feeds the queries at rows, keys and values everywhere
-    return {"x": dx, **grads}
+def _over_rows(layout, forward, backward):
+    """(run, backward) of a case whose input x is (B, T, H), for a layer over the padded layout's
+    rows: forward(x (N, H), p) -> (y (N, H), cache), backward(dy, cache) -> (dx, grads)."""
+    def run(p):
+        return _batched(layout, forward(layout.rows_of(p["x"]), p))                 # (B, T, H)
+
+    def back(dy, cache):
+        dx, grads = backward(layout.rows_of(dy), cache)                             # (N, H)
+        return {"x": layout.batched(dx), **grads}                                   # (B, T, H)
+    return run, back
+
+
+def _batched(layout, out_and_cache):
+    out, cache = out_and_cache                                                      # (N, ...)
+    return layout.batched(out), cache                                               # (B, T, ...)
 
 
 def _case_params(config, rng, dtype):

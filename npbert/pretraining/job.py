@@ -1,10 +1,10 @@
 """The pretraining Job the shared loop runs (npbert/training/loop.py): masked LM + NSP on the
-epoch's permutation of the prepared instances, with held-out evaluation as it goes. The step is
-the packed one (npbert/packed/): padding not computed, the last layer at the masked positions
-and [CLS]."""
+epoch's permutation of the prepared instances, with held-out evaluation as it goes. The step runs
+BertModel on the packed layout (npbert/layers/layout.py): padding not computed, the last layer
+at the masked positions and [CLS]."""
 from __future__ import annotations
 
-from npbert.packed import packed_pretraining_backward, packed_pretraining_forward
+from npbert.model import packed_pretraining_backward, packed_pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
 from npbert.training.overfitting import RisingLossWatch

@@ -1,0 +1,180 @@
+"""Which positions of a (B, T) batch the encoder computes, and how they group into sequences.
+
+BERT's layers are written once, over rows (N, H) (embeddings.py, attention.py,
+encoder_layer.py, encoder.py, npbert/model.py); a layout says which rows exist and picks the
+attention core that suits them, as Hugging Face's attention interface picks eager, sdpa or
+flash-attention's varlen kernel (cu_seqlens) under one model:
+
+    Padded(attention_mask, dtype)        every B*T position is a row, padding included; attention
+                                         per sequence of T rows with the additive mask bias
+                                         (ops/attention_core.py). The reference: what the trace
+                                         and the golden vectors record.
+    Packed(attention_mask, read, cls)    only the N real tokens are rows, sequence after sequence
+                                         (starts: cu_seqlens); attention per sequence on its own
+                                         n x n scores, no mask (ops/packed_attention.py); the last
+                                         layer only at the rows the heads read (read_rows).
+
+Everything but the attention core is the same code on either layout: a row is a row. Dropout
+draws the padded step's uniforms, (B*T, H), and each row reads its own (b, t) one, so for one
+seed both layouts drop the same elements and leave the generator in the same state.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from npbert import backend
+from npbert.errors import InputError
+from npbert.ops import DropoutCache, attention_mask_bias, attention_scores, merge_heads, score_grads, split_heads
+from npbert.ops.packed_attention import AttentionLayout, sequence_starts
+from npbert.trace import NO_TRACE
+
+
+def at_rows(x, rows):
+    # x: (N, ...) -> (R, ...) the rows a layer computes (every row when rows is None)
+    return x if rows is None else x[rows]
+
+
+def added_at_rows(x, rows, y):
+    # x: (N, H), y: (R, H) at rows -> x with y added at rows (every row when rows is None; x may be reused)
+    if rows is None:
+        return x + y
+    x[rows] += y                                       # rows are unique: one add each
+    return x
+
+
+class _Layout:
+    """What both layouts share: the rows' (b, t), the last layer's rows, dropout by rows."""
+    shape: tuple                                       # (B, T) of the batch
+    flat: np.ndarray | None                            # (N,) each row's flat b*T + t; None: every one, in order
+    read_rows: np.ndarray | None                       # (R,) sorted rows the last layer computes; None: all
+
+    def output_rows(self) -> int:
+        """R, the rows of the last layer's output h."""
+        return len(self.positions) if self.read_rows is None else len(self.read_rows)
+
+    def index(self, flat_positions):
+        """Flat indices into B*T -> rows of the last layer's output h (each one a row it computed)."""
+        return self._in_output(self.row_of(np.asarray(flat_positions)))
+
+    def cls_index(self):
+        """(B,) the rows of h holding each sequence's position 0, [CLS], which the pooler reads."""
+        return self._in_output(self.cls_rows())
+
+    def _in_output(self, rows):
+        return rows if self.read_rows is None else np.searchsorted(self.read_rows, rows)
+
+    def dropout(self, x, rows, p_drop, rng):
+        # x: (R, H) at rows (None: every row) -> y: (R, H), cache; drops what the padded step drops there
+        if rng is None or p_drop == 0.0:
+            return x, DropoutCache(None, x.dtype.type(1.0))
+        B, T = self.shape
+        u = backend.dropout_uniforms((B * T, x.shape[1]), rng)            # (B*T, H) the padded step's draw
+        flat = rows if self.flat is None else at_rows(self.flat, rows)    # (R,) the rows' b*T + t; None: all
+        return backend.dropout_with_uniforms(x, at_rows(u, flat), p_drop)  # (R, H)
+
+
+class Padded(_Layout):
+    """Every position of the (B, T) batch is a row, row b*T + t; attention with the mask bias."""
+
+    def __init__(self, attention_mask, dtype):
+        mask = np.asarray(attention_mask)
+        self.shape = B, T = mask.shape
+        self.mask_bias = attention_mask_bias(mask, dtype)                  # (B, T) 0 or finfo.min
+        self.positions = np.tile(np.arange(T), B)                          # (N,) N = B*T
+        self.flat = None
+        self.read_rows = None                          # the reference computes every row of every layer
+
+    def rows_of(self, a):
+        # a: (B, T, ...) -> (N, ...)
+        return a.reshape(-1, *a.shape[2:])
+
+    def batched(self, x):
+        # x: (N, ...) -> (B, T, ...)
+        return x.reshape(*self.shape, *x.shape[1:])
+
+    def row_of(self, flat_positions):
+        return flat_positions
+
+    def cls_rows(self):
+        return np.arange(self.shape[0]) * self.shape[1]                    # (B,)
+
+    def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
+        # q, k, v: (N, H) -> context (N, H), cache; trace: scope "bert.encoder.layer.{i}.attention"
+        qh, kh, vh = (split_heads(self.batched(x), num_heads) for x in (q, k, v))  # (B, A, T, D) each
+        context, core = backend.attention_core_forward(qh, kh, vh, self.mask_bias, p_drop, rng)  # (B, A, T, D)
+        trace.record("self.scores", lambda: attention_scores(qh, kh, self.mask_bias)[0])  # the kernel keeps none
+        trace.record("self.probs", core.probs)                                           # (B, A, T, T)
+        return self.rows_of(merge_heads(context)), core                                  # (N, H)
+
+    def attention_backward(self, dcontext, core, trace=NO_TRACE):
+        # dcontext: (N, H) -> dq, dk, dv: (N, H) each
+        dcontext = split_heads(self.batched(dcontext), core.q.shape[1])                  # (B, A, T, D)
+        # made again, the reference's way, only when traced: the kernel keeps them in scratch memory
+        trace.record_grad(("self.probs", "self.scores"), lambda: score_grads(dcontext, core))
+        return tuple(self.rows_of(merge_heads(d)) for d in backend.attention_core_backward(dcontext, core))
+
+
+class Packed(_Layout):
+    """The real tokens (attention mask 1) are the rows, in order; the last layer computes the rows
+    `read` (flat indices into B*T; None: every real token) and, with cls, each [CLS]."""
+
+    def __init__(self, attention_mask, read=None, cls=False):
+        mask = np.asarray(attention_mask) != 0                             # (B, T)
+        self.shape = mask.shape
+        self.flat = np.flatnonzero(mask)                                   # (N,) flat (b, t) of each row
+        self.lengths = mask.sum(axis=1)                                    # (B,) rows of each sequence
+        self.starts = sequence_starts(self.lengths)                        # (B,) its first row: cu_seqlens
+        self.positions = np.nonzero(mask)[1]                               # (N,) position ids of the rows
+        self.sequence = np.repeat(np.arange(mask.shape[0]), self.lengths)  # (N,) whose row each is
+        self.cls_real = mask[:, 0].copy()                                  # (B,) is [CLS] a real token
+        self.read_rows = None
+        if read is not None:
+            wanted = [self.row_of(np.asarray(read, dtype=np.int64).reshape(-1))] + ([self.cls_rows()] if cls else [])
+            self.read_rows = np.unique(np.concatenate(wanted))                         # (R,)
+        self._every_row = AttentionLayout(self.lengths, self.lengths, self.positions, self.positions)
+
+    def rows_of(self, a):
+        # a: (B, T, ...) -> (N, ...)
+        return a.reshape(-1, *a.shape[2:])[self.flat]
+
+    def batched(self, x):
+        # x: (N, ...) -> (B, T, ...), zeros where the mask is 0
+        out = np.zeros((self.shape[0] * self.shape[1], *x.shape[1:]), x.dtype)
+        out[self.flat] = x
+        return out.reshape(*self.shape, *x.shape[1:])
+
+    def row_of(self, flat_positions, what="mlm_positions", why="the MLM head predicts real tokens only"):
+        """Flat indices into B*T -> rows; each must be a real token."""
+        where = np.full(self.shape[0] * self.shape[1], -1)
+        where[self.flat] = np.arange(len(self.flat))
+        rows = where[flat_positions]
+        if (rows < 0).any():
+            bad = int(flat_positions[np.argmax(rows < 0)])
+            raise InputError(f"{what} has {bad} (sequence {bad // self.shape[1]}, position "
+                             f"{bad % self.shape[1]}), a padded position: {why}")
+        return rows
+
+    def cls_rows(self):
+        if not self.cls_real.all():
+            b = int(np.argmin(self.cls_real))
+            raise InputError(f"attention_mask[{b}, 0] is 0: the pooler reads position 0 ([CLS]), which must be a "
+                             "real token here (a left-padded batch needs the padded bert_forward)")
+        return self.starts                                                  # (B,)
+
+    def attention_layout(self, rows=None) -> AttentionLayout:
+        """Queries at every row (rows None) or at the given sorted rows; keys at every row."""
+        if rows is None:
+            return self._every_row
+        q_lengths = np.bincount(self.sequence[rows], minlength=self.shape[0])   # (B,)
+        return AttentionLayout(q_lengths, self.lengths, self.positions[rows], self.positions)
+
+    def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
+        # q: (R, H) at rows, k, v: (N, H) -> context (R, H), cache
+        B, T = self.shape
+        dropping = rng is not None and p_drop != 0.0
+        u = backend.dropout_uniforms((B, num_heads, T, T), rng) if dropping else None   # the padded core's draw
+        return backend.packed_attention_forward(q, k, v, self.attention_layout(rows), num_heads, u, p_drop)
+
+    def attention_backward(self, dcontext, core, trace=NO_TRACE):
+        # dcontext: (R, H) -> dq (R, H), dk (N, H), dv (N, H)
+        return backend.packed_attention_backward(dcontext, core)
