@@ -64,7 +64,8 @@ def task_model_forward(head: Head, params, config, input_ids, token_type_ids=Non
                                                keep_caches)               # (R, H): [CLS] or every row
         x = require_pooler(pooled, head.architecture) if at_cls else layout.batched(h)  # (N, H) or (N, T, H)
     else:
-        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, at_cls, trace)
+        x, base = features_forward(params, config, input_ids, token_type_ids, attention_mask, at_cls,
+                                   trace)                                               # (N, F) or (N, T, F)
     x_shape = x.shape
     if lead is not None:
         x = x.reshape(*lead, x.shape[-1])                                                # (B, C, F)

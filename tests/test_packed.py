@@ -15,9 +15,11 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.heads.registry import head_of
 from npbert.heads.params import init_head
+from npbert.layers.layout import Packed, Padded
 from npbert.model import (IGNORE_INDEX, init_params, packed_pretraining_backward, packed_pretraining_forward,
                           pretraining_backward, pretraining_forward)
 from npbert.task_model import task_model_backward, task_model_forward
+from npbert.trace import Trace
 
 CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
                     max_position_embeddings=16, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2)
@@ -97,6 +99,23 @@ def test_the_last_layer_runs_at_the_read_rows_only():
     assert first.attention.query.x2.shape[0] == len(layout.flat)          # every other layer: every real token
 
 
+def test_the_layouts_say_which_rows_and_drop_the_same_elements():
+    mask = np.array([[1, 1, 1, 0], [1, 0, 1, 1]])                     # a gap in sequence 1
+    padded, packed = Padded(mask, np.float64), Packed(mask, read=[1, 6], cls=True)
+    assert padded.positions.tolist() == [0, 1, 2, 3] * 2 and packed.positions.tolist() == [0, 1, 2, 0, 2, 3]
+    assert packed.starts.tolist() == [0, 3] and packed.read_rows.tolist() == [0, 1, 3, 4]   # read and [CLS]
+    assert packed.index([6, 1]).tolist() == [3, 1] and packed.cls_index().tolist() == [0, 2]   # rows of h (R, H)
+    assert padded.index([6, 1]).tolist() == [6, 1] and padded.cls_index().tolist() == [0, 4]  # every row computed
+    x = np.arange(8.0)[:, None] * np.ones((1, 3))                       # (B*T, 3): row b*T + t holds b*T + t
+    rows = packed.rows_of(x.reshape(2, 4, 3))                           # (N, 3)
+    assert (padded.rows_of(x.reshape(2, 4, 3)) == x).all() and (rows[:, 0] == [0, 1, 2, 4, 6, 7]).all()
+    assert (packed.batched(rows).reshape(8, 3)[[3, 5]] == 0).all()      # padding: zeros
+    y_pad, _ = padded.dropout(x, None, 0.5, np.random.default_rng(0))
+    y_all, _ = packed.dropout(rows, None, 0.5, np.random.default_rng(0))
+    y_read, _ = packed.dropout(rows[packed.read_rows], packed.read_rows, 0.5, np.random.default_rng(0))
+    assert (y_all == y_pad[packed.flat]).all() and (y_read == y_pad[packed.flat[packed.read_rows]]).all()
+
+
 def head_batch(kind, seed, B, T, gaps):
     b = batch(seed, B, T, gaps)
     inputs = {k: b[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
@@ -138,3 +157,8 @@ def test_rows_the_heads_read_must_be_real_tokens():
     b["attention_mask"][0, 0] = 0                             # left padding: [CLS] is padding
     with pytest.raises(InputError, match=r"attention_mask\[0, 0\] is 0"):
         packed_pretraining_forward(params_of(0), CONFIG, **{**b, "mlm_positions": None, "mlm_labels": None})
+
+
+def test_a_trace_records_the_padded_layout_only():
+    with pytest.raises(InputError, match="a trace records the padded reference"):
+        pretraining_forward(params_of(0), CONFIG, **batch(0, 2, 6, False), trace=Trace(), packed=True)

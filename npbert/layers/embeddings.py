@@ -46,9 +46,9 @@ def bert_embeddings_backward(dx, cache: EmbeddingsCache, trace=NO_TRACE):
     de = backend.dropout_backward(dx, cache.dropout)                                    # (N, H)
     trace.record_grad_rows("LayerNorm", de)
     ds, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(de, cache.norm)  # (N, H)
-    g[WORD] = backend.embedding_backward(ds, cache.words)                               # (V, H), [PAD] row 0 (HF's padding_idx)
-    g[TYPE] = backend.embedding_backward(ds, cache.token_types)                         # (types, H)
-    g[POS] = backend.embedding_backward(ds, cache.positions)                            # (P, H) summed per position
+    g[WORD] = backend.embedding_backward(ds, cache.words)             # (V, H), [PAD] row 0 (HF's padding_idx)
+    g[TYPE] = backend.embedding_backward(ds, cache.token_types)       # (types, H)
+    g[POS] = backend.embedding_backward(ds, cache.positions)          # (P, H), the rows at each position summed
     # a sum passes its gradient to each term; the position table's is summed over the batch
     trace.record_grad_rows(("sum", "word_embeddings"), (ds, ds))
     trace.record_grad("position_embeddings", lambda: trace.batched(ds).sum(axis=0))

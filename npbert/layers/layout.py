@@ -46,6 +46,7 @@ class _Layout:
     """What both layouts share: the rows' (b, t), the last layer's rows, dropout by rows."""
     shape: tuple                                       # (B, T) of the batch
     flat: np.ndarray | None                            # (N,) each row's flat b*T + t; None: every one, in order
+    positions: np.ndarray                              # (N,) each row's position in its sequence
     read_rows: np.ndarray | None                       # (R,) sorted rows the last layer computes; None: all
 
     def output_rows(self) -> int:
@@ -100,6 +101,8 @@ class Padded(_Layout):
 
     def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
         # q, k, v: (N, H) -> context (N, H), cache; trace: scope "bert.encoder.layer.{i}.attention"
+        if rows is not None:
+            raise ValueError("the padded layout computes every row's query (its read_rows are None): rows must be None")
         qh, kh, vh = (split_heads(self.batched(x), num_heads) for x in (q, k, v))  # (B, A, T, D) each
         context, core = backend.attention_core_forward(qh, kh, vh, self.mask_bias, p_drop, rng)  # (B, A, T, D)
         trace.record("self.scores", lambda: attention_scores(qh, kh, self.mask_bias)[0])  # the kernel keeps none
@@ -111,7 +114,7 @@ class Padded(_Layout):
         dcontext = split_heads(self.batched(dcontext), core.q.shape[1])                  # (B, A, T, D)
         # made again, the reference's way, only when traced: the kernel keeps them in scratch memory
         trace.record_grad(("self.probs", "self.scores"), lambda: score_grads(dcontext, core))
-        return tuple(self.rows_of(merge_heads(d)) for d in backend.attention_core_backward(dcontext, core))
+        return tuple(self.rows_of(merge_heads(d)) for d in backend.attention_core_backward(dcontext, core))  # (N, H)
 
 
 class Packed(_Layout):
@@ -139,19 +142,19 @@ class Packed(_Layout):
 
     def batched(self, x):
         # x: (N, ...) -> (B, T, ...), zeros where the mask is 0
-        out = np.zeros((self.shape[0] * self.shape[1], *x.shape[1:]), x.dtype)
+        out = np.zeros((self.shape[0] * self.shape[1], *x.shape[1:]), x.dtype)   # (B*T, ...)
         out[self.flat] = x
         return out.reshape(*self.shape, *x.shape[1:])
 
-    def row_of(self, flat_positions, what="mlm_positions", why="the MLM head predicts real tokens only"):
+    def row_of(self, flat_positions):
         """Flat indices into B*T -> rows; each must be a real token."""
-        where = np.full(self.shape[0] * self.shape[1], -1)
+        where = np.full(self.shape[0] * self.shape[1], -1)                 # (B*T,) each position's row, or -1
         where[self.flat] = np.arange(len(self.flat))
-        rows = where[flat_positions]
+        rows = where[flat_positions]                                        # (M,)
         if (rows < 0).any():
             bad = int(flat_positions[np.argmax(rows < 0)])
-            raise InputError(f"{what} has {bad} (sequence {bad // self.shape[1]}, position "
-                             f"{bad % self.shape[1]}), a padded position: {why}")
+            raise InputError(f"mlm_positions has {bad} (sequence {bad // self.shape[1]}, position "
+                             f"{bad % self.shape[1]}), a padded position: the MLM head predicts real tokens only")
         return rows
 
     def cls_rows(self):

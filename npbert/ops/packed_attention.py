@@ -1,4 +1,5 @@
-"""Self-attention over sequences packed back to back (npbert/packed/): no padding, so no mask.
+"""Self-attention over sequences packed back to back (the packed layout's core,
+npbert/layers/layout.py): no padding, so no mask.
 
     q: (M, H) query rows, k, v: (N, H) key/value rows, of S sequences one after another
     sequence s: its q_lengths[s] = m query rows and k_lengths[s] = n key rows (its real tokens)
@@ -7,7 +8,7 @@
         context = dropout(probs) v_s                            (m, D)
 
 The queries may be fewer than the keys: the last encoder layer of a step computes its
-queries only at the rows the heads read (npbert/packed/encoder.py), each sequence's keys
+queries only at the rows the heads read (npbert/layers/encoder.py), each sequence's keys
 are all its real tokens. With every row a query, this is bert_forward's attention at the
 real positions of a padded batch, without the padded queries and keys.
 
