@@ -25,7 +25,8 @@ from npbert.ops import dropout_backward, layernorm_backward        # (dy, cache)
 
 # %%
 def encoder_layer_backward(dy, cache):
-    # dy: (B, T, H) -> dx: (B, T, H), and {name: gradient} for the layer's 16 parameters, named as in
+    # dy: (N, H) -> dx: (N, H), the layer's rows (N = B*T, row b*T + t: npbert's layers work on rows),
+    # and {name: gradient} for the layer's 16 parameters, named as in
     # params ("attention.self.query.weight", ..., "output.LayerNorm.bias"). npbert's
     # encoder_layer_forward made the cache, an EncoderLayerCache with the fields attention,
     # attention_dropout, attention_norm, feedforward, output_dropout, output_norm.

@@ -11,6 +11,7 @@ from npbert.golden.cases import golden_dims
 from npbert.layers.attention import self_attention_backward
 from npbert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 from npbert.layers.feedforward import feedforward_backward
+from npbert.layers.layout import Padded
 from npbert.ops import dropout_backward, layernorm_backward
 
 BACKWARD_ORDER = ("output.LayerNorm.weight", "output.LayerNorm.bias", "output.dense.weight", "output.dense.bias",
@@ -25,26 +26,34 @@ def _layer_params(t):
 
 
 def _run(f, t, c, config=None, rng=None):
-    return encoder_layer_forward(t["x"], t["mask_bias"], _layer_params(t), config or golden_dims().config(), rng)
+    """The layer on the golden case's rows: every position of its (B, T) batch (the padded layout,
+    whose mask is where the mask bias is 0), row b*T + t; the output back as (B, T, H)."""
+    layout = Padded(t["mask_bias"] == 0, t["x"].dtype)
+    y, cache = encoder_layer_forward(layout.rows_of(t["x"]), layout, None, _layer_params(t),
+                                     config or golden_dims().config(), rng)              # (B*T, H)
+    return layout.batched(y), cache                                                      # (B, T, H)
 
 
 def _backward(f, dy, cache):
-    dx, grads = f[0](dy, cache)
-    return {"x": dx, **grads}
+    layout = cache.attention.layout
+    dx, grads = f[0](layout.rows_of(dy), cache)                                          # (B*T, H) rows
+    return {"x": layout.batched(dx), **grads}                                            # (B, T, H)
 
 
 def _with_slip(t, slip) -> dict:
     """npbert's backward on the golden inputs with one slip -> every gradient: 'h' (the residual at h
     dropped), 'x' (the residual at x dropped) or 'norms' (each LayerNorm's backward given the other's cache)."""
     _, c = _run(None, t, None)
+    layout = c.attention.layout
     first, second = (c.attention_norm, c.output_norm) if slip == "norms" else (c.output_norm, c.attention_norm)
     g = {}
-    dsum2, g["output.LayerNorm.weight"], g["output.LayerNorm.bias"] = layernorm_backward(t["grad/out"], first)
+    dy = layout.rows_of(t["grad/out"])                                                   # (B*T, H)
+    dsum2, g["output.LayerNorm.weight"], g["output.LayerNorm.bias"] = layernorm_backward(dy, first)
     dh_ffn, g_ffn = feedforward_backward(dropout_backward(dsum2, c.output_dropout), c.feedforward)
     dsum1, g["attention.output.LayerNorm.weight"], g["attention.output.LayerNorm.bias"] = layernorm_backward(
         dh_ffn if slip == "h" else dsum2 + dh_ffn, second)
     dx_attn, g_attn = self_attention_backward(dropout_backward(dsum1, c.attention_dropout), c.attention)
-    return {"x": dx_attn if slip == "x" else dsum1 + dx_attn, **g, **g_ffn, **g_attn}
+    return {"x": layout.batched(dx_attn if slip == "x" else dsum1 + dx_attn), **g, **g_ffn, **g_attn}
 
 
 SLIPS = {
