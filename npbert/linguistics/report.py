@@ -1,0 +1,47 @@
+"""What `npbert minimal-pairs` prints and writes: the accuracy table (every scorer side by side,
+the first one with its 95% interval), a JSON summary, and one JSON line of scores per pair."""
+from __future__ import annotations
+
+import json
+
+LEVEL_TITLES = {"overall": "", "field": "field ", "phenomenon": "phenomenon ", "paradigm": "paradigm "}
+
+
+def format_table(rows, scorers) -> list:
+    """rows: GroupAccuracy (accuracy.py) -> lines: group, pairs, the first scorer's accuracy in %
+    with its interval, then every other scorer's accuracy in %."""
+    first, others = scorers[0], scorers[1:]
+    names = [f"{LEVEL_TITLES[r.level]}{r.name}" for r in rows]
+    width = max(len(n) for n in names + ["group"])
+    head = f"{'group':<{width}}  {'pairs':>7}  {first + ' [95% interval]':<24}" + "".join(f"  {s:>9}" for s in others)
+    lines = [head]
+    for name, r in zip(names, rows):
+        low, high = r.interval(first)
+        cell = f"{100 * r.accuracy(first):5.1f} [{100 * low:4.1f}, {100 * high:5.1f}]"
+        lines.append(f"{name:<{width}}  {r.pairs:>7,}  {cell:<24}"
+                     + "".join(f"  {100 * r.accuracy(s):9.1f}" for s in others))
+    return lines
+
+
+def summary(rows, scored, exclude_unk: bool) -> dict:
+    """The JSON summary: per scorer and group, pairs, right, accuracy and interval; the costs."""
+    t = scored.tokenized
+    return {
+        "pairs": len(t.pairs), "pairs_with_unk": int(t.has_unk.sum()), "exclude_unk": exclude_unk,
+        "scorers": list(scored.scores),
+        "groups": [{"level": r.level, "name": r.name, "pairs": r.pairs,
+                    "accuracy": {s: r.accuracy(s) for s in r.right},
+                    "interval": {s: list(r.interval(s)) for s in r.right}} for r in rows],
+        "costs": {name: vars(cost) for name, cost in scored.costs.items()},
+    }
+
+
+def score_lines(scored, scorer: str):
+    """One JSON object per pair: pairID, UID, pll_good, pll_bad (the scorer's log-probabilities),
+    tokens_good, tokens_bad (the pieces scored), correct, has_unk."""
+    t = scored.tokenized
+    good, bad = scored.scores[scorer]
+    for k, p in enumerate(t.pairs):
+        yield json.dumps({"pairID": p.pair_id, "UID": p.paradigm, "pll_good": float(good[k]),
+                          "pll_bad": float(bad[k]), "tokens_good": t.good_pieces[k], "tokens_bad": t.bad_pieces[k],
+                          "correct": bool(good[k] > bad[k]), "has_unk": bool(t.has_unk[k])}, ensure_ascii=False)
