@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import regex
 
-from npbert.ops import softmax_forward
+from npbert.logreg import train_logreg
 
 TOKEN = regex.compile(r"\w+|[^\w\s]")
 L2_GRID = (1e-6, 1e-5, 1e-4, 1e-3)
@@ -76,32 +76,6 @@ class Tfidf:
         cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
         return Sparse(cat(rows, np.int64), cat(cols, np.int64), cat(vals, np.float64),
                       (len(term_lists), len(self.index)))
-
-
-def loss_and_grads(W, b, X: Sparse, y, l2):
-    """Mean softmax cross-entropy + (l2/2)||W||^2 and its gradients (dlogits = (p - onehot) / N)."""
-    logits = X.matmul(W) + b                                                        # (N, C)
-    p, _ = softmax_forward(logits)
-    N = len(y)
-    loss = -np.mean(np.log(p[np.arange(N), y] + 1e-300)) + 0.5 * l2 * np.sum(W * W)
-    dlogits = p.copy()
-    dlogits[np.arange(N), y] -= 1.0
-    dlogits /= N
-    return loss, X.rmatmul(dlogits) + l2 * W, dlogits.sum(axis=0)
-
-
-def train_logreg(X: Sparse, y, num_classes, l2, steps=300, lr=0.1):
-    """Full-batch Adam on the convex objective above; returns (W, b)."""
-    W, b = np.zeros((X.shape[1], num_classes)), np.zeros(num_classes)
-    m = [np.zeros_like(W), np.zeros_like(b)]
-    v = [np.zeros_like(W), np.zeros_like(b)]
-    for t in range(1, steps + 1):
-        _, dW, db = loss_and_grads(W, b, X, y, l2)
-        for k, (p, g) in enumerate(((W, dW), (b, db))):
-            m[k] = 0.9 * m[k] + 0.1 * g
-            v[k] = 0.999 * v[k] + 0.001 * g * g
-            p -= lr * (m[k] / (1 - 0.9 ** t)) / (np.sqrt(v[k] / (1 - 0.999 ** t)) + 1e-8)
-    return W, b
 
 
 def bow_baseline(train, dev, test=None, labels=None, l2_grid=L2_GRID, log=print) -> dict:

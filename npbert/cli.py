@@ -21,7 +21,7 @@ from npbert.errors import NpbertError  # noqa: E402
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
 COMMANDS = ["info", "gradcheck", "pretrain", "fill-mask", "prepare", "finetune", "evaluate", "predict", "plot", "bench",
-            "golden", "conform", "minimal-pairs"]
+            "golden", "conform", "minimal-pairs", "attention-heads", "probe"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -83,6 +83,34 @@ def attention_heads(plt, probs, query_labels, key_labels, title=""):
     return fig
 
 
+def head_statistics(plt, means, names, title=""):
+    """A figure of per-head averages, a layers x heads heat map per statistic: means (L, A, S), names
+    the S statistics' titles (an attention share on 0..1, or an entropy in nats on its own scale),
+    each cell written in."""
+    L, A, S = means.shape
+    cols = min(S, 4)
+    rows = -(-S // cols)                                                # ceil
+    fig, axes = plt.subplots(rows, cols, figsize=(cols * (1.2 + 0.45 * A), rows * (1.0 + 0.45 * L)),
+                             squeeze=False, layout="constrained")
+    for k, ax in enumerate(axes.flat):
+        if k >= S:
+            ax.axis("off")
+            continue
+        share = names[k] != "entropy"
+        image = ax.imshow(means[:, :, k], vmin=0.0, vmax=1.0 if share else None, cmap="viridis", aspect="auto")
+        for i in range(L):
+            for a in range(A):
+                ax.text(a, i, f"{means[i, a, k]:.2f}", ha="center", va="center", fontsize=6, color="white")
+        ax.set_title(names[k] if not share else f"to {names[k]}", fontsize=9)
+        ax.set_xticks(range(A), [str(a) for a in range(A)], fontsize=7)
+        ax.set_yticks(range(L), [str(i) for i in range(L)], fontsize=7)
+        ax.set_xlabel("head", fontsize=8)
+        ax.set_ylabel("layer", fontsize=8)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.suptitle(title)
+    return fig
+
+
 def gradient_norms(plt, stages, series, title=""):
     """A figure of a backward's gradient norms: stages (labels, in the order the backward reaches
     them) across, one line per series {name: norms}, on a log scale (a norm of exactly 0 is not drawn)."""

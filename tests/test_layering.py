@@ -14,7 +14,7 @@ LAYERS = [
     ("npbert.environment", 1),
     ("npbert.atomic", 1), ("npbert.config", 1), ("npbert.safetensors", 1), ("npbert.trace", 1),
     ("npbert.allocator", 1),
-    ("npbert.ops", 2), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
+    ("npbert.ops", 2), ("npbert.logreg", 2.5), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
     ("npbert.kernels", 3),
     ("npbert.backend", 4),
     ("npbert.layers", 5), ("npbert.optim", 5),

@@ -45,15 +45,16 @@ def run(args):
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
     from npbert.linguistics.report import format_table, score_lines, summary
-    outputs = {path: None for path in (args.scores, args.json) if path}
-    check_output_files(outputs)                                            # before any work
+    check_output_files([path for path in (args.scores, args.json) if path])     # before any work
     pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
     tokenizer = require_tokenizer(loaded, args.checkpoint)
     tokenized = mp.tokenize_pairs(tokenizer, pairs, loaded.config.max_position_embeddings)
-    counting = counting_models(args, loaded, tokenizer)                     # before the long part: its errors first
     describe(args, tokenized, loaded.config)
+    unk_pairs = int(tokenized.has_unk.sum())
+    tokenized = tokenized.without_unk() if args.exclude_unk else tokenized
+    counting = counting_models(args, loaded, tokenizer)                     # before the long part: its errors first
     scored = mp.ScoredPairs(tokenized)
     mp.score_with_bert(scored, "bert", loaded.params, loaded.config, tokenizer, args.batch_tokens)
     print(mp.format_cost(scored.costs["bert"]))
@@ -62,9 +63,9 @@ def run(args):
                            args.batch_tokens)
     for model in counting:
         mp.score_with_counts(scored, model)
-    rows = scored.accuracies(args.exclude_unk)
+    rows = scored.accuracies()
     print("\n".join(format_table(rows, list(scored.scores))))
-    write_outputs(args, scored, rows, summary, score_lines)
+    write_outputs(args, scored, summary(rows, scored, unk_pairs, args.exclude_unk), score_lines)
     return 0
 
 
@@ -118,12 +119,11 @@ def describe(args, tokenized, config) -> None:
           f"{config.vocab_size:,}; pseudo-log-likelihood, a tie counts as wrong")
 
 
-def write_outputs(args, scored, rows, summary, score_lines) -> None:
+def write_outputs(args, scored, record, score_lines) -> None:
     import json
 
     from npbert.atomic import atomic_write
     if args.scores:
         atomic_write(args.scores, lambda f: f.writelines((line + "\n").encode() for line in score_lines(scored, "bert")))
     if args.json:
-        atomic_write(args.json, lambda f: f.write((json.dumps(summary(rows, scored, args.exclude_unk), indent=1)
-                                                   + "\n").encode()))
+        atomic_write(args.json, lambda f: f.write((json.dumps(record, indent=1) + "\n").encode()))

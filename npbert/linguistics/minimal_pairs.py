@@ -28,6 +28,15 @@ class TokenizedPairs:
     bad_pieces: list
     has_unk: np.ndarray         # (P,) bool: either sentence holds [UNK]
 
+    def without_unk(self) -> "TokenizedPairs":
+        """The pairs with no [UNK] piece in either sentence (a DataError when none is left)."""
+        keep = np.flatnonzero(~self.has_unk)
+        if len(keep) == 0:
+            raise DataError(f"all {len(self.pairs):,} pairs hold [UNK]: none is left to score without them")
+        pick = (lambda items: [items[k] for k in keep])
+        return TokenizedPairs(pick(self.pairs), pick(self.good), pick(self.bad), pick(self.good_pieces),
+                              pick(self.bad_pieces), self.has_unk[keep])
+
 
 @dataclass
 class ScoredPairs:
@@ -35,15 +44,10 @@ class ScoredPairs:
     scores: dict = field(default_factory=dict)    # {scorer: (good (P,), bad (P,)) float64 log-probabilities}
     costs: dict = field(default_factory=dict)     # {scorer: ScoringCost} for the BERTs
 
-    def outcomes(self, keep=None) -> dict:
-        """{scorer: (P,) bool right}, over the pairs `keep` selects (all when None)."""
-        keep = slice(None) if keep is None else keep
-        return {name: correct(good[keep], bad[keep]) for name, (good, bad) in self.scores.items()}
-
-    def accuracies(self, exclude_unk=False) -> list:
-        keep = ~self.tokenized.has_unk if exclude_unk else np.ones(len(self.tokenized.pairs), bool)
-        pairs = [p for p, k in zip(self.tokenized.pairs, keep) if k]
-        return group_accuracies(pairs, self.outcomes(keep))
+    def accuracies(self) -> list:
+        """GroupAccuracy rows (accuracy.py): every scorer, overall and per field, phenomenon, paradigm."""
+        outcomes = {name: correct(good, bad) for name, (good, bad) in self.scores.items()}
+        return group_accuracies(self.tokenized.pairs, outcomes)
 
 
 @dataclass(frozen=True)

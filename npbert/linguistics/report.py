@@ -23,11 +23,11 @@ def format_table(rows, scorers) -> list:
     return lines
 
 
-def summary(rows, scored, exclude_unk: bool) -> dict:
-    """The JSON summary: per scorer and group, pairs, right, accuracy and interval; the costs."""
-    t = scored.tokenized
+def summary(rows, scored, unk_pairs: int, unk_left_out: bool) -> dict:
+    """The JSON summary: the pairs scored, how many held [UNK] (and whether they were left out),
+    per scorer and group the accuracy and its interval, the costs."""
     return {
-        "pairs": len(t.pairs), "pairs_with_unk": int(t.has_unk.sum()), "exclude_unk": exclude_unk,
+        "pairs": len(scored.tokenized.pairs), "pairs_with_unk": unk_pairs, "unk_pairs_left_out": unk_left_out,
         "scorers": list(scored.scores),
         "groups": [{"level": r.level, "name": r.name, "pairs": r.pairs,
                     "accuracy": {s: r.accuracy(s) for s in r.right},

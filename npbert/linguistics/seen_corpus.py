@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
+
 from npbert.data.prepare import (corpus_sha256, load_tokenizer, read_documents, split_documents,
                                  tokenize_documents)
 from npbert.data.shards import VOCAB_FILE, read_manifest
@@ -48,3 +50,21 @@ def training_sentences(data_dir, vocab_tokens) -> list:
     ids = tokenize_documents(tokenizer, read_documents(options, log=lambda *_: None))   # as prepare made them
     train, _ = split_documents(len(ids), options["heldout_fraction"], options["seed"])
     return [s for i in sorted(train) for s in ids[i]]
+
+
+def heldout_batches(data_dir, sequences: int, batch_size: int = 32):
+    """The first `sequences` held-out IsNext instances of a prepared directory ([CLS] A [SEP] B [SEP],
+    B the true next segment), with their masked pieces put back: the text as written, in batches
+    (input_ids, token_type_ids, attention_mask). A DataError when there are none."""
+    from npbert.data.pretraining_data import PretrainingData, make_batch
+    if "heldout" not in read_manifest(data_dir)["splits"]:
+        raise DataError(f"{data_dir} has no held-out split (prepared with --heldout-fraction 0)")
+    heldout = PretrainingData(data_dir, "heldout")
+    rows = np.flatnonzero(heldout.arrays["next_sentence_labels"] == 0)[:sequences]     # IsNext
+    if len(rows) == 0:
+        raise DataError(f"{data_dir}'s held-out split has no IsNext instance")
+    for start in range(0, len(rows), batch_size):
+        batch = make_batch(heldout.arrays, rows[start:start + batch_size])
+        ids = batch["input_ids"]                                                        # (B, T)
+        ids.reshape(-1)[batch["mlm_positions"]] = batch["mlm_labels"]                   # unmasked
+        yield {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
