@@ -1,0 +1,336 @@
+"""The figures of docs/linguistics.md: what very small BERTs pretrained by npbert learn of language,
+over pretraining seeds, beside counting baselines and random-initialised controls.
+
+    python benchmarks/linguistics_results.py --blimp ~/blimp/data              # every stage, 2 jobs at a time
+    python benchmarks/linguistics_results.py --blimp ~/blimp/data report       # the tables from what is done
+    python benchmarks/linguistics_results.py --quick                           # a smoke test (minutes)
+
+BLiMP (Warstadt et al. 2020, CC BY) is not shipped: clone github.com/alexwarstadt/blimp and
+give its data/ directory. Stages, each a list of `npbert` commands (printed as they start, one
+process and one thread each, --jobs side by side), a command whose output exists is not run
+again (an interrupted sweep continues):
+
+    pretrain   the models: the default run (`npbert pretrain --seed S`: tiny, built-in corpus) and
+               a mini on the IMDB reviews at two budgets (--steps 2400 and 9600), seeds 0..2
+    blimp      `npbert minimal-pairs` of every model on BLiMP and on the built-in pairs, beside
+               unigram, 3-gram and a random-initialised BERT of its size (init seed = its seed)
+    heads      `npbert attention-heads` of every IMDB mini (the picture: seed 0 of the longer budget)
+    probes     `npbert probe` of the IMDB minis on rt-polarity and builtin-tagging, with the control
+    finetune   `npbert finetune --task rt-polarity` from the longer-budget minis and from scratch,
+               5 seeds, on all 6,824 training sentences and on the first 500
+    report     the tables, as docs/linguistics.md shows them (mean +- sd over seeds)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ONE_THREAD = {"NPBERT_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SEEDS = (0, 1, 2)
+FINETUNE_SEEDS = (0, 1, 2, 3, 4)
+BUDGETS = (2400, 9600)                 # steps of 32 sequences of 128 tokens: ~30 min and ~2 h of one core
+STAGES = ("pretrain", "blimp", "heads", "probes", "finetune", "report")
+# BLiMP's published figures (github.com/alexwarstadt/blimp, raw_results/summary/models_summary.jsonl,
+# the rows with UID "overall": by phenomenon, and "overall" for the whole set; human: the paper's
+# Table 3, corrected version on arXiv). Trained on far more text than npbert's models: the n-gram
+# and the LSTM on ~83M words of Wikipedia (Gulordava et al. 2018), GPT-2 on 40 GB of web text.
+PUBLISHED = {"overall": {"5-gram": 61.2, "LSTM": 69.8, "GPT-2": 83.0, "human": 88.6},
+             "anaphor_agreement": {"5-gram": 47.9, "LSTM": 91.7, "GPT-2": 99.3},
+             "argument_structure": {"5-gram": 71.9, "LSTM": 73.2, "GPT-2": 81.8},
+             "binding": {"5-gram": 64.4, "LSTM": 73.5, "GPT-2": 80.9},
+             "control_raising": {"5-gram": 68.5, "LSTM": 67.0, "GPT-2": 81.9},
+             "determiner_noun_agreement": {"5-gram": 70.1, "LSTM": 85.4, "GPT-2": 95.8},
+             "ellipsis": {"5-gram": 36.9, "LSTM": 67.6, "GPT-2": 89.4},
+             "filler_gap_dependency": {"5-gram": 60.2, "LSTM": 73.9, "GPT-2": 81.3},
+             "irregular_forms": {"5-gram": 79.5, "LSTM": 89.1, "GPT-2": 91.9},
+             "island_effects": {"5-gram": 57.2, "LSTM": 46.6, "GPT-2": 72.7},
+             "npi_licensing": {"5-gram": 45.5, "LSTM": 51.7, "GPT-2": 76.8},
+             "quantifiers": {"5-gram": 53.5, "LSTM": 64.5, "GPT-2": 79.0},
+             "subject_verb_agreement": {"5-gram": 60.3, "LSTM": 80.1, "GPT-2": 86.4}}
+QUICK_STEPS = 40
+
+
+def models(quick: bool) -> list:
+    """(name, pretrain arguments after `--out DIR --seed S`) of every model the page reports."""
+    if quick:
+        return [("default", ["--steps", str(QUICK_STEPS), "--max-documents", "200", "--eval-every", "0"])]
+    return [("default", [])] + [(f"imdb-{steps}", ["--data", "{runs}/data-imdb", "--preset", "mini", "--steps",
+                                                    str(steps)]) for steps in BUDGETS]
+
+
+class Runner:
+    """Commands one thread each, `jobs` side by side; a command whose output exists is skipped."""
+
+    def __init__(self, runs: str, jobs: int):
+        self.runs, self.jobs = runs, jobs
+
+    def run_all(self, commands) -> None:
+        """commands: (output path, argv after `npbert`, log path); all must succeed."""
+        todo = [c for c in commands if not os.path.exists(c[0])]
+        with ThreadPoolExecutor(max(1, self.jobs)) as pool:
+            for failure in pool.map(self.run_one, todo):
+                if failure:
+                    raise SystemExit(failure)
+
+    def run_one(self, command):
+        output, argv, log_path = command
+        if argv[0] == "pretrain" and os.path.isdir(argv[argv.index("--out") + 1]):
+            argv = argv + ["--resume"]                 # an interrupted run continues where it stopped
+        print(f"npbert {' '.join(argv)}", flush=True)
+        env = dict(os.environ, **ONE_THREAD, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        for directory in (os.path.dirname(log_path), os.path.dirname(output)):
+            os.makedirs(directory, exist_ok=True)
+        start = time.perf_counter()
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "npbert.cli", *argv], stdout=log, stderr=subprocess.STDOUT,
+                                    env=env)
+            _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            return f"failed: npbert {' '.join(argv)} (see {log_path})"
+        cost = {"cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": time.perf_counter() - start}
+        if not os.path.exists(output):                 # a command that writes no file of its own: a marker
+            with open(output, "w") as f:
+                json.dump(cost, f)
+        return None
+
+    def path(self, *parts) -> str:
+        return os.path.join(self.runs, *parts)
+
+
+def checkpoint(r: Runner, name: str, seed: int) -> str:
+    return r.path(f"{name}-s{seed}", "checkpoint")
+
+
+def pretrain_commands(r: Runner, quick: bool) -> list:
+    commands = []
+    if not quick:
+        commands.append((r.path("data-imdb", "manifest.json"), ["prepare", "--corpus", "imdb", "--out",
+                                                               r.path("data-imdb")], r.path("logs", "prepare.log")))
+    for name, extra in models(quick):
+        for seed in (SEEDS[:1] if quick else SEEDS):
+            out = r.path(f"{name}-s{seed}")
+            argv = ["pretrain", "--out", out, "--seed", str(seed), *[a.format(runs=r.runs) for a in extra]]
+            commands.append((r.path("done", f"pretrain-{name}-s{seed}.json"), argv,      # the marker of a whole run
+                             r.path("logs", f"pretrain-{name}-s{seed}.log")))
+    return commands
+
+
+def blimp_commands(r: Runner, quick: bool, blimp: str | None) -> list:
+    commands = []
+    for name, _ in models(quick):
+        for seed in (SEEDS[:1] if quick else SEEDS):
+            for pairs, tag in ((blimp, "blimp"), ("builtin", "builtin")):
+                if pairs is None:
+                    continue
+                out = r.path("scores", f"{tag}-{name}-s{seed}.json")
+                argv = ["minimal-pairs", checkpoint(r, name, seed), pairs, "--baselines", "unigram,ngram,random",
+                        "--seed", str(seed), "--json", out, "--scores", out.replace(".json", ".jsonl")]
+                commands.append((out, argv + (["--per-paradigm", "20"] if quick else []),
+                                 r.path("logs", f"{tag}-{name}-s{seed}.log")))
+    return commands
+
+
+def heads_commands(r: Runner, quick: bool) -> list:
+    name = models(quick)[-1][0]
+    commands = []
+    for seed in (SEEDS[:1] if quick else SEEDS):
+        out = r.path("heads", f"{name}-s{seed}.json")
+        argv = ["attention-heads", checkpoint(r, name, seed), "--json", out, "--sequences", "50" if quick else "500"]
+        if seed == 0:
+            argv += ["--plot", r.path("heads", f"{name}-s{seed}.png")]
+        commands.append((out, argv, r.path("logs", f"heads-{name}-s{seed}.log")))
+    return commands
+
+
+def probe_commands(r: Runner, quick: bool) -> list:
+    commands = []
+    for name, _ in models(quick)[1:] or models(quick):
+        for seed in (SEEDS[:1] if quick else SEEDS):
+            for task, limit in (("rt-polarity", None), ("builtin-tagging", "2000")):
+                out = r.path("probes", f"{task}-{name}-s{seed}.json")
+                argv = ["probe", checkpoint(r, name, seed), "--task", task, "--seed", str(seed), "--json", out]
+                argv += ["--max-train-examples", "100" if quick else limit] if quick or limit else []
+                commands.append((out, argv, r.path("logs", f"probe-{task}-{name}-s{seed}.log")))
+    return commands
+
+
+def finetune_commands(r: Runner, quick: bool) -> list:
+    """rt-polarity, peak lr 3e-4, dropout 0.1, the best dev epoch scored on test (docs/results.md's
+    recipe): fine-tuning seed k starts from pretraining seed k mod 3; from scratch with its vocabulary."""
+    name = models(quick)[-1][0]
+    commands = []
+    for labels, epochs in ((None, "3"), ("500", "41")):
+        for k in (FINETUNE_SEEDS[:1] if quick else FINETUNE_SEEDS):
+            ckpt = checkpoint(r, name, SEEDS[k % len(SEEDS)])
+            common = ["finetune", "--task", "rt-polarity", "--test", "test", "--learning-rate", "3e-4", "--seed",
+                      str(k), "--epochs", "1" if quick else epochs]
+            common += ["--max-train-examples", "200" if quick else labels] if quick or labels else []
+            tag = f"n{labels or 'all'}-s{k}"
+            for kind, source in (("pretrained", ["--model", ckpt, "--hidden-dropout-prob", "0.1",
+                                                 "--attention-probs-dropout-prob", "0.1"]),
+                                 ("scratch", ["--from-scratch", "tiny" if quick else "mini", "--vocab",
+                                              os.path.join(ckpt, "vocab.txt")])):
+                out = r.path("finetune", f"{kind}-{tag}")
+                commands.append((r.path("done", f"finetune-{kind}-{tag}.json"), common + source + ["--out", out],
+                                 r.path("logs", f"finetune-{kind}-{tag}.log")))
+    return commands
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+def mean_sd(values) -> str:
+    values = [100 * v for v in values]
+    if not values:
+        return "-"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def blimp_table(r: Runner, quick: bool, tag: str, level: str) -> list:
+    """Markdown rows: a group per line, each model's BERT accuracy and the baselines beside, mean ± sd
+    over seeds (the published figures where BLiMP has them)."""
+    runs = {name: [load(p) for p in (r.path("scores", f"{tag}-{name}-s{s}.json") for s in SEEDS)
+                   if os.path.exists(p)] for name, _ in models(quick)}
+    runs = {n: v for n, v in runs.items() if v}
+    if not runs:
+        return []
+    groups = [g["name"] for g in next(iter(runs.values()))[0]["groups"] if g["level"] == level]
+    last = list(runs)[-1]
+    columns = [(f"BERT {n}", n, "bert") for n in runs] + [("random-init", last, "random"),
+                                                          ("unigram", last, "unigram"), ("3-gram", last, "3-gram")]
+    published = tag == "blimp" and level in ("overall", "phenomenon")
+    head = ["group", "pairs"] + [c[0] for c in columns] + (["5-gram*", "LSTM*", "GPT-2*"] if published else [])
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for group in groups:
+        cells = [group, str(pairs_of(runs[last][0], level, group))]
+        for _, name, scorer in columns:
+            cells.append(mean_sd([accuracy_of(run, level, group, scorer) for run in runs[name]]))
+        if published:
+            cells += [f"{PUBLISHED.get(group, {}).get(m, float('nan')):.1f}" for m in ("5-gram", "LSTM", "GPT-2")]
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
+def pairs_of(run, level, group) -> int:
+    return next(g["pairs"] for g in run["groups"] if g["level"] == level and g["name"] == group)
+
+
+def accuracy_of(run, level, group, scorer) -> float:
+    return next(g["accuracy"][scorer] for g in run["groups"] if g["level"] == level and g["name"] == group)
+
+
+def report(r: Runner, quick: bool) -> str:
+    lines = []
+    for tag in ("blimp", "builtin"):
+        for level in ("overall", "field", "phenomenon", "paradigm"):
+            rows = blimp_table(r, quick, tag, level)
+            if rows:
+                lines += [f"\n{tag}, by {level} (accuracy %, mean ± sd over seeds)\n"] + rows
+    lines += costs_lines(r, quick) + probe_lines(r, quick) + finetune_lines(r, quick) + heads_lines(r, quick)
+    return "\n".join(lines)
+
+
+def costs_lines(r: Runner, quick: bool) -> list:
+    lines = ["\nscoring cost of the BERT on BLiMP (one thread): CPU minutes, tokens/s, GFLOP/s"]
+    for name, _ in models(quick):
+        for s in SEEDS:
+            path = r.path("scores", f"blimp-{name}-s{s}.json")
+            if os.path.exists(path):
+                c = load(path)["costs"]["bert"]
+                lines.append(f"  {name}-s{s}: {c['cpu_seconds'] / 60:.1f} min, {c['copies']:,} copies, "
+                             f"{c['tokens'] / c['cpu_seconds']:,.0f} tokens/s, {c['flops'] / c['cpu_seconds'] / 1e9:.1f}")
+    return lines
+
+
+def probe_lines(r: Runner, quick: bool) -> list:
+    lines = []
+    for task in ("rt-polarity", "builtin-tagging"):
+        runs = [load(p) for name, _ in models(quick)[1:] or models(quick)
+                for p in (r.path("probes", f"{task}-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
+        if not runs:
+            continue
+        lines += [f"\nprobe {task}: test accuracy % per layer, mean ± sd over seeds (majority class "
+                  f"{100 * runs[0]['majority'][2]:.1f})\n", "| layer | pretrained | random-init control |", "|---|---|---|"]
+        for i in range(len(runs[0]["layers"]["pretrained"])):
+            cells = [mean_sd([run["layers"][m][i]["test_accuracy"] for run in runs]) for m in ("pretrained", "random-init")]
+            lines.append(f"| {i} | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def finetune_lines(r: Runner, quick: bool) -> list:
+    lines = []
+    for labels in ("all", "500"):
+        cells = {}
+        for kind in ("pretrained", "scratch"):
+            dev, test = [], []
+            for k in FINETUNE_SEEDS:
+                path = r.path("finetune", f"{kind}-n{labels}-s{k}", "metrics.jsonl")
+                if os.path.exists(path):
+                    rows = [json.loads(line) for line in open(path) if line.strip()]
+                    dev.append(max(x["accuracy"] for x in rows if x["kind"] == "eval"))
+                    test.append(next(x["accuracy"] for x in rows if x["kind"] == "test"))
+            cells[kind] = (dev, test)
+        if cells["pretrained"][0]:
+            gap = [a - b for a, b in zip(cells["pretrained"][1], cells["scratch"][1])]
+            lines.append(f"\nrt-polarity, {labels} training sentences, seeds: {len(gap)}; pretrained dev "
+                         f"{mean_sd(cells['pretrained'][0])} test {mean_sd(cells['pretrained'][1])}; from scratch dev "
+                         f"{mean_sd(cells['scratch'][0])} test {mean_sd(cells['scratch'][1])}; paired test gain "
+                         f"{mean_sd(gap)}, ahead in {sum(g > 0 for g in gap)} of {len(gap)}")
+    return lines
+
+
+def heads_lines(r: Runner, quick: bool) -> list:
+    name = models(quick)[-1][0]
+    lines = []
+    for s in SEEDS:
+        path = r.path("heads", f"{name}-s{s}.json")
+        if os.path.exists(path):
+            named = load(path)["named"]
+            lines.append(f"\n{name}-s{s}: {len(named)} named heads" + "".join(
+                f"\n  layer {layer} head {head}: {what}" for layer, head, what in named))
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stages", nargs="*", default=list(STAGES),
+                   help=f"which stages, in order (default: all): {', '.join(STAGES)}")
+    p.add_argument("--runs", default="runs/linguistics", help="every model, score and log under it")
+    p.add_argument("--blimp", default=None, help="BLiMP's data/ directory (its 67 .jsonl files)")
+    p.add_argument("--jobs", type=int, default=2, help="commands side by side, one thread each (default 2)")
+    p.add_argument("--quick", action="store_true", help="one seed of a 40-step default run, 20 pairs a paradigm")
+    args = p.parse_args(argv)
+    unknown = [s for s in args.stages if s not in STAGES]
+    if unknown:
+        p.error(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
+    r = Runner(args.runs, args.jobs)
+    for stage in args.stages:
+        if stage == "pretrain":
+            r.run_all(pretrain_commands(r, args.quick))
+        elif stage == "blimp":
+            r.run_all(blimp_commands(r, args.quick, args.blimp))
+        elif stage == "heads":
+            r.run_all(heads_commands(r, args.quick))
+        elif stage == "probes":
+            r.run_all(probe_commands(r, args.quick))
+        elif stage == "finetune":
+            r.run_all(finetune_commands(r, args.quick))
+        else:
+            print(report(r, args.quick))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

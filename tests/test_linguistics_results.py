@@ -1,0 +1,35 @@
+"""docs/linguistics.md's figures come from benchmarks/linguistics_results.py. Its --quick mode (a
+40-step default run, 20 built-in pairs a paradigm) runs the pretrain, blimp and report stages
+end to end here; the full sweep takes hours and is not a test."""
+import importlib.util
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def script():
+    spec = importlib.util.spec_from_file_location("linguistics_results",
+                                                  os.path.join(ROOT, "benchmarks", "linguistics_results.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_quick_sweep_pretrains_scores_and_reports(tmp_path, capsys):
+    s = script()
+    runs = str(tmp_path / "runs")
+    assert s.main(["--quick", "--runs", runs, "--jobs", "1", "pretrain", "blimp", "report"]) == 0
+    out = capsys.readouterr().out
+    assert "npbert pretrain --out" in out and "npbert minimal-pairs" in out
+    table = out[out.index("builtin, by paradigm"):].splitlines()
+    assert table[2] == "| group | pairs | BERT default | random-init | unigram | 3-gram |"
+    rows = [line for line in table if line.startswith("| transitive |")]
+    assert len(rows) == 1 and rows[0].split("|")[2].strip() == "20"
+    assert os.path.exists(os.path.join(runs, "done", "pretrain-default-s0.json"))
+    assert s.main(["--quick", "--runs", runs, "--jobs", "1", "pretrain", "blimp"]) == 0     # all kept
+    assert "npbert" not in capsys.readouterr().out
+
+
+def test_the_report_gives_mean_and_sd_over_seeds():
+    s = script()
+    assert s.mean_sd([0.5, 0.6, 0.7]) == "60.0 ± 10.0" and s.mean_sd([0.25]) == "25.0 ± 0.0" and s.mean_sd([]) == "-"
