@@ -11,7 +11,7 @@ process and one thread each, --jobs side by side), a command whose output exists
 again (an interrupted sweep continues):
 
     pretrain   the models: the default run (`npbert pretrain --seed S`: tiny, built-in corpus) and
-               a mini on the IMDB reviews at two budgets (--steps 2400 and 9600), seeds 0..2
+               a mini on the IMDB reviews at two budgets (--steps 1200 and 4800), seeds 0..2
     blimp      `npbert minimal-pairs` of every model on BLiMP and on the built-in pairs, beside
                unigram, 3-gram and a random-initialised BERT of its size (init seed = its seed)
     heads      `npbert attention-heads` of every IMDB mini (the picture: seed 0 of the longer budget)
@@ -35,7 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE_THREAD = {"NPBERT_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SEEDS = (0, 1, 2)
 FINETUNE_SEEDS = (0, 1, 2, 3, 4)
-BUDGETS = (2400, 9600)                 # steps of 32 sequences of 128 tokens: ~30 min and ~2 h of one core
+BUDGETS = (1200, 4800)                 # steps of 32 sequences of 128 tokens: ~15 min and ~1 h of one core
 STAGES = ("pretrain", "blimp", "heads", "probes", "finetune", "report")
 # BLiMP's published figures (github.com/alexwarstadt/blimp, raw_results/summary/models_summary.jsonl,
 # the rows with UID "overall": by phenomenon, and "overall" for the whole set; human: the paper's

@@ -18,8 +18,8 @@ def register(sub):
     p.add_argument("--sequences", type=positive_int, default=500, help="held-out sequences to average over")
     p.add_argument("--batch-size", type=positive_int, default=32, help="sequences per forward pass")
     p.add_argument("--plot", default=None, metavar="FILE.png",
-                   help="draw the layers x heads grid of every statistic (needs npbert[plot])")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the averages and the named heads as JSON")
+                   help="draw the layers x heads grid of every statistic (needs npbert[plot]) (default: none)")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the averages and the named heads as JSON (default: none)")
     add_backend_argument(p, help="hot-op backend (default: numba, or NPBERT_BACKEND)", default=training_backend())
     p.set_defaults(func=run)
 

@@ -19,7 +19,7 @@ def register(sub):
                    help="write one JSON line per pair: pairID, UID, pll_good, pll_bad, tokens_good, tokens_bad, "
                    "correct, has_unk (default: none)")
     p.add_argument("--json", default=None, metavar="FILE",
-                   help="write the accuracies of every scorer and group, and the cost, as one JSON object")
+                   help="write the accuracies of every scorer and group, and the cost, as one JSON object (default: none)")
     p.add_argument("--exclude-unk", action="store_true",
                    help="leave out the pairs where either sentence has an [UNK] piece (default: score them, "
                    "and count them)")

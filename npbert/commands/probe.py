@@ -19,7 +19,7 @@ def register(sub):
     p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
     p.add_argument("--no-control", action="store_true", help="skip the random-initialised control")
     p.add_argument("--seed", type=seed, default=0, help="seed of the random-initialised control")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the accuracies per layer as JSON")
+    p.add_argument("--json", default=None, metavar="FILE", help="write the accuracies per layer as JSON (default: none)")
     add_backend_argument(p, help="hot-op backend (default: numba, or NPBERT_BACKEND)", default=training_backend())
     p.set_defaults(func=run)
 
