@@ -98,9 +98,11 @@ def head_statistics(plt, means, names, title=""):
             continue
         share = names[k] != "entropy"
         image = ax.imshow(means[:, :, k], vmin=0.0, vmax=1.0 if share else None, cmap="viridis", aspect="auto")
+        bright = image.norm(means[:, :, k]) > 0.6                       # dark text on the light end of viridis
         for i in range(L):
             for a in range(A):
-                ax.text(a, i, f"{means[i, a, k]:.2f}", ha="center", va="center", fontsize=6, color="white")
+                ax.text(a, i, f"{means[i, a, k]:.2f}", ha="center", va="center", fontsize=6,
+                        color="black" if bright[i, a] else "white")
         ax.set_title(names[k] if not share else f"to {names[k]}", fontsize=9)
         ax.set_xticks(range(A), [str(a) for a in range(A)], fontsize=7)
         ax.set_yticks(range(L), [str(i) for i in range(L)], fontsize=7)
