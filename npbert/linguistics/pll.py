@@ -51,7 +51,8 @@ def token_log_probs(params, config, sentences, special_ids, batch_tokens=DEFAULT
     log p(w_i | the sentence with w_i masked); their sum is the PLL. special_ids: (cls, sep,
     mask). progress(copies_done) is called after each batch."""
     cls_id, sep_id, mask_id = special_ids
-    unique, index = unique_sentences(sentences)
+    params = {k: v for k, v in params.items() if not k.startswith("bert.pooler.")}   # else the last layer
+    unique, index = unique_sentences(sentences)                                     # runs at [CLS] too
     check_sentences(unique, config)
     scores = [None] * len(unique)
     done = 0
