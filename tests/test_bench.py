@@ -286,12 +286,8 @@ def test_bench_batches_builtin_prepares_once_and_tells_every_worker(monkeypatch,
 
 
 def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(capsys):
-    import importlib.util
-    import os
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "ab.py")
-    spec = importlib.util.spec_from_file_location("npbert_ab_script", path)
-    ab = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ab)
+    from scripts import load_script
+    ab = load_script("benchmarks/ab.py", "npbert_ab_script")
     for argv, message in ((["--batches", "imdb", "--seq", "64"], "--batches imdb has the data's own lengths"),
                           (["--impls", "numba,numba-packed"], "unknown impl numba-packed")):
         with pytest.raises(SystemExit) as e:

@@ -1,18 +1,11 @@
 """The default run's figures in the docs come from benchmarks/default_run_seeds.py (the default
 recipe over seeds). Its --quick mode, 60 steps of the same recipe on 500 documents, must end in
 the range docs/pretraining.md states; the full run takes minutes and is not a test."""
-import importlib.util
-import os
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from scripts import load_script
 
 
 def script():
-    spec = importlib.util.spec_from_file_location("default_run_seeds",
-                                                  os.path.join(ROOT, "benchmarks", "default_run_seeds.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/default_run_seeds.py")
 
 
 def test_the_quick_default_run_ends_in_its_stated_range(tmp_path):

@@ -1,18 +1,13 @@
 """docs/linguistics.md's figures come from benchmarks/linguistics_results.py. Its --quick mode (a
 40-step default run, 20 built-in pairs a paradigm) runs the pretrain, blimp and report stages
 end to end here; the full sweep takes hours and is not a test."""
-import importlib.util
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from scripts import load_script
 
 
 def script():
-    spec = importlib.util.spec_from_file_location("linguistics_results",
-                                                  os.path.join(ROOT, "benchmarks", "linguistics_results.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/linguistics_results.py")
 
 
 def test_the_quick_sweep_pretrains_scores_and_reports(tmp_path, capsys):
