@@ -57,12 +57,16 @@ PUBLISHED = {"overall": {"5-gram": 61.2, "LSTM": 69.8, "GPT-2": 83.0, "human": 8
 QUICK_STEPS = 40
 
 
+ONLY = None                            # --models: the names the stages are limited to (None: all)
+
+
 def models(quick: bool) -> list:
     """(name, pretrain arguments after `--out DIR --seed S`) of every model the page reports."""
     if quick:
         return [("default", ["--steps", str(QUICK_STEPS), "--max-documents", "200", "--eval-every", "0"])]
-    return [("default", [])] + [(f"imdb-{steps}", ["--data", "{runs}/data-imdb", "--preset", "mini", "--steps",
-                                                    str(steps)]) for steps in BUDGETS]
+    every = [("default", [])] + [(f"imdb-{steps}", ["--data", "{runs}/data-imdb", "--preset", "mini", "--steps",
+                                                     str(steps)]) for steps in BUDGETS]
+    return [m for m in every if ONLY is None or m[0] in ONLY]
 
 
 class Runner:
@@ -311,7 +315,11 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="BLiMP's data/ directory (its 67 .jsonl files)")
     p.add_argument("--jobs", type=int, default=2, help="commands side by side, one thread each (default 2)")
     p.add_argument("--quick", action="store_true", help="one seed of a 40-step default run, 20 pairs a paradigm")
+    p.add_argument("--models", default=None,
+                   help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800")
     args = p.parse_args(argv)
+    global ONLY
+    ONLY = None if args.models is None else args.models.split(",")
     unknown = [s for s in args.stages if s not in STAGES]
     if unknown:
         p.error(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
