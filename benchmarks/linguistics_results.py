@@ -54,6 +54,7 @@ PUBLISHED = {"overall": {"5-gram": 61.2, "LSTM": 69.8, "GPT-2": 83.0, "human": 8
              "npi_licensing": {"5-gram": 45.5, "LSTM": 51.7, "GPT-2": 76.8},
              "quantifiers": {"5-gram": 53.5, "LSTM": 64.5, "GPT-2": 79.0},
              "subject_verb_agreement": {"5-gram": 60.3, "LSTM": 80.1, "GPT-2": 86.4}}
+PUBLISHED_MODELS = ("5-gram", "LSTM", "GPT-2", "human")
 QUICK_STEPS = 40
 
 
@@ -126,7 +127,10 @@ def pretrain_commands(r: Runner, quick: bool) -> list:
     return commands
 
 
-def blimp_commands(r: Runner, quick: bool, blimp: str | None) -> list:
+def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int | None) -> list:
+    """minimal-pairs of every model on BLiMP (its first `per_paradigm` pairs of each paradigm, or all)
+    and on the built-in pairs (all)."""
+    per_paradigm = 20 if quick else per_paradigm
     commands = []
     for name, _ in models(quick):
         for seed in (SEEDS[:1] if quick else SEEDS):
@@ -136,7 +140,8 @@ def blimp_commands(r: Runner, quick: bool, blimp: str | None) -> list:
                 out = r.path("scores", f"{tag}-{name}-s{seed}.json")
                 argv = ["minimal-pairs", checkpoint(r, name, seed), pairs, "--baselines", "unigram,ngram,random",
                         "--seed", str(seed), "--json", out, "--scores", out.replace(".json", ".jsonl")]
-                commands.append((out, argv + (["--per-paradigm", "20"] if quick else []),
+                limit = ["--per-paradigm", str(per_paradigm)] if per_paradigm and (tag == "blimp" or quick) else []
+                commands.append((out, argv + limit,
                                  r.path("logs", f"{tag}-{name}-s{seed}.log")))
     return commands
 
@@ -191,10 +196,9 @@ def finetune_commands(r: Runner, quick: bool) -> list:
 
 def mean_sd(values) -> str:
     values = [100 * v for v in values]
-    if not values:
-        return "-"
-    sd = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.1f} ± {sd:.1f}"
+    if len(values) < 2:                        # no spread to give: one seed is its own figure
+        return f"{values[0]:.1f}" if values else "-"
+    return f"{statistics.mean(values):.1f} ± {statistics.stdev(values):.1f}"
 
 
 def load(path):
@@ -212,17 +216,17 @@ def blimp_table(r: Runner, quick: bool, tag: str, level: str) -> list:
         return []
     groups = [g["name"] for g in next(iter(runs.values()))[0]["groups"] if g["level"] == level]
     last = list(runs)[-1]
-    columns = [(f"BERT {n}", n, "bert") for n in runs] + [("random-init", last, "random"),
+    columns = [(f"BERT {n} ({len(runs[n])} seed{'s' * (len(runs[n]) > 1)})", n, "bert") for n in runs] + [("random-init", last, "random"),
                                                           ("unigram", last, "unigram"), ("3-gram", last, "3-gram")]
     published = tag == "blimp" and level in ("overall", "phenomenon")
-    head = ["group", "pairs"] + [c[0] for c in columns] + (["5-gram*", "LSTM*", "GPT-2*"] if published else [])
+    head = ["group", "pairs"] + [c[0] for c in columns] + ([f"{m}*" for m in PUBLISHED_MODELS] if published else [])
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for group in groups:
         cells = [group, str(pairs_of(runs[last][0], level, group))]
         for _, name, scorer in columns:
             cells.append(mean_sd([accuracy_of(run, level, group, scorer) for run in runs[name]]))
         if published:
-            cells += [f"{PUBLISHED.get(group, {}).get(m, float('nan')):.1f}" for m in ("5-gram", "LSTM", "GPT-2")]
+            cells += [f"{PUBLISHED[group][m]:.1f}" if m in PUBLISHED.get(group, {}) else "-" for m in PUBLISHED_MODELS]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 
@@ -315,6 +319,8 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="BLiMP's data/ directory (its 67 .jsonl files)")
     p.add_argument("--jobs", type=int, default=2, help="commands side by side, one thread each (default 2)")
     p.add_argument("--quick", action="store_true", help="one seed of a 40-step default run, 20 pairs a paradigm")
+    p.add_argument("--per-paradigm", type=int, default=None, metavar="N",
+                   help="score the first N pairs of each BLiMP paradigm (default: all 1,000)")
     p.add_argument("--models", default=None,
                    help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800")
     args = p.parse_args(argv)
@@ -328,7 +334,7 @@ def main(argv=None) -> int:
         if stage == "pretrain":
             r.run_all(pretrain_commands(r, args.quick))
         elif stage == "blimp":
-            r.run_all(blimp_commands(r, args.quick, args.blimp))
+            r.run_all(blimp_commands(r, args.quick, args.blimp, args.per_paradigm))
         elif stage == "heads":
             r.run_all(heads_commands(r, args.quick))
         elif stage == "probes":

@@ -17,7 +17,7 @@ def test_the_quick_sweep_pretrains_scores_and_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "npbert pretrain --out" in out and "npbert minimal-pairs" in out
     table = out[out.index("builtin, by paradigm"):].splitlines()
-    assert table[2] == "| group | pairs | BERT default | random-init | unigram | 3-gram |"
+    assert table[2] == "| group | pairs | BERT default (1 seed) | random-init | unigram | 3-gram |"
     rows = [line for line in table if line.startswith("| transitive |")]
     assert len(rows) == 1 and rows[0].split("|")[2].strip() == "20"
     assert os.path.exists(os.path.join(runs, "done", "pretrain-default-s0.json"))
@@ -27,4 +27,4 @@ def test_the_quick_sweep_pretrains_scores_and_reports(tmp_path, capsys):
 
 def test_the_report_gives_mean_and_sd_over_seeds():
     s = script()
-    assert s.mean_sd([0.5, 0.6, 0.7]) == "60.0 ± 10.0" and s.mean_sd([0.25]) == "25.0 ± 0.0" and s.mean_sd([]) == "-"
+    assert s.mean_sd([0.5, 0.6, 0.7]) == "60.0 ± 10.0" and s.mean_sd([0.25]) == "25.0" and s.mean_sd([]) == "-"
