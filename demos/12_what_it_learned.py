@@ -40,7 +40,8 @@ args = arguments(__doc__, picture=True)
 stage("The model: the default run's, or a quick one made now.")
 run = DEFAULT_RUN
 if not os.path.isfile(os.path.join(run, "checkpoint", "config.json")):
-    run = os.path.join(tempfile.mkdtemp(prefix="npbert-demo12-"), "pretrain")
+    scratch = tempfile.TemporaryDirectory(prefix="npbert-demo12-")   # removed when the demo ends
+    run = os.path.join(scratch.name, "pretrain")
     print(f"   no {DEFAULT_RUN} yet (`npbert pretrain` makes it, ~4 min): pretraining 60 steps into {run} ...")
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         code = npbert(["pretrain", "--out", run, "--steps", "60", "--max-documents", "500", "--eval-every", "0",
