@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import os
 
-for _name in ("NPBERT_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_name, "1")
+if __name__ == "__main__":        # run as a script: one thread, before NumPy loads (imported: the caller's)
+    for _name in ("NPBERT_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
 import sys  # noqa: E402

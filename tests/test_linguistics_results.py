@@ -28,3 +28,16 @@ def test_the_quick_sweep_pretrains_scores_and_reports(tmp_path, capsys):
 def test_the_report_gives_mean_and_sd_over_seeds():
     s = script()
     assert s.mean_sd([0.5, 0.6, 0.7]) == "60.0 ± 10.0" and s.mean_sd([0.25]) == "25.0" and s.mean_sd([]) == "-"
+
+
+def test_the_scoring_benchmark_measures_and_projects(tmp_path, capsys):
+    """benchmarks/pll_speed.py on the built-in pairs with a random tiny model: it scores the sample,
+    measures this machine's GEMM and projects the whole set from what it measured."""
+    from npbert.data.builtin_vocab import builtin_vocab
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(builtin_vocab()) + "\n")
+    bench = load_script("benchmarks/pll_speed.py")
+    assert bench.main(["builtin", "--preset", "tiny", "--vocab-file", str(vocab), "--per-paradigm", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "builtin: 1,500 pairs" in out and "scored 18 pairs (3 a paradigm)" in out
+    assert "float32 GEMM" in out and "the whole set at this speed:" in out
