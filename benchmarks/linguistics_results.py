@@ -319,13 +319,16 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="BLiMP's data/ directory (its 67 .jsonl files)")
     p.add_argument("--jobs", type=int, default=2, help="commands side by side, one thread each (default 2)")
     p.add_argument("--quick", action="store_true", help="one seed of a 40-step default run, 20 pairs a paradigm")
+    p.add_argument("--seeds", type=lambda text: [int(x) for x in text.split(",")], default=None,
+                   help="pretraining seeds the stages run for, comma-separated (default: 0,1,2)")
     p.add_argument("--per-paradigm", type=int, default=None, metavar="N",
                    help="score the first N pairs of each BLiMP paradigm (default: all 1,000)")
     p.add_argument("--models", default=None,
                    help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800")
     args = p.parse_args(argv)
-    global ONLY
+    global ONLY, SEEDS
     ONLY = None if args.models is None else args.models.split(",")
+    SEEDS = tuple(args.seeds) if args.seeds else SEEDS
     unknown = [s for s in args.stages if s not in STAGES]
     if unknown:
         p.error(f"unknown stage {unknown[0]!r}; choose from {', '.join(STAGES)}")
