@@ -31,6 +31,8 @@ sys.path.insert(0, HERE)
 
 import machine  # noqa: E402
 
+from npbert.backend import set_backend  # noqa: E402
+from npbert.commands import training_backend  # noqa: E402
 from npbert.commands.arg_types import positive_int  # noqa: E402
 from npbert.linguistics import minimal_pairs as mp  # noqa: E402
 from npbert.linguistics.builtin_pairs import read_pairs_or_builtin  # noqa: E402
@@ -85,7 +87,10 @@ def main(argv=None) -> int:
     p.add_argument("--vocab-file", default=None, help="the random model's vocabulary (default: MiniLM's 30,522)")
     p.add_argument("--per-paradigm", type=positive_int, default=50, help="pairs scored per paradigm (default 50)")
     p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
+    p.add_argument("--backend", choices=("numpy", "numba"), default=training_backend(),
+                   help="hot-op backend (default: minimal-pairs' own, numba unless NPBERT_BACKEND says otherwise)")
     args = p.parse_args(argv)
+    set_backend(args.backend)
 
     params, config, tokenizer, what = load_model(args)
     positions = config.max_position_embeddings
@@ -94,7 +99,8 @@ def main(argv=None) -> int:
     whole = {tuple(s) for s in every.good + every.bad}
     whole_flops = sum(mp.inference_flops(config, len(s)) for s in whole)
     print(f"CPU: {machine.cpu_name()}; {machine.describe(machine.openblas_info())}")
-    print(f"model: {what}: {config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab {config.vocab_size:,}")
+    print(f"model: {what}: {config.num_hidden_layers} layers, hidden {config.hidden_size}, vocab {config.vocab_size:,}; "
+          f"{args.backend} backend")
     print(f"{args.pairs}: {len(every.pairs):,} pairs, {len(whole):,} distinct sentences, "
           f"{sum(map(len, whole)):,} masked copies, {whole_flops / 1e12:.1f} TFLOP of matmuls")
 
