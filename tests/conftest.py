@@ -14,12 +14,15 @@ os.environ.setdefault("NUMBA_NUM_THREADS", str(max(4, os.cpu_count() or 1)))
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from hypothesis import settings  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 from npbert import backend  # noqa: E402
 
-settings.register_profile("deterministic", derandomize=True, database=None)
-settings.register_profile("explore", derandomize=False)
+# No deadline and no "too slow" health check: both time an example, and on a loaded machine (the
+# suite beside other CPU-heavy work) a correct test would fail on the clock (issue 37).
+UNTIMED = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deterministic", derandomize=True, database=None, **UNTIMED)
+settings.register_profile("explore", derandomize=False, **UNTIMED)
 settings.load_profile("deterministic")
 
 

@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pytest
+from patience import HANG_SECONDS
 
 pytest.importorskip("resource")
 
@@ -28,7 +29,8 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 
 def page_faults(mode: str) -> str:
-    r = subprocess.run([sys.executable, "-c", CODE, mode], capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-c", CODE, mode], capture_output=True, text=True,
+                       timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 

@@ -25,6 +25,7 @@ from npbert.heads.params import finetuned_config, init_head
 from npbert.heads.registry import head_of
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
+from patience import HANG_SECONDS
 
 
 def random_finetuned(directory, kind, labels):
@@ -366,7 +367,7 @@ def test_a_real_sigint_ends_any_command_with_one_line_and_130():
                              text=True, cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
     assert child.stdout.readline().startswith("central differences")      # running: the first row takes a while
     child.send_signal(signal.SIGINT)
-    _, err = child.communicate(timeout=60)
+    _, err = child.communicate(timeout=HANG_SECONDS)
     assert (child.returncode, err) == (130, "npbert gradcheck: interrupted\n")
 
 
@@ -398,7 +399,7 @@ def test_an_empty_variable_is_unset_and_a_backend_any_case(monkeypatch, capsys, 
 def test_numba_num_threads_is_checked_before_numba_loads():
     # Numba reads it once, when it loads: checked any later, the error would be Numba's traceback
     child = subprocess.run([sys.executable, "-m", "npbert.cli", "info", "tiny"], capture_output=True, text=True,
-                           env={**os.environ, "NUMBA_NUM_THREADS": "0"}, timeout=120,
+                           env={**os.environ, "NUMBA_NUM_THREADS": "0"}, timeout=HANG_SECONDS,
                            cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
     assert child.returncode == 2 and child.stderr == ("npbert info: error: NUMBA_NUM_THREADS='0' must be an integer "
                                                       ">= 1 (or unset: the CPUs this process may use)\n")

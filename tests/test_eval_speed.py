@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from npbert.data.prepare import PrepareOptions, prepare
+from patience import HANG_SECONDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -15,7 +16,8 @@ def test_the_heldout_part_runs_both_paths(tmp_path):
     prepare(PrepareOptions(corpus="builtin", out=data, max_documents=24, dupe_factor=1, max_seq_length=32, seed=3),
             log=lambda *a, **k: None)
     run = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "eval_speed.py"), "--data", data,
-                          "--rounds", "1", "--backends", "numpy"], capture_output=True, text=True, timeout=600)
+                          "--rounds", "1", "--backends", "numpy"], capture_output=True, text=True,
+                         timeout=HANG_SECONDS)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert lines[0].startswith(f"b. held-out evaluation of a random tiny model on {data}: "), lines

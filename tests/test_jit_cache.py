@@ -10,6 +10,7 @@ import numba
 import npbert
 import npbert.kernels  # noqa: F401  (sets the cache directory)
 from npbert.kernels.jit_cache import KERNELS_DIR, kernel_sources_digest
+from patience import HANG_SECONDS
 
 PACKAGE = {
     "__init__.py": """
@@ -45,7 +46,7 @@ def run_f(root) -> str:
     repo = os.path.dirname(os.path.dirname(npbert.__file__))         # the directory holding npbert/
     env["PYTHONPATH"] = os.pathsep.join([str(root), repo])
     r = subprocess.run([sys.executable, "-c", "from toykernels import f; print(f(1))"], cwd=root,
-                       env=env, capture_output=True, text=True, timeout=300)
+                       env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
@@ -93,7 +94,7 @@ def test_a_read_only_package_caches_in_the_users_cache_directory(tmp_path, monke
 def test_a_users_numba_cache_dir_is_kept(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
     code = "import numba, npbert.kernels; print(numba.config.CACHE_DIR)"
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(tmp_path)
 

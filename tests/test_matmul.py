@@ -18,6 +18,7 @@ from numba import njit
 from npbert import kernels, ops
 from npbert.kernels import blas, gemm, matmul, threads
 from npbert.kernels.threads import parallel_for, part_bounds
+from patience import HANG_SECONDS
 
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
 DTYPES = [np.float64, np.float32]
@@ -188,7 +189,7 @@ def test_a_forked_child_runs_the_kernels_on_one_thread(monkeypatch):
     parallel_for(_count, 1000, counts)                                 # the parent starts OpenMP's threads
     want = kernels.layernorm_forward(x, np.ones(64, np.float32), np.zeros(64, np.float32), 1e-12)[0]
     with multiprocessing.get_context("fork").Pool(1) as pool:
-        got = pool.apply_async(_layernorm_in_child, (x,)).get(timeout=120)
+        got = pool.apply_async(_layernorm_in_child, (x,)).get(timeout=HANG_SECONDS)
     np.testing.assert_array_equal(got, want)                           # LayerNorm: the same bits on any thread count
 
 

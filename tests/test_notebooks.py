@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMOS = sorted((ROOT / "demos").glob("[0-9][0-9]_*.py"))
@@ -42,7 +43,10 @@ def stdout(notebook) -> str:
 
 def execute(notebook, directory):
     import nbclient
-    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",              # as Jupyter opens it:
+    # a cell, the kernel's start and a cell's last output each get HANG_SECONDS: nbclient's own 4 s wait
+    # for a cell's output after its reply drops the output (a warning, not an error) on a loaded machine
+    nbclient.NotebookClient(notebook, timeout=HANG_SECONDS, startup_timeout=HANG_SECONDS, iopub_timeout=HANG_SECONDS,
+                            kernel_name="python3",                                         # as Jupyter opens it:
                             resources={"metadata": {"path": str(directory)}}).execute()  # in its own directory
     assert not [o for o in outputs(notebook) if o.get("output_type") == "error"], stdout(notebook)[-3000:]
     return notebook

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from npbert import plotting
+from patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "demos" / "draw_overview.py"
@@ -18,7 +19,8 @@ BOXES = ["tokens", "three embeddings", "multi-head self-attention", "add & norm"
 
 
 def draw(*args, cwd=ROOT):
-    r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+    r = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd,
+                       timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     return r.stdout
 

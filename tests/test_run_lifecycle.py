@@ -19,6 +19,7 @@ from npbert.errors import NpbertError
 from npbert.finetune import FinetuneOptions, finetune
 from npbert.training.lock import lock_path, run_lock
 from npbert.training.loop import TrainingDiverged
+from patience import HANG_SECONDS
 from pretraining_runs import data_dir, options, pretrain, quiet, records, saved_step  # noqa: F401  (a fixture)
 
 
@@ -61,9 +62,10 @@ def test_a_second_writer_is_refused_in_one_line_naming_the_first(tmp_path, data_
 def test_a_lock_left_by_a_process_killed_with_sigkill_is_taken_over(tmp_path, data_dir):
     pretrain(options(tmp_path, data_dir, steps=9, stop_after=3), log=quiet)
     trained = str(tmp_path / "run")
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from npbert.training.lock import run_lock\n"
-                               f"with run_lock({trained!r}):\n print('held', flush=True); time.sleep(60)"],
-                              stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=os.getcwd()))
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from npbert.training.lock import run_lock\n"
+                               f"with run_lock({trained!r}):\n print('held', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,  # held until killed
+                              env=dict(os.environ, PYTHONPATH=os.getcwd()))
     assert holder.stdout.readline() == "held\n"
     with pytest.raises(NpbertError, match=f"in use by another npbert process \\(PID {holder.pid}\\)"):
         pretrain(options(tmp_path, data_dir, steps=9), resume=True, log=quiet)
@@ -344,14 +346,21 @@ def test_finetune_resume_of_a_finished_run_writes_its_test_record_once_and_names
 # --- the data-loss items, run as a user would -------------------------------------------------------
 
 def test_two_writers_at_once_one_is_refused_nothing_lost(tmp_path, data_dir):
+    # the first cannot finish before the second has tried (far more steps than it is given time
+    # for: Ctrl-C ends it), so the verdict does not hang on which process the machine runs first
     env = dict(os.environ, PYTHONPATH=os.getcwd(), NPBERT_BACKEND="numpy")
     cmd = [sys.executable, "-m", "npbert.cli", "pretrain", "--data", data_dir, "--out", str(tmp_path / "R"),
-           "--steps", "150", "--batch-size", "4", "--preset", "tiny", "--eval-every", "0", "--save-every", "5"]
-    first = subprocess.Popen(cmd + ["--seed", "1"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while not os.path.exists(tmp_path / "R" / "checkpoint") and first.poll() is None:
-        time.sleep(0.05)                                   # the first has saved: --overwrite would replace it
-    second = subprocess.run(cmd + ["--seed", "2", "--overwrite"], env=env, capture_output=True, text=True)
-    first.communicate()
-    assert first.returncode == 0 and second.returncode == 2
-    assert "is in use by another npbert process" in second.stderr
+           "--batch-size", "4", "--preset", "tiny", "--eval-every", "0", "--save-every", "5"]
+    first = subprocess.Popen(cmd + ["--steps", "1000000", "--seed", "1"], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        while not os.path.exists(tmp_path / "R" / "checkpoint") and first.poll() is None:
+            time.sleep(0.05)                               # the first has saved: --overwrite would replace it
+        second = subprocess.run(cmd + ["--steps", "150", "--seed", "2", "--overwrite"], env=env, capture_output=True,
+                                text=True, timeout=HANG_SECONDS)
+    finally:
+        first.send_signal(signal.SIGINT)                   # Ctrl-C: it saves and ends
+        said = "".join(first.communicate(timeout=HANG_SECONDS))
+    assert first.returncode == 130 and "npbert pretrain: interrupted at step" in said, said[-2000:]
+    assert second.returncode == 2 and "is in use by another npbert process" in second.stderr
     assert json.load(open(tmp_path / "R" / "checkpoint" / "training_state.json"))["options"]["seed"] == 1

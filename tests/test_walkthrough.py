@@ -24,6 +24,7 @@ from npbert.model import init_params
 from npbert import plotting
 from npbert.plotting import MISSING_NOTE
 from npbert.tokenizer import BertTokenizer
+from patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demos" / "11_walkthrough.py"
@@ -44,7 +45,7 @@ def run(*args, cwd=ROOT, stdin="", prelude=None):
     else:
         command = [sys.executable, "-c", prelude + f"import runpy; sys.path.insert(0, {str(DEMO.parent)!r}); "
                    f"sys.argv = {[DEMO.name, *args]!r}; runpy.run_path({str(DEMO)!r}, run_name='__main__')"]
-    return subprocess.run(command, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, cwd=cwd, input=stdin, capture_output=True, text=True, timeout=HANG_SECONDS)
 
 
 def small_bert(directory, heads, max_positions=24):
@@ -143,7 +144,7 @@ def test_step_waits_for_enter_after_each_stage(no_head):
         proc.stdin.flush()
         seen += read_until(proc, PROMPT)
         assert "2. Embeddings" in seen and "3. Layer" not in seen
-        out, err = proc.communicate(b"", timeout=120)          # end of input: no more waiting
+        out, err = proc.communicate(b"", timeout=HANG_SECONDS)          # end of input: no more waiting
     finally:
         proc.kill()
     out = seen + out.decode()
@@ -151,7 +152,7 @@ def test_step_waits_for_enter_after_each_stage(no_head):
     assert out.count(PROMPT) == len(STAGES) - 1 and out.rstrip().endswith("all checks passed")
 
 
-def read_until(proc, text, timeout=120):
+def read_until(proc, text, timeout=HANG_SECONDS):
     """stdout of a running process up to and including `text` (the prompt ends without a newline)."""
     got, deadline = b"", time.monotonic() + timeout
     while text.encode() not in got:
