@@ -322,13 +322,16 @@ def orchestrate(args) -> int:
     records.append(dict(records[0], kind="machine_after", **_matmul(args.threads)))
 
     lines = [json.dumps(r) + "\n" for r in records]
-    if args.json not in (None, "-"):
-        with open(args.json, "w") as f:
-            f.writelines(lines)
     if args.json == "-":
         sys.stdout.writelines(lines)
     else:
-        print(table(records))
+        print(table(records), flush=True)             # first: a --json FILE that cannot be written loses nothing shown
+    if args.json not in (None, "-"):
+        try:
+            with open(args.json, "w") as f:
+                f.writelines(lines)
+        except OSError as e:                           # (a failed close names no file)
+            raise OSError(e.errno, e.strerror, args.json) from None
     return 1 if any(r["kind"] == "error" for r in records) else 0
 
 

@@ -112,10 +112,31 @@ def check_dir_path(directory) -> None:
     while not os.path.exists(path):
         path = os.path.dirname(path)
     if os.path.isdir(path):
+        check_sibling_names(directory, path)
         return
     if path == os.path.abspath(directory):
         raise NpbertError(f"output directory {directory} is an existing file, not a directory")
     raise NpbertError(f"output directory {directory} cannot be made: {path} is a file")
+
+
+# The longest hidden name npbert makes beside a directory NAME, `.NAME.replaced-<pid>-<hex>` (a run
+# set aside by --overwrite; the lock is .NAME.lock): 27 characters more, a PID having at most 7 digits.
+SIBLING_EXTRA = len("..replaced--") + 7 + 8
+
+
+def check_sibling_names(directory, existing) -> None:
+    """NpbertError if the hidden names made beside `directory` (its lock, its replaced or
+    half-written copies) would exceed the file system's longest name (255 on most): refused now,
+    not as an OSError half-way through. existing: the nearest existing directory above it."""
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):      # not reported (or not POSIX): the common 255
+        name_max = 255
+    for name in {os.path.basename(os.path.abspath(directory)), os.path.basename(os.path.realpath(directory))}:
+        if len(name.encode()) + SIBLING_EXTRA > name_max:
+            raise NpbertError(f"output directory name {name[:40]}... is {len(name.encode())} bytes long: npbert keeps "
+                              f"hidden files beside it (.NAME.lock, .NAME.replaced-...) up to {SIBLING_EXTRA} bytes "
+                              f"longer, and this file system takes names of at most {name_max}; choose a shorter name")
 
 
 def atomic_write(path, write) -> None:

@@ -22,6 +22,7 @@ import sys
 
 from npbert import kernels, ops
 from npbert.environment import BACKENDS, backend_from_environment
+from npbert.errors import NpbertError
 HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_gelu_backward",
            "embedding_forward", "embedding_backward", "layernorm_forward", "layernorm_backward",
            "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
@@ -38,9 +39,17 @@ def set_backend(name: str) -> None:
     global _numba
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    if name == "numba" and numba_jit_disabled():
+        raise NpbertError("NUMBA_DISABLE_JIT=1: the numba backend's kernels cannot run as plain Python (they call "
+                          "BLAS through Numba's intrinsics); unset it, or run the reference with --backend numpy")
     _numba = name == "numba"
     if _numba and not _compile_announced:             # once, here: not in every hot op's call
         _announce_compile()
+
+
+def numba_jit_disabled() -> bool:
+    import numba
+    return bool(numba.config.DISABLE_JIT)
 
 
 def get_backend() -> str:

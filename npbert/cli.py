@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
@@ -17,6 +18,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
 from npbert.commands import HelpFormatter, Parser  # noqa: E402  (after the thread settings, on purpose)
 from npbert.environment import check_environment  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
+from npbert.signals import Terminated, terminated_as_interrupt  # noqa: E402
 
 # Each name is a module npbert.commands.<name> defining register(subparsers); the parser it
 # adds sets `func` (args -> exit code).
@@ -60,16 +62,43 @@ def _run(argv) -> int:
         if getattr(args, "backend", None):           # every command that runs the model has --backend
             from npbert.backend import set_backend
             set_backend(args.backend)
-        return int(args.func(args) or 0)
+        with terminated_as_interrupt():
+            code = int(args.func(args) or 0)
+        sys.stdout.flush()                            # a full disk under `> FILE` is this command's error, not exit's
+        return code
     except (NpbertError, FileNotFoundError) as e:
         print(f"{name}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"{name}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        print(f"{name}: {'terminated' if isinstance(e, Terminated) else 'interrupted'}", file=sys.stderr)
+        return 128 + e.signum if isinstance(e, Terminated) else 130
     except BrokenPipeError:                               # `npbert ... | head`: the reader has all it wants
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())   # no second error at exit
+        _drop_stdout()
         return 1
+    except UnicodeEncodeError as e:                       # PYTHONIOENCODING=ascii and a non-ASCII token
+        _drop_stdout()
+        print(f"{name}: error: the output holds {e.object[e.start:e.end]!r}, which this terminal's or "
+              f"PYTHONIOENCODING's encoding {e.encoding} cannot write: set PYTHONIOENCODING=utf-8", file=sys.stderr)
+        return 2
+    except OSError as e:                                  # a full or read-only disk, no permission, a file too large
+        _drop_stdout()
+        print(f"{name}: error: {os_error(e)}", file=sys.stderr)
+        return 2
+
+
+def os_error(e: OSError) -> str:
+    """An OSError as a message: what failed, on which file."""
+    what = e.strerror or str(e) or type(e).__name__
+    return f"{e.filename}: {what}" if e.filename else f"could not write the output: {what}" \
+        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else what
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null: the output already failed, and exit's flush must not fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):                     # stdout without a descriptor (captured by a caller)
+        pass
 
 
 def _show(held) -> None:

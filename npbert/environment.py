@@ -5,8 +5,11 @@ NPBERT_NUM_THREADS=abc was a traceback in the first kernel, NUMBA_NUM_THREADS=0 
     NPBERT_BACKEND       numpy | numba, any case (default: numpy; the training commands numba)
     NPBERT_NUM_THREADS   an integer >= 1: the kernels' threads (default: the CPUs this process may use)
     NUMBA_NUM_THREADS    an integer >= 1: Numba's thread pool, read by Numba when it loads
+    NUMBA_THREADING_LAYER one of Numba's names (default, safe, threadsafe, forksafe, tbb, omp, workqueue)
 
-npbert.cli checks all three before it imports anything that loads Numba."""
+npbert.cli checks them before it imports anything that loads Numba. (A layer this machine lacks,
+tbb say, is refused at the first parallel loop: npbert/kernels/threads.py. NUMBA_DISABLE_JIT=1
+leaves the numba backend nothing to run: npbert/backend.py refuses it.)"""
 from __future__ import annotations
 
 import os
@@ -14,6 +17,7 @@ import os
 from npbert.errors import NpbertError
 
 BACKENDS = ("numpy", "numba")
+THREADING_LAYERS = ("default", "safe", "threadsafe", "forksafe", "tbb", "omp", "workqueue")   # Numba's, any case
 
 
 def _value(name: str) -> str:
@@ -45,8 +49,18 @@ def threads_from_environment(name: str = "NPBERT_NUM_THREADS") -> int | None:
     return value
 
 
+def check_threading_layer() -> None:
+    """NpbertError unless NUMBA_THREADING_LAYER is unset, empty or a name Numba knows (Numba would
+    raise a ValueError at the first parallel loop, in the middle of a run)."""
+    text = _value("NUMBA_THREADING_LAYER")
+    if text and text.lower() not in THREADING_LAYERS:
+        raise NpbertError(f"NUMBA_THREADING_LAYER={text!r} is not a threading layer of Numba; set it to one of "
+                          f"{', '.join(THREADING_LAYERS)} or leave it unset")
+
+
 def check_environment() -> None:
     """NpbertError naming the first of npbert's environment variables that does not parse."""
     backend_from_environment()
     threads_from_environment("NPBERT_NUM_THREADS")
     threads_from_environment("NUMBA_NUM_THREADS")
+    check_threading_layer()

@@ -130,7 +130,7 @@ class FinetuningRecipe(Recipe):
         return opts
 
     def inputs(self, opts):
-        return [] if self.task.generated else [opts.train, opts.dev]
+        return [] if get_task(opts.task).generated else [opts.train, opts.dev]
 
     def start(self, opts, saved, metrics, log):
         task, labels = self.task, self.labels

@@ -26,6 +26,10 @@ def load_pyplot():
         import matplotlib
     except ImportError:
         return None
+    except ValueError:                                 # matplotlib's import reads MPLBACKEND and checks it
+        raise NpbertError(f"MPLBACKEND={os.environ.get('MPLBACKEND')!r} is not a backend matplotlib knows; npbert "
+                          "draws its PNG files on matplotlib's Agg whatever it says: unset it (or name a backend, "
+                          "e.g. MPLBACKEND=Agg)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt
@@ -55,6 +59,8 @@ def save_png(plt, fig, path) -> None:
     """Write the figure to path (checked with check_png_path first) in one step, marked as npbert's."""
     try:
         atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=100, metadata={"Software": SOFTWARE}))
+    except OSError as e:                               # a read-only or full disk: one line naming the picture
+        raise NpbertError(f"could not write {path}: {e.strerror or e}") from None
     finally:
         plt.close(fig)
 

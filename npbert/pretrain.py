@@ -162,7 +162,7 @@ def final_evaluation(opts, ckpt, job, metrics, log) -> dict:
     metrics.write(kind="final", step=step, **final)
     pairs = f"on all {len(job.heldout_data):,} pairs"
     log(f"held-out MLM accuracy {final['mlm_acc']:.3f} {pairs}  (most-frequent-token baseline "
-        f"{job.mlm_baseline:.3f}, {final['mlm_acc'] / max(job.mlm_baseline, 1e-9):.1f}x)")
+        f"{job.mlm_baseline:.3f}{times_baseline(final['mlm_acc'], job.mlm_baseline)})")
     if job.nsp:
         log(f"held-out NSP accuracy {final['nsp_acc']:.3f} {pairs}  (majority-class baseline "
             f"{job.nsp_baseline:.3f}: {job.nsp_notnext:.0%} of the held-out pairs are NotNext)")
@@ -172,6 +172,13 @@ def final_evaluation(opts, ckpt, job, metrics, log) -> dict:
     log(saved_line)
     return dict(final, **{f"baseline_{k}": v for k, v in job.baselines().items()},
                 step=step, checkpoint=ckpt_dir, stopped=False)
+
+
+def times_baseline(accuracy, baseline) -> str:
+    """", 4.2x" the baseline; nothing when the baseline is 0 (the most frequent token never the
+    answer, as with a --masked-lm-prob so small that one token an instance is masked): a ratio to 0
+    is no figure, and one to a floor of 1e-9 read as "111111111.1x"."""
+    return f", {accuracy / baseline:.1f}x" if baseline > 0 else ""
 
 
 def note_learning_rate(opts, log) -> None:

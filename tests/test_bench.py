@@ -36,6 +36,7 @@ def bench(monkeypatch):
         p = argparse.ArgumentParser()
         script.add_arguments(p)
         return script.run(p.parse_args(["--quick", "--impls", "numpy,hf", "--allocators", "glibc", *argv]))
+    run.script = script
     return run
 
 
@@ -66,6 +67,16 @@ def test_quick_measures_one_allocator_and_says_what_each_wait_is(monkeypatch, ca
     assert "empty kernel cache: every kernel compiles" in err
     assert "[1/2] measuring numpy tiny vocab 30522 glibc-keep: a warm-up step, then 2 timed" in err
     assert "[2/2] measuring numba tiny vocab 30522 glibc-keep" in err and " glibc:" not in err
+
+
+def test_a_json_file_that_cannot_be_written_is_one_line_after_the_table(bench, monkeypatch, capsys):
+    # before: `npbert bench --json /dev/full` ended in an ENOSPC traceback, and the table was never shown
+    from npbert.cli import main
+    monkeypatch.setattr("npbert.commands.bench._script", lambda: bench.script)
+    assert main(["bench", "--quick", "--impls", "numpy,hf", "--allocators", "glibc", "--json", "/dev/full"]) == 2
+    captured = capsys.readouterr()
+    assert "hf skipped: it needs torch and transformers" in captured.out
+    assert captured.err.splitlines()[-1] == "npbert bench: error: /dev/full: No space left on device"
 
 
 def test_json_on_request(bench, capsys, tmp_path):

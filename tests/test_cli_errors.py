@@ -25,6 +25,7 @@ from npbert.heads.params import finetuned_config, init_head
 from npbert.heads.registry import head_of
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
+from hostile import NPBERT, env, npbert as run_npbert, run_unwritable
 from patience import HANG_SECONDS
 
 
@@ -151,6 +152,15 @@ def test_an_rt_polarity_model_scores_the_exported_jsonl_as_classification(tmp_pa
     as_classification = json.loads(capsys.readouterr().out)
     assert main(["evaluate", model, "--task", "rt-polarity", *args]) == 0
     assert json.loads(capsys.readouterr().out) == as_classification   # the same 20 dev sentences, the same model
+
+
+@pytest.mark.parametrize("length", ["1", "2"])
+def test_a_tagging_window_with_no_room_for_a_word_is_refused(tagger, capsys, length):
+    # before: `evaluate --task builtin-tagging --max-seq-length 1` scored token accuracy 0.86, loss 0.0000:
+    # every word outside the window, predicted "O", and the loss a mean over no labels
+    assert main(["evaluate", tagger, "--task", "builtin-tagging", "--max-seq-length", length]) == 2
+    assert f"max_seq_length {length} leaves no room for a word between [CLS] and [SEP]" in \
+        one_error_line(capsys, "evaluate")
 
 
 # --- npbert info on a checkpoint -------------------------------------------------------------------
@@ -310,6 +320,12 @@ def test_gradcheck_has_a_description():
     assert "central finite differences" in subcommands()["gradcheck"].description
 
 
+def test_every_command_has_a_description_in_its_help():
+    # before: `npbert fill-mask --help` and `npbert bench --help` (and evaluate's, predict's) said
+    # nothing about what the command does
+    assert [name for name, parser in subcommands().items() if not (parser.description or "").strip()] == []
+
+
 # --- interactive predict ----------------------------------------------------------------------------------
 
 class Keyboard(io.TextIOWrapper):
@@ -380,6 +396,7 @@ def test_a_real_sigint_ends_any_command_with_one_line_and_130():
     ("NPBERT_NUM_THREADS", "0", "NPBERT_NUM_THREADS='0' must be an integer >= 1"),
     ("NPBERT_BACKEND", "bogus", "NPBERT_BACKEND='bogus' is not a backend; set it to one of numpy, numba"),
     ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS='0' must be an integer >= 1"),
+    ("NUMBA_THREADING_LAYER", "bogus", "NUMBA_THREADING_LAYER='bogus' is not a threading layer of Numba"),
 ])
 def test_an_environment_variable_that_does_not_parse_is_one_line(monkeypatch, capsys, name, value, message):
     monkeypatch.setenv(name, value)
@@ -403,6 +420,62 @@ def test_numba_num_threads_is_checked_before_numba_loads():
                            cwd=os.path.dirname(os.path.dirname(npbert.__file__)))
     assert child.returncode == 2 and child.stderr == ("npbert info: error: NUMBA_NUM_THREADS='0' must be an integer "
                                                       ">= 1 (or unset: the CPUs this process may use)\n")
+
+
+def test_numba_disable_jit_is_one_line_for_the_numba_backend_and_harmless_for_numpy(tmp_path):
+    # before: AttributeError 'function' object has no attribute 'py_func', in the first parallel kernel
+    jit_off = env(NUMBA_DISABLE_JIT="1")
+    r = run_npbert("pretrain", "--max-documents", "100", "--steps", "2", "--out", str(tmp_path / "R"), env=jit_off)
+    assert r.returncode == 2 and r.stderr == ("npbert pretrain: error: NUMBA_DISABLE_JIT=1: the numba backend's kernels "
+                                              "cannot run as plain Python (they call BLAS through Numba's intrinsics); "
+                                              "unset it, or run the reference with --backend numpy\n")
+    assert not (tmp_path / "R").exists()
+    assert run_npbert("info", "tiny", env=jit_off).returncode == 0
+
+
+def test_an_ascii_only_stdout_is_one_line_not_a_traceback(pretrained_model):
+    # before: PYTHONIOENCODING=ascii and a non-ASCII character in fill-mask's output: UnicodeEncodeError
+    r = run_npbert("fill-mask", pretrained_model, "caf\u00e9 au [MASK] .", env=env(PYTHONIOENCODING="ascii"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert r.stderr.startswith("npbert fill-mask: error: the output holds '\\xe9'")    # stderr: ascii too, escaped
+    assert "encoding ascii cannot write: set PYTHONIOENCODING=utf-8" in r.stderr
+
+
+def test_a_bogus_mplbackend_is_one_line_for_plot(tmp_path):
+    # before: matplotlib's ValueError traceback at its import; npbert draws on Agg whatever it says
+    pytest.importorskip("matplotlib")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 2.0, "lr": 0.001}\n')
+    r = run_npbert("plot", str(run), env=env(MPLBACKEND="bogus"))
+    assert r.returncode == 2 and r.stderr.endswith("unset it (or name a backend, e.g. MPLBACKEND=Agg)\n")
+    assert r.stderr.count("\n") == 1 and "npbert plot: error: MPLBACKEND='bogus' is not a backend" in r.stderr
+
+
+# --- writes that fail ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["predict", "fill-mask"])
+def test_a_full_stdout_is_one_line(sentence_model, pretrained_model, tmp_path, command):
+    # before: `npbert predict ... > /dev/full`: an ENOSPC traceback (or Python's "Exception ignored" at exit)
+    (tmp_path / "in.txt").write_text("anna bakes bread .\n" * 50)
+    argv = ["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt")] \
+        if command == "predict" else ["fill-mask", pretrained_model, "the [MASK] ."]
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([*NPBERT, *argv], stdout=full, stderr=subprocess.PIPE, text=True, env=env(),
+                           timeout=HANG_SECONDS)
+    assert r.returncode == 2 and r.stderr == f"npbert {command}: error: could not write the output: No space left on " \
+                                             "device\n"
+
+
+def test_a_plot_into_an_unwritable_place_is_one_line(tmp_path):
+    pytest.importorskip("matplotlib")
+    run, place = tmp_path / "run", tmp_path / "place"
+    run.mkdir()
+    place.mkdir()
+    (run / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 2.0, "lr": 0.001}\n')
+    proc, errno_text = run_unwritable(place, [*NPBERT, "plot", str(run), "--out", str(place / "m.png")])
+    assert proc.returncode == 2 and proc.stderr == f"npbert plot: error: could not write {place / 'm.png'}: {errno_text}\n"
+    assert os.listdir(place) == []
 
 
 # --- messages that name the real problem -------------------------------------------------------------

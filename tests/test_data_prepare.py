@@ -256,3 +256,36 @@ def test_every_slow_stage_reports_progress_even_when_the_stage_lines_are_silence
                   "training the vocabulary, merging pieces: 60 of 60 tokens", "tokenizing: 7 of 7 documents",
                   "writing: 2 of 2 shards"):
         assert any(line.startswith(f"  {stage} (") for line in notes), (stage, notes)
+
+
+# --- sizes that pass the range checks but cannot be met (issue 37) ------------------------------------
+
+def test_more_predictions_than_positions_is_refused_before_anything_is_read(tmp_path, capsys):
+    # before: --max-predictions-per-seq 1000000000 tried to allocate 363 GiB of masked slots
+    assert main(["prepare", "--out", str(tmp_path / "P"), "--max-predictions-per-seq", "1000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("npbert prepare: error: max_predictions_per_seq 1,000,000,000 is more than the 64 positions of an "
+                   "instance (max_seq_length): give at most 64\n")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_dupe_factor_whose_shards_cannot_fit_on_the_disk_is_refused_before_they_are_planned(tmp_path, capsys):
+    # before: --dupe-factor 1000000000 grew its plan silently until a MemoryError
+    assert main(["prepare", "--out", str(tmp_path / "P"), "--max-documents", "100", "--dupe-factor",
+                 "1000000000"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("npbert prepare: error: dupe_factor 1,000,000,000 makes ") and "GB free; lower --dupe-factor" in err
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_a_masked_lm_prob_that_masks_nothing_or_everything_is_refused_while_parsing(capsys, value):
+    with pytest.raises(SystemExit):
+        main(["prepare", "--masked-lm-prob", value])
+    assert f"argument --masked-lm-prob: must be a number in (0, 1), got {value}" in capsys.readouterr().err
+
+
+def test_no_ratio_to_a_baseline_of_zero():
+    # before: --masked-lm-prob 1e-300 (one token an instance) left a baseline of 0.000 and "111111111.1x"
+    from npbert.pretrain import times_baseline
+    assert times_baseline(0.111, 0.0) == "" and times_baseline(0.5, 0.1) == ", 5.0x"

@@ -218,6 +218,29 @@ def test_reader_rejects_a_tampered_directory(tmp_path):
         PretrainingData(tmp_path / "nowhere")
 
 
+@pytest.mark.parametrize("field, row_value", [
+    ("num_masked", lambda a, r: a["masked_lm_positions"].shape[1] + 1),   # before: padding slots predicted [PAD] at 0
+    ("num_masked", lambda a, r: -1),
+    ("masked_lm_positions", lambda a, r: a["lengths"][r]),               # past its sequence
+    ("masked_lm_positions", lambda a, r: 0),                             # [CLS]
+    ("masked_lm_ids", lambda a, r: len(TOKENS)),                         # outside the vocabulary
+    ("lengths", lambda a, r: 0),
+])
+def test_a_shard_tampered_in_its_masked_slots_is_refused(tmp_path, field, row_value):
+    write(tmp_path)
+    manifest = json.load(open(tmp_path / MANIFEST))
+    path = tmp_path / manifest["splits"]["train"]["shards"][0]["file"]
+    arrays = read_shard(path)
+    r = int(np.flatnonzero(arrays["num_masked"] > 0)[0])                # a row that predicts something
+    if arrays[field].ndim == 2:
+        arrays[field][r, 0] = row_value(arrays, r)
+    else:
+        arrays[field][r] = row_value(arrays, r)
+    np.savez(path, **arrays)
+    with pytest.raises(DataError, match=f"shard {path} has|outside the manifest's"):
+        PretrainingData(tmp_path)
+
+
 def test_large_vocabularies_use_int32_ids():
     inst = Instance([2, 70000, 3, 5, 3], 1, [1], [70000], 1)
     arrays = pack_instances([inst], 8, 2, vocab_size=70001, pad_id=0)

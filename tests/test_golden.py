@@ -4,11 +4,14 @@ symptoms is what the broken ports produce, and bad results or goldens get clear 
 import json
 import os
 import re
+import resource
 import shutil
+import subprocess
 
 import broken_ports  # tests/ is on sys.path (conftest)
 import numpy as np
 import pytest
+from hostile import NPBERT, env, run_on_full_disk, run_unwritable
 from patience import call_beside_fifos
 
 from npbert import safetensors
@@ -385,6 +388,47 @@ def test_golden_refuses_the_current_directory(tmp_path, monkeypatch, capsys):
     assert main(["golden", "--out", "."]) == 2
     assert "current directory" in capsys.readouterr().err
     assert os.listdir(tmp_path) == ["here"] and os.listdir(here) == []     # no .tmp left behind
+
+
+def test_golden_refuses_a_golden_directory_holding_what_it_did_not_write(golden, tmp_path, capsys):
+    # before: `golden --out G; echo notes > G/notes.txt; mkdir G/results; golden --out G` deleted both
+    out = tmp_path / "G"
+    shutil.copytree(golden, out)
+    (out / "notes.txt").write_text("notes\n")
+    (out / "float64" / "results").mkdir()
+    (out / "float32" / "mine.safetensors").write_bytes(b"a port's file")
+    for foreign in ("G/float32/mine.safetensors", "G/float64/results", "G/notes.txt"):
+        assert main(["golden", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"also holds {tmp_path / foreign}, which npbert golden did not write" in err and err.count("\n") == 1
+        shutil.rmtree(tmp_path / foreign) if (tmp_path / foreign).is_dir() else os.remove(tmp_path / foreign)
+    assert main(["golden", "--out", str(out)]) == 0                   # its own files alone: replaced
+    capsys.readouterr()
+
+
+def test_conform_refuses_the_goldens_themselves_as_results(golden, tmp_path, capsys):
+    # before: `npbert conform G G` passed 80 of 80 cases
+    (tmp_path / "alias").symlink_to(golden)
+    for results in (golden, f"{golden}/", str(tmp_path / "alias")):
+        assert main(["conform", golden, results]) == 2
+        err = capsys.readouterr().err
+        assert "is GOLDEN_DIR" in err and "compared with themselves" in err and err.count("\n") == 1
+
+
+def test_a_golden_write_that_fails_is_one_line_and_leaves_nothing(tmp_path):
+    # before: EFBIG (ulimit -f), EACCES / EROFS, ENOSPC: tracebacks
+    small = subprocess.run([*NPBERT, "golden", "--out", str(tmp_path / "G")], capture_output=True, text=True, env=env(),
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16)))
+    place = tmp_path / "place"
+    place.mkdir()
+    unwritable, errno_text = run_unwritable(place, [*NPBERT, "golden", "--out", str(place / "G")])
+    full = tmp_path / "full"
+    full.mkdir()
+    no_space = run_on_full_disk(full, [*NPBERT, "golden", "--out", str(full / "G")])
+    for proc, says in ((small, "File too large"), (unwritable, errno_text), (no_space, "No space left on device")):
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+        assert proc.stderr.startswith("npbert golden: error: could not write the goldens to ") and says in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["full", "place"] and os.listdir(place) == []   # no G, no .G.tmp-*
 
 
 # --- training cases (issue 29) ---------------------------------------------------------------------

@@ -12,7 +12,8 @@ ROOT = os.path.dirname(npbert.__file__)
 LAYERS = [
     ("npbert.errors", 0),
     ("npbert.environment", 1),
-    ("npbert.atomic", 1), ("npbert.config", 1), ("npbert.safetensors", 1), ("npbert.trace", 1),
+    ("npbert.atomic", 1), ("npbert.lock", 1), ("npbert.reading", 1), ("npbert.signals", 1),
+    ("npbert.config", 1), ("npbert.safetensors", 1), ("npbert.trace", 1),
     ("npbert.allocator", 1),
     ("npbert.ops", 2), ("npbert.logreg", 2.5), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
     ("npbert.kernels", 3),

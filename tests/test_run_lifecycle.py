@@ -17,7 +17,7 @@ from npbert.cli import main
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import NpbertError
 from npbert.finetune import FinetuneOptions, finetune
-from npbert.training.lock import lock_path, run_lock
+from npbert.lock import lock_path, run_lock
 from npbert.training.loop import TrainingDiverged
 from patience import HANG_SECONDS
 from pretraining_runs import data_dir, options, pretrain, quiet, records, saved_step  # noqa: F401  (a fixture)
@@ -54,7 +54,7 @@ def test_a_second_writer_is_refused_in_one_line_naming_the_first(tmp_path, data_
         for extra in (["--resume"], ["--overwrite"]):
             assert cli(tmp_path, data_dir, *extra) == 2
             assert capsys.readouterr().err == (f"npbert pretrain: error: {trained} is in use by another npbert process "
-                                               f"(PID {os.getpid()}): one run directory takes one writer at a time; "
+                                               f"(PID {os.getpid()}): one directory takes one writer at a time; "
                                                "wait for it to finish, or choose another --out\n")
     assert saved_step(trained) == 7 and not os.path.exists(lock_path(trained))
 
@@ -62,7 +62,7 @@ def test_a_second_writer_is_refused_in_one_line_naming_the_first(tmp_path, data_
 def test_a_lock_left_by_a_process_killed_with_sigkill_is_taken_over(tmp_path, data_dir):
     pretrain(options(tmp_path, data_dir, steps=9, stop_after=3), log=quiet)
     trained = str(tmp_path / "run")
-    holder = subprocess.Popen([sys.executable, "-c", "import sys; from npbert.training.lock import run_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; from npbert.lock import run_lock\n"
                                f"with run_lock({trained!r}):\n print('held', flush=True); sys.stdin.read()"],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,  # held until killed
                               env=dict(os.environ, PYTHONPATH=os.getcwd()))
@@ -213,7 +213,13 @@ def test_a_tampered_metrics_log_is_one_line(tmp_path, data_dir, trained, line):
 
 
 @pytest.mark.parametrize("change", [dict(optimizer_t=-1), dict(position={"step": None, "epoch": 0, "batch": 0}),
-                                    dict(position=[1, 2])])
+                                    dict(position=[1, 2]),
+                                    # before: an AttributeError on --resume, a ValueError once training had started
+                                    dict(extra=[]), dict(extra={"heldout_losses": "x"}),
+                                    dict(extra={"heldout_losses": [[4, "low"]]}),
+                                    dict(extra={"means": {"sums": {"loss": "x"}, "n": 1}}),
+                                    dict(extra={"means": {"total": 1}}), dict(extra={"inputs": ["a"]}),
+                                    dict(extra={"best": {"accuracy": 0.5}})])
 def test_a_tampered_training_state_is_one_line(tmp_path, data_dir, trained, change):
     path = os.path.join(trained, "checkpoint", "training_state.json")
     state = json.load(open(path))

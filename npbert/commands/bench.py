@@ -18,7 +18,13 @@ def _script():
 
 
 def register(sub):
-    p = sub.add_parser("bench", help="benchmark the backends (and Hugging Face on PyTorch, if installed)")
+    p = sub.add_parser("bench", help="benchmark the backends (and Hugging Face on PyTorch, if installed)",
+                       description="Measure a training step's and an inference forward's tokens/s and GFLOP/s "
+                                   "for both backends, next to Hugging Face on PyTorch and ONNX Runtime when they "
+                                   "are installed, with the machine's own matmul GFLOP/s and two ceilings (the "
+                                   "step's matmuls alone, at every position and at the needed ones), time per part "
+                                   "and memory. A full run takes a few minutes; --quick one. Each figure is the "
+                                   "best of --steps timed steps (docs/performance.md).")
     script = _script()
     if script is not None:
         script.add_arguments(p)                        # the script's own options, defined once there

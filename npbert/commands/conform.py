@@ -25,6 +25,18 @@ def register(sub):
 
 def run(args):
     from npbert.golden.conform import conform, format_report
+    check_not_the_goldens(args.golden, args.results)
     reports = conform(args.golden, args.results, only=args.only)
     print(format_report(reports, failures_only=args.failures))
     return 0 if all(r.passed for r in reports) else 1
+
+
+def check_not_the_goldens(golden, results) -> None:
+    """Refuse RESULTS_DIR when it is GOLDEN_DIR itself (any spelling, a link, a bind mount: the same
+    device and inode): the goldens compared with themselves pass every case and prove nothing."""
+    import os
+
+    from npbert.errors import InputError
+    if os.path.isdir(golden) and os.path.isdir(results) and os.path.samefile(golden, results):
+        raise InputError(f"RESULTS_DIR {results} is GOLDEN_DIR {golden} itself: the goldens would be compared with "
+                         "themselves and pass; give the directory your port wrote its results to")

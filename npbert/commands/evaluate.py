@@ -7,7 +7,9 @@ from npbert.commands.arg_types import positive_int
 
 def register(sub):
     from npbert.tasks.registry import TASKS
-    p = sub.add_parser("evaluate", help="score a fine-tuned checkpoint on a task file (accuracy, F1, EM, ...)")
+    p = sub.add_parser("evaluate", help="score a fine-tuned checkpoint on a task file (accuracy, F1, EM, ...)",
+                       description="Score a fine-tuned checkpoint on a labelled task file (or a generated task's "
+                                   "split) and print the task's metrics on one line (--json: one JSON object).")
     p.add_argument("checkpoint", help="a fine-tuned checkpoint directory (e.g. runs/finetune/best)")
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (`npbert finetune --help` lists them)")

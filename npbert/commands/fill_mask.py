@@ -3,7 +3,11 @@ from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
-    p = sub.add_parser("fill-mask", help="show a checkpoint's top-k predictions for each [MASK] in a text")
+    p = sub.add_parser("fill-mask", help="show a checkpoint's top-k predictions for each [MASK] in a text",
+                       description="Run a checkpoint's masked-LM head on each text and print the text with every "
+                                   "[MASK] filled by the model's first guess, then each mask's --top-k guesses with "
+                                   "their probabilities. The checkpoint needs an MLM head (npbert pretrain's has one; "
+                                   "a plain BertModel, e.g. MiniLM, does not and is refused).")
     p.add_argument("checkpoint", help="a checkpoint directory (npbert or Hugging Face BERT with an MLM head)")
     p.add_argument("text", nargs="+", help='texts with [MASK], e.g. "the man went to the [MASK] ."')
     p.add_argument("--top-k", type=positive_int, default=5, help="predictions shown for each [MASK]")

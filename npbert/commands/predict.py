@@ -10,7 +10,10 @@ from npbert.commands.arg_types import positive_int
 def register(sub):
     from npbert.heads.registry import HEADS
     from npbert.tasks.registry import TASKS
-    p = sub.add_parser("predict", help="predict with a fine-tuned checkpoint on texts (one per line, or stdin)")
+    p = sub.add_parser("predict", help="predict with a fine-tuned checkpoint on texts (one per line, or stdin)",
+                       description="Predict with a fine-tuned checkpoint: one output line per input line (a label, "
+                                   "a score, tags, an answer span or a choice; \"(empty)\" for a blank line), from "
+                                   "--input or stdin, or from a task file with --task-file.")
     p.add_argument("checkpoint", help="a fine-tuned checkpoint directory (e.g. runs/finetune/best)")
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (it fixes the input format)")
@@ -28,6 +31,7 @@ def run(args):
     from npbert.errors import DataError
     from npbert.finetuned import check_max_length, load_finetuned, run_model
     from npbert.heads.registry import head_of
+    from npbert.reading import read_stream
     from npbert.tasks.files import decode_lines, read_lines
     from npbert.tasks.lines import EMPTY, examples_from_lines
     from npbert.tasks.registry import get_task, read_examples
@@ -41,7 +45,7 @@ def run(args):
         if sys.stdin.isatty():                          # someone typing: say what to type, and how to finish
             print(f"npbert predict: type one example per line ({head.line_fields}), then Ctrl-D to end",
                   file=sys.stderr, flush=True)
-        lines = examples_from_lines(head, decode_lines(sys.stdin.buffer.read(), "<stdin>"))
+        lines = examples_from_lines(head, decode_lines(read_stream(sys.stdin.buffer, "<stdin>", "input"), "<stdin>"))
     else:
         lines = examples_from_lines(head, read_lines(args.input, "input file"), args.input)
     examples = [ex for ex in lines if ex is not None]   # a blank line: no example, EMPTY in its place

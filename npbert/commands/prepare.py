@@ -22,7 +22,8 @@ def register(subparsers):
     p.add_argument("--out", default=DEFAULTS.out, help="output directory")
     p.add_argument("--max-predictions-per-seq", type=positive_int, default=DEFAULTS.max_predictions_per_seq,
                    help="most masked positions per instance")
-    p.add_argument("--masked-lm-prob", type=finite_float(0, 1), default=DEFAULTS.masked_lm_prob,
+    p.add_argument("--masked-lm-prob", type=finite_float(0, 1, low_open=True, high_open=True),   # 0, 1: no task
+                   default=DEFAULTS.masked_lm_prob,
                    help="share of the tokens masked")
     p.add_argument("--short-seq-prob", type=finite_float(0, 1), default=DEFAULTS.short_seq_prob,
                    help="share of instances made shorter than --max-seq-length")

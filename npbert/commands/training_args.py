@@ -63,7 +63,7 @@ def add_run_arguments(p, defaults, save_every_help, train):
 def run_training(train, options_name, args) -> int:
     """Build options_class from the arguments it names (None: keep its default) and run train
     (--backend was applied by npbert.cli.main); exit code 130 when the run stopped early on
-    Ctrl-C (its checkpoint is resumable). Without --out, a default run directory that already
+    Ctrl-C, 143 on SIGTERM (its checkpoint is resumable either way). Without --out, a default run directory that already
     holds a run is left alone and the next free one (runs/pretrain-2, ...) is used."""
     keep_freed_memory()                                # reuse each step's big buffers: no page faults per step
     module, function = train.split(":")
@@ -79,4 +79,4 @@ def run_training(train, options_name, args) -> int:
                 f"this run goes to {out}")
             opts = dataclasses.replace(opts, out=out)
     result = train(opts, resume=args.resume, overwrite=args.overwrite, given=typed | {"out"})
-    return 130 if result.get("stopped") and not args.stop_after else 0
+    return 128 + result["signal"] if result.get("signal") else 0     # Ctrl-C 130, SIGTERM 143 (as a shell says)

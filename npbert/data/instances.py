@@ -78,6 +78,10 @@ class InstanceOptions:
                             f"got {self.max_seq_length!r}")
         if not isinstance(self.max_predictions_per_seq, int) or self.max_predictions_per_seq < 1:
             raise DataError(f"max_predictions_per_seq must be a positive integer, got {self.max_predictions_per_seq!r}")
+        if self.max_predictions_per_seq > self.max_seq_length:    # every instance gets this many slots: 1e9 was 363 GiB
+            raise DataError(f"max_predictions_per_seq {self.max_predictions_per_seq:,} is more than the "
+                            f"{self.max_seq_length} positions of an instance (max_seq_length): give at most "
+                            f"{self.max_seq_length}")
         if not 0.0 < self.masked_lm_prob < 1.0:
             raise DataError(f"masked_lm_prob must be in (0, 1), got {self.masked_lm_prob!r}")
         if not 0.0 <= self.short_seq_prob <= 1.0:

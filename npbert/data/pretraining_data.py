@@ -112,6 +112,24 @@ def load_checked_shard(directory, entry, manifest) -> dict:
     if arrays["input_ids"].shape != (n, L) or arrays["masked_lm_positions"].shape != (n, P):
         raise DataError(f"shard {path} has arrays of shape {arrays['input_ids'].shape} / "
                         f"{arrays['masked_lm_positions'].shape}, expected ({n}, {L}) / ({n}, {P})")
-    if n and (int(arrays["input_ids"].max()) >= manifest["vocab_size"] or int(arrays["lengths"].max()) > L):
+    if n and (int(arrays["input_ids"].max()) >= manifest["vocab_size"] or int(arrays["input_ids"].min()) < 0
+              or int(arrays["lengths"].max()) > L or int(arrays["lengths"].min()) < 1):
         raise DataError(f"shard {path} holds ids or lengths outside the manifest's vocab_size / max_seq_length")
+    check_masked_slots(arrays, path, P, manifest["vocab_size"])
     return arrays
+
+
+def check_masked_slots(arrays, path, P, vocab_size) -> None:
+    """DataError unless every instance predicts 0..P tokens (num_masked), each at a position inside
+    its sequence (after [CLS], before its length) with an id of the vocabulary: a tampered count
+    above P would turn padding slots into "predict [PAD] at position 0"."""
+    num = arrays["num_masked"].astype(np.int64)                                     # (n,)
+    if len(num) and (num.min() < 0 or num.max() > P):
+        raise DataError(f"shard {path} has num_masked outside [0, {P}] (the manifest's max_predictions_per_seq)")
+    predicted = np.arange(P)[None, :] < num[:, None]                                # (n, P)
+    positions = arrays["masked_lm_positions"].astype(np.int64)                      # (n, P)
+    lengths = arrays["lengths"].astype(np.int64)[:, None]                           # (n, 1)
+    ids = arrays["masked_lm_ids"].astype(np.int64)                                  # (n, P)
+    if np.any(predicted & ((positions < 1) | (positions >= lengths) | (ids < 0) | (ids >= vocab_size))):
+        raise DataError(f"shard {path} has a masked position outside its sequence or a masked id outside the "
+                        "vocabulary: prepare the data again")

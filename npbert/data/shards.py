@@ -28,7 +28,7 @@ FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 VOCAB_FILE = "vocab.txt"
 # options added after format_version 1: a manifest without one was made with this value
-OPTIONS_ADDED_LATER = dict(mask_mix=DEFAULT_MASK_MIX, corpus_sha256=None)
+OPTIONS_ADDED_LATER = dict(mask_mix=DEFAULT_MASK_MIX, corpus_sha256=None, vocab_file_sha256=None)
 FIELDS = ("input_ids", "token_type_ids", "lengths", "masked_lm_positions", "masked_lm_ids", "num_masked",
           "next_sentence_labels")
 

@@ -57,6 +57,36 @@ def check_out_dir(out) -> None:
     if os.path.isdir(out) and os.listdir(out) and not schema.is_golden_dir(out):
         raise InputError(f"--out {out} is a directory that is not an npbert golden directory (no {schema.MANIFEST} "
                          "of ours): choose a new or empty directory")
+    foreign = foreign_entries(out) if os.path.isdir(out) and os.listdir(out) else []
+    if foreign:
+        raise InputError(f"--out {out} is a golden directory that also holds {foreign[0]}, which npbert golden did "
+                         "not write (replacing the directory would delete it): move it, or choose another --out")
+
+
+def foreign_entries(out) -> list:
+    """What is in golden directory `out` besides the manifest and the files its cases name (and
+    the folders holding them), sorted: a results folder, notes, anything a user put there."""
+    ours = {schema.MANIFEST} | {case["file"] for case in schema.read_manifest(out)["cases"]}
+    folders = {parent for name in ours for parent in ancestors(name)}
+    found = []
+    for root, dirs, files in os.walk(out):
+        rel = os.path.relpath(root, out).replace(os.sep, "/")
+        for name in dirs + files:
+            path, key = os.path.join(root, name), name if rel == "." else f"{rel}/{name}"
+            walked = os.path.isdir(path) and not os.path.islink(path) and key in folders
+            if not walked and not (key in ours and os.path.isfile(path) and not os.path.islink(path)):
+                found.append(path)
+        dirs[:] = [d for d in dirs if (d if rel == "." else f"{rel}/{d}") in folders]
+    return sorted(found)
+
+
+def ancestors(name) -> list:
+    """The folders of a relative path: "a/b/c.safetensors" -> ["a/b", "a"]."""
+    parents = []
+    while "/" in name:
+        name = name.rsplit("/", 1)[0]
+        parents.append(name)
+    return parents
 
 
 def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
@@ -94,7 +124,11 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
         with open(schema.manifest_path(tmp), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1)
             f.write("\n")
-    atomic_replace_dir(out, fill)
+    try:
+        atomic_replace_dir(out, fill)
+    except OSError as e:                               # a full or read-only disk, a file-size limit: one line
+        raise InputError(f"could not write the goldens to {out} ({e.strerror or e}"
+                         f"{f': {e.filename}' if e.filename else ''}); {out} is as it was") from None
     return manifest
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from npbert.environment import threads_from_environment
+from npbert.errors import NpbertError
 from npbert.kernels import blas
 
 _drivers = {}
@@ -75,6 +76,19 @@ def _driver(kernel):
     return driver
 
 
+def numba_threads() -> int:
+    """numba.get_num_threads(), which starts Numba's threading layer the first time: a layer
+    NUMBA_THREADING_LAYER names but this machine lacks (tbb) is one line, not Numba's ValueError."""
+    try:
+        return numba.get_num_threads()
+    except ValueError as e:
+        if "threading layer" not in str(e):
+            raise
+        hint = " ".join(str(e).split())
+        raise NpbertError(f"Numba cannot start its threads ({hint}); unset NUMBA_THREADING_LAYER, or run on one "
+                          "thread (NPBERT_NUM_THREADS=1)") from None
+
+
 def part_bounds(n, parts, cost=None):
     """(parts + 1,) int64 bounds splitting [0, n) into `parts` contiguous parts: of equal size,
     or of about equal total cost (cost: (n,) the items' costs)."""
@@ -97,7 +111,7 @@ def parallel_for(kernel, n, *args, grain=1, cost=None):
         if parts == 1:
             kernel(0, n, *args)
         else:
-            if numba.get_num_threads() != parts:
+            if numba_threads() != parts:
                 numba.set_num_threads(parts)
             global _ran_parallel
             _ran_parallel = True

@@ -53,7 +53,11 @@ def encode_tags(examples, tokenizer, max_seq_length, tag_names) -> list:
     (is_split_into_words), truncated to max_seq_length, and word_ids() says which word each piece
     is from; a word's tag goes on its first piece, IGNORE_INDEX on the others (and on [CLS],
     [SEP]). A word without a piece in the sequence (cut off, or nothing but control characters)
-    gets word_starts -1 and is predicted "O"."""
+    gets word_starts -1 and is predicted "O". A window with no room for a word is refused: every
+    word would be "O" and the loss 0 over no labels, a score of nothing."""
+    if max_seq_length < 3:
+        raise DataError(f"max_seq_length {max_seq_length} leaves no room for a word between [CLS] and [SEP]: "
+                        "token classification needs 3 at least")
     index = {n: i for i, n in enumerate(tag_names)}
     features = []
     for ex in examples:

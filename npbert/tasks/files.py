@@ -4,24 +4,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 
 from npbert.errors import DataError
+from npbert.reading import read_bytes
 
 
 def read_lines(path, what="task file") -> list[str]:
     """The lines of a UTF-8 text file (a BOM is dropped), without their line endings; what names
-    the file in errors ("task file", "input file")."""
-    if os.path.isdir(path):
-        raise DataError(f"{what} {path} is a directory, not a file")
-    if not os.path.exists(path):                      # not isfile: /dev/null, /dev/stdin and pipes are read too
-        raise DataError(f"{what} not found: {path}")
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:                               # a socket, a file without read permission, ...
-        raise DataError(f"cannot read {what} {path}: {e.strerror}") from None
-    return decode_lines(raw, path)
+    the file in errors ("task file", "input file"). /dev/null, /dev/stdin and pipes are read too,
+    up to reading.TEXT_LIMIT bytes (/dev/zero: refused at its first NUL byte)."""
+    return decode_lines(read_bytes(path, what), path)
 
 
 def decode_lines(raw: bytes, source) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import codecs
 
 from npbert.errors import DataError
+from npbert.reading import VOCAB_LIMIT, read_bytes
 
 PAD, UNK, CLS, SEP, MASK = "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"
 SPECIAL_TOKENS = (PAD, UNK, CLS, SEP, MASK)
@@ -13,13 +14,7 @@ VOCAB_FILE = "vocab.txt"
 def load_vocab(path) -> list[str]:
     """One token per line, id = line number (0-based), as BERT's vocab.txt. Lines end at \n,
     \r\n or \r (Python's universal newlines, as Hugging Face reads it)."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise DataError(f"vocabulary file not found: {path}") from None
-    except OSError as e:
-        raise DataError(f"cannot read vocabulary {path}: {e.strerror}") from None
+    raw = read_bytes(path, "vocabulary file", VOCAB_LIMIT)   # bounded: a vocab.txt -> /dev/zero is refused at once
     if raw.startswith(codecs.BOM_UTF8):               # Hugging Face would read '\ufeff[PAD]' as the first token
         raise DataError(f"vocabulary {path} starts with a UTF-8 byte-order mark (bytes EF BB BF), which would be "
                         "part of its first token: save it as UTF-8 without one")

@@ -10,6 +10,7 @@ import os
 
 from npbert.atomic import path_sha256
 from npbert.errors import NpbertError
+from npbert.reading import regular_file
 
 INPUTS = "inputs"                                     # the key in the checkpoint's extra
 
@@ -19,6 +20,15 @@ def absolute_paths(opts, names):
     found = {n: os.path.abspath(getattr(opts, n)) for n in names
              if isinstance(getattr(opts, n), str) and os.path.exists(getattr(opts, n))}
     return dataclasses.replace(opts, **found)
+
+
+def check_pinnable(paths) -> None:
+    """DataError unless each input that exists is a directory or a regular file (checked before it
+    is read): a pipe (`--train /dev/stdin`) is empty once read, so the SHA-256 pinned would be an
+    empty read's and a --resume would train on other rows; a FIFO or a device blocks or never ends."""
+    for path in paths:
+        if isinstance(path, str) and os.path.exists(path) and not os.path.isdir(path):   # (a missing one: said later)
+            regular_file(path, "training input")
 
 
 def fingerprint(paths) -> dict:

@@ -1,33 +1,38 @@
-"""Ctrl-C during training: the first one stops the run after the current step (which then
-saves a resumable checkpoint), a second one interrupts at once."""
+"""Ctrl-C or SIGTERM during training: the first one stops the run after the current step (which
+then saves a resumable checkpoint), a second one interrupts at once."""
 from __future__ import annotations
 
 import signal
 
+from npbert.signals import Terminated
+
+STOP_SIGNALS = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
+
 
 class StopOnInterrupt:
-    """Inside `with StopOnInterrupt() as stop:` the first Ctrl-C sets stop.requested (the loop
-    saves and exits after the current step); a second Ctrl-C interrupts at once."""
+    """Inside `with StopOnInterrupt() as stop:` the first Ctrl-C or SIGTERM sets stop.requested to
+    its signal number (the loop saves and exits after the current step); a second one interrupts
+    at once (KeyboardInterrupt, or Terminated for SIGTERM)."""
 
     def __init__(self):
-        self.requested = False
+        self.requested = None
+        self._previous = {}
 
     def __enter__(self):
-        self._previous = signal.getsignal(signal.SIGINT)
-
         def handler(signum, frame):
             if self.requested:
-                raise KeyboardInterrupt
-            self.requested = True
-            print("\ninterrupt: finishing this step, then saving a resumable checkpoint (Ctrl-C again to abort)",
-                  flush=True)
+                raise Terminated(signum) if signum != signal.SIGINT else KeyboardInterrupt
+            self.requested = signum
+            print(f"\n{STOP_SIGNALS[signum]}: finishing this step, then saving a resumable checkpoint "
+                  f"({STOP_SIGNALS[signum]} again to abort)", flush=True)
         try:
-            signal.signal(signal.SIGINT, handler)
-        except ValueError:                  # not the main thread: leave Ctrl-C as it is
-            self._previous = None
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, handler)
+        except ValueError:                  # not the main thread: leave the signals as they are
+            self._previous = {}
         return self
 
     def __exit__(self, *exc):
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
         return False

@@ -77,9 +77,10 @@ class Job:
 
 
 def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics, log, log_every: int,
-          save_every: int, stop_after: int | None = None) -> bool:
-    """Run ckpt on until schedule.total_steps; returns True if it stopped early (Ctrl-C or
-    stop_after), after saving. save(ckpt) writes a checkpoint; metrics is the run's MetricsLog."""
+          save_every: int, stop_after: int | None = None):
+    """Run ckpt on until schedule.total_steps; returns False when it got there, else (after
+    saving) the number of the signal that stopped it (Ctrl-C, SIGTERM), or True at stop_after.
+    save(ckpt) writes a checkpoint; metrics is the run's MetricsLog."""
     position, total = ckpt.position, schedule.total_steps
     means = RunningMeans.from_json(ckpt.extra.pop("means", None))
     speed = Throughput()
@@ -121,7 +122,7 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
                         (epoch_ended and job.save_at_epoch_end):
                     checkpoint()
                 if stopping and (not done or stop.requested):   # a Ctrl-C in the last step (say while the
-                    return True                                # evaluation's kernels load) is not swallowed
+                    return stop.requested or True              # evaluation's kernels load) is not swallowed
                 if done or epoch_ended:
                     break
             if not stepped:

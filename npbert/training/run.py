@@ -1,7 +1,7 @@
 """One run's lifecycle, written once for pretraining and fine-tuning:
 
     check the flags and every option                     nothing read or written yet
-    take the run directory's lock                        one writer per run (lock.py)
+    take the run directory's lock                        one writer per run (npbert/lock.py)
     check --out (put back an interrupted --overwrite); on --resume load the checkpoint and its options
     recipe.prepare: read and check every input           still nothing written
     open the run (--overwrite moves the old one aside)   run_dir.py
@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 from dataclasses import dataclass
 
 import numpy as np
 
 from npbert.backend import get_backend
 from npbert.errors import NpbertError
-from npbert.training.inputs import INPUTS, absolute_paths, check_same_inputs, fingerprint
-from npbert.training.lock import run_lock
+from npbert.lock import run_lock
+from npbert.training.inputs import INPUTS, absolute_paths, check_pinnable, check_same_inputs, fingerprint
 from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
 from npbert.training.options import check_optimizer, given_options, resumed_options
@@ -80,7 +81,7 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     recipe.check(opts)
     opts = absolute_paths(opts, recipe.paths(opts))
     check_optimizer(opts)
-    with run_lock(opts.out):
+    with run_lock(opts.out) as lock:
         check_out(opts.out, resume, overwrite, recipe.kind)
         saved = None
         if resume:
@@ -89,10 +90,11 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
                                    recipe.changeable, opts.out)
             recipe.check(opts)
             check_optimizer(opts)
+        check_pinnable(recipe.inputs(opts))
         opts = recipe.prepare(opts, saved, log)
         if resume:
             check_same_inputs(saved.extra.get(INPUTS), recipe.inputs(opts), opts.out)
-        return run_in_directory(recipe, opts, saved, overwrite, log)
+        return run_in_directory(recipe, opts, saved, overwrite, log, lock)
 
 
 def resumed_checkpoint(out, log):
@@ -103,9 +105,10 @@ def resumed_checkpoint(out, log):
     return saved
 
 
-def run_in_directory(recipe, opts, saved, overwrite, log) -> dict:
+def run_in_directory(recipe, opts, saved, overwrite, log, lock) -> dict:
     resume = saved is not None
     with open_run(opts.out, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
+        lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
         if resume:
             note_backend_change(saved.backend, log)
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
@@ -127,10 +130,12 @@ def run_in_directory(recipe, opts, saved, overwrite, log) -> dict:
         if not stopped:
             return recipe.finish(opts, started, metrics, log)
     step, ckpt_dir = ckpt.position.step, run.file(CHECKPOINT_DIR)
-    how = (f"stopped at step {step} (--stop-after {opts.stop_after})" if opts.stop_after and step >= opts.stop_after
-           else f"npbert {recipe.kind}: interrupted at step {step}")
+    signum = stopped if stopped is not True else None
+    how = (f"stopped at step {step} (--stop-after {opts.stop_after})" if signum is None
+           else f"npbert {recipe.kind}: {'terminated (SIGTERM)' if signum == signal.SIGTERM else 'interrupted'} at "
+                f"step {step}")
     log(f"{how}; saved {ckpt_dir}; continue with `npbert {recipe.kind} --out {opts.out} --resume`")
-    return dict(stopped=True, step=step, checkpoint=ckpt_dir)
+    return dict(stopped=True, step=step, checkpoint=ckpt_dir, **({"signal": int(signum)} if signum else {}))
 
 
 def check_finite_model(ckpt) -> None:

@@ -10,7 +10,7 @@ a checkpoint/ of someone else's making is not one. A new run may go into a direc
 missing, empty, or an npbert run that never saved a checkpoint (a first run that failed: its
 retry takes it over). A run that saved is refused unless --resume continues it or --overwrite
 replaces it; anything else is refused outright, --overwrite or not: npbert deletes only what it
-made. One process writes a run at a time (npbert/training/lock.py holds the lock around all this).
+made. One process writes a run at a time (npbert/lock.py holds the lock around all this).
 
 --overwrite renames the old run aside to the hidden sibling `.OUT.replaced-<pid>-<hex>`
 (nothing copied, nothing deleted yet) and puts it back if the new run fails before its first

@@ -98,6 +98,7 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
         with np.load(os.path.join(directory, STATE_ARRAYS)) as z:
             moments = {k: z[k] for k in z.files}
         check_counts(state)
+        check_extra(state.get("extra", {}))
         rng = np.random.default_rng()
         rng.bit_generator.state = state["rng_state"]
         position = Position(**state["position"])
@@ -123,6 +124,44 @@ def check_counts(state) -> None:
     for name, value in counts.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise TypeError(f"{name} is {value!r}, not an integer >= 0")
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _numbers(d) -> bool:
+    return isinstance(d, dict) and all(isinstance(k, str) and _number(v) for k, v in d.items())
+
+
+# What the loop and the jobs keep in the state's "extra", each with what it must be: read on
+# --resume, a tampered one would fail inside training (an AttributeError, a ValueError at the
+# first evaluation) instead of as a corrupt state.
+EXTRA_FIELDS = {
+    "means": (lambda v: isinstance(v, dict) and set(v) <= {"sums", "n"} and _numbers(v.get("sums", {}))
+              and _count(v.get("n", 0)), '{"sums": {name: number}, "n": count}'),            # training/loop.py
+    "inputs": (lambda v: isinstance(v, dict) and all(isinstance(x, str) for x in (*v, *v.values())),
+               "{path: SHA-256}"),                                                          # training/inputs.py
+    "heldout_losses": (lambda v: isinstance(v, list) and all(isinstance(h, list) and len(h) == 2 and _count(h[0])
+                                                              and _number(h[1]) for h in v),
+                       "[[step, loss], ...]"),                                               # pretraining/job.py
+    "best": (lambda v: _numbers(v) and _count(v.get("epoch")) and _count(v.get("step")),
+             '{metric: number, ..., "epoch": count, "step": count}'),                       # finetune.py
+}
+
+
+def check_extra(extra) -> None:
+    """TypeError (reported as a corrupt state) unless extra is an object whose known fields are
+    what their readers read."""
+    if not isinstance(extra, dict):
+        raise TypeError(f"extra is {type(extra).__name__}, not an object")
+    for key, (fits, want) in EXTRA_FIELDS.items():
+        if key in extra and not fits(extra[key]):
+            raise TypeError(f"extra.{key} must be {want}")
 
 
 def note_backend_change(saved_backend: str, log) -> None:
