@@ -8,6 +8,7 @@ A full disk is a 256 KiB tmpfs filled up, in a private mount namespace (none: sk
 live only as long as the command: nothing is left mounted, whatever happens to the test."""
 import functools
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ from patience import HANG_SECONDS
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NPBERT = [sys.executable, "-m", "npbert.cli"]
 READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+LIMIT = 3 << 30                                    # a child's address space in npbert(..., memory=LIMIT)
 FULL = 'mount -t tmpfs -o size=256k tmpfs "$1" && { cat /dev/zero > "$1/.filler" 2>/dev/null; shift; exec "$@"; }'
 
 
@@ -28,10 +30,13 @@ def env(**extra) -> dict:
     return dict(os.environ, PYTHONPATH=ROOT, **extra)
 
 
-def npbert(*argv, **kw) -> subprocess.CompletedProcess:
-    """`npbert ARGV` in a subprocess (this checkout's npbert), output captured."""
+def npbert(*argv, memory=None, **kw) -> subprocess.CompletedProcess:
+    """`npbert ARGV` in a subprocess (this checkout's npbert), output captured; memory: a limit on
+    its address space, so that a regression reading or allocating without bound is a MemoryError
+    in the child, not the OOM killer on the machine."""
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_AS, (memory, memory))) if memory else None
     return subprocess.run([*NPBERT, *argv], capture_output=True, text=True, env=kw.pop("env", env()),
-                          timeout=HANG_SECONDS, **kw)
+                          timeout=HANG_SECONDS, preexec_fn=limit, **kw)
 
 
 @functools.lru_cache(maxsize=None)

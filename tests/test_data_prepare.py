@@ -5,6 +5,7 @@ import os
 import numpy as np
 import pytest
 
+from hostile import LIMIT, npbert as run_npbert
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
@@ -260,22 +261,22 @@ def test_every_slow_stage_reports_progress_even_when_the_stage_lines_are_silence
 
 # --- sizes that pass the range checks but cannot be met (issue 37) ------------------------------------
 
-def test_more_predictions_than_positions_is_refused_before_anything_is_read(tmp_path, capsys):
-    # before: --max-predictions-per-seq 1000000000 tried to allocate 363 GiB of masked slots
-    assert main(["prepare", "--out", str(tmp_path / "P"), "--max-predictions-per-seq", "1000000000"]) == 2
-    err = capsys.readouterr().err
-    assert err == ("npbert prepare: error: max_predictions_per_seq 1,000,000,000 is more than the 64 positions of an "
-                   "instance (max_seq_length): give at most 64\n")
+def test_more_predictions_than_positions_is_refused_before_anything_is_read(tmp_path):
+    # before: --max-predictions-per-seq 1000000000 tried to allocate 363 GiB of masked slots (in a
+    # child with a memory limit here: a regression is its MemoryError, not the machine's)
+    r = run_npbert("prepare", "--out", str(tmp_path / "P"), "--max-predictions-per-seq", "1000000000", memory=LIMIT)
+    assert r.returncode == 2 and r.stderr == ("npbert prepare: error: max_predictions_per_seq 1,000,000,000 is more than "
+                                              "the 64 positions of an instance (max_seq_length): give at most 64\n")
     assert os.listdir(tmp_path) == []
 
 
-def test_a_dupe_factor_whose_shards_cannot_fit_on_the_disk_is_refused_before_they_are_planned(tmp_path, capsys):
+def test_a_dupe_factor_whose_shards_cannot_fit_on_the_disk_is_refused_before_they_are_planned(tmp_path):
     # before: --dupe-factor 1000000000 grew its plan silently until a MemoryError
-    assert main(["prepare", "--out", str(tmp_path / "P"), "--max-documents", "100", "--dupe-factor",
-                 "1000000000"]) == 2
-    err = capsys.readouterr().err.splitlines()[-1]
-    assert err.startswith("npbert prepare: error: dupe_factor 1,000,000,000 makes ") and "GB free; lower --dupe-factor" in err
-    assert os.listdir(tmp_path) == []
+    r = run_npbert("prepare", "--out", str(tmp_path / "P"), "--max-documents", "100", "--dupe-factor", "1000000000",
+                   memory=LIMIT)
+    err = r.stderr.splitlines()[-1]
+    assert r.returncode == 2 and err.startswith("npbert prepare: error: dupe_factor 1,000,000,000 makes ")
+    assert "GB free; lower --dupe-factor" in err and os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("value", ["0", "1"])

@@ -5,12 +5,11 @@ should be; none blocks, reads without end or fills memory. The /dev/zero command
 with 3 GiB of address space, so a regression is a MemoryError there, not the OOM killer here."""
 import io
 import os
-import resource
 import subprocess
 
 import pytest
 
-from hostile import NPBERT, env
+from hostile import LIMIT, NPBERT, env, npbert
 from npbert.atomic import path_sha256
 from npbert.cli import main
 from npbert.data.corpus import read_text_corpus
@@ -26,11 +25,7 @@ QUIET = dict(log=lambda *a, **k: None)
 
 
 def limited(*argv) -> subprocess.CompletedProcess:
-    """`npbert ARGV` in a child limited to 3 GiB of address space."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
-    return subprocess.run([*NPBERT, *argv], capture_output=True, text=True, env=env(), preexec_fn=limit,
-                          timeout=HANG_SECONDS)
+    return npbert(*argv, memory=LIMIT)
 
 
 def one_line(stderr, command) -> str:
@@ -95,9 +90,7 @@ def test_dev_zero_as_a_task_file_is_refused_at_its_first_byte(sentence_model, co
 
 def test_dev_zero_on_predicts_stdin_is_refused(sentence_model):
     with open("/dev/zero", "rb") as zero:
-        r = subprocess.run([*NPBERT, "predict", sentence_model, "--task", "builtin-sentence"], stdin=zero,
-                           capture_output=True, text=True, env=env(), timeout=HANG_SECONDS,
-                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30)))
+        r = npbert("predict", sentence_model, "--task", "builtin-sentence", stdin=zero, memory=LIMIT)
     assert r.returncode == 2 and "input <stdin> is not text: a NUL byte" in one_line(r.stderr, "predict")
 
 
