@@ -87,10 +87,13 @@ def _run(argv) -> int:
 
 
 def os_error(e: OSError) -> str:
-    """An OSError as a message: what failed, on which file."""
+    """An OSError as a message: what failed, on which file (none named: stdout's, at its flush)."""
     what = e.strerror or str(e) or type(e).__name__
-    return f"{e.filename}: {what}" if e.filename else f"could not write the output: {what}" \
-        if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT) else what
+    if e.filename:
+        return f"{e.filename}: {what}"
+    if e.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return f"could not write the output: {what}"
+    return what
 
 
 def _drop_stdout() -> None:
