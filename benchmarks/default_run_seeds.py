@@ -5,10 +5,12 @@ several seeds: the figures README, docs/pretraining.md, docs/results.md and demo
     python benchmarks/default_run_seeds.py --seeds 10 --jobs 2   # more seeds
     python benchmarks/default_run_seeds.py --quick               # 2 seeds of 60 steps: a smoke test
     python benchmarks/default_run_seeds.py -- --learning-rate 1e-3 --warmup-steps 200   # another recipe
+    python benchmarks/default_run_seeds.py --seeds 2 --jobs 1 --threads all   # as `npbert pretrain` runs
 
 Every seed is its own `python -m npbert.cli pretrain --seed S` process with one BLAS and one
-kernel thread, so --jobs of them run side by side on as many cores; arguments after `--` go to
-every run (a candidate recipe). A seed whose result is already in OUT/seed-S/result.json is not
+kernel thread (--threads all: the kernels on every CPU this process may use, the CLI's default),
+so --jobs of them run side by side on as many cores; arguments after `--` go to every run (a
+candidate recipe). A seed whose result is already in OUT/seed-S/result.json is not
 run again (an interrupted sweep continues; delete OUT to start over).
 
 It prints one line per seed and the mean, the standard deviation (sample, n - 1) and the range
@@ -50,32 +52,44 @@ def main(argv=None) -> int:
     p.add_argument("--first-seed", type=int, default=0, help="seeds FIRST .. FIRST+N-1 (default 0)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
     p.add_argument("--quick", action="store_true", help=f"2 seeds, {' '.join(QUICK)} each (a smoke test)")
+    p.add_argument("--threads", choices=("1", "all"), default="1",
+                   help="the kernels' threads: 1 (default), or all the CPUs, as `npbert pretrain` runs")
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     seeds = list(range(args.first_seed, args.first_seed + (2 if args.quick else args.seeds)))
     recipe = (QUICK if args.quick else []) + extra
+    threads = "one thread" if args.threads == "1" else f"every CPU ({len(os.sched_getaffinity(0))}) for the kernels"
     print(f"npbert pretrain {' '.join(recipe) or '(the defaults)'} over seeds {seeds[0]}..{seeds[-1]}, "
-          f"{args.jobs} at a time, one thread each; runs in {args.out}", flush=True)
+          f"{args.jobs} at a time, {threads} each; runs in {args.out} (load average {os.getloadavg()[0]:.1f})",
+          flush=True)
+    env = thread_env(args.threads)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = list(pool.map(lambda s: run_seed(args.out, s, recipe), seeds))
+        results = list(pool.map(lambda s: run_seed(args.out, s, recipe, env), seeds))
     print(report(results, recipe))
     return 0
 
 
-def run_seed(out: str, seed: int, recipe: list) -> dict:
+def thread_env(threads: str) -> dict:
+    """A run's thread variables: one thread for everything ("1"), or the kernels on every CPU ("all",
+    as `npbert pretrain` runs when NPBERT_NUM_THREADS is unset) with BLAS on one, as the CLI sets it."""
+    return ONE_THREAD if threads == "1" else {k: v for k, v in ONE_THREAD.items() if k != "NPBERT_NUM_THREADS"}
+
+
+def run_seed(out: str, seed: int, recipe: list, threads: dict = ONE_THREAD) -> dict:
     """One `npbert pretrain --seed seed` (its log in OUT/seed-S.log), or its earlier result."""
     run_dir = os.path.join(out, f"seed-{seed}")
     result_file = os.path.join(run_dir, "result.json")
     if os.path.exists(result_file):
         with open(result_file) as f:
             result = json.load(f)
-        if result["recipe"] == recipe:
+        if result["recipe"] == recipe and result.get("threads", ONE_THREAD) == threads:
             print(f"seed {seed}: kept from {result_file}", flush=True)
             return result
     os.makedirs(out, exist_ok=True)
     command = [sys.executable, "-m", "npbert.cli", "pretrain", "--out", run_dir, "--seed", str(seed), *recipe]
     if os.path.exists(run_dir):
         command.append("--overwrite")          # an unfinished earlier run of this seed
-    env = dict(os.environ, **ONE_THREAD, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    env = {k: v for k, v in os.environ.items() if k != "NPBERT_NUM_THREADS"}
+    env.update(threads, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     t0 = time.perf_counter()
     with open(os.path.join(out, f"seed-{seed}.log"), "w") as log:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=os.getcwd())
@@ -84,7 +98,7 @@ def run_seed(out: str, seed: int, recipe: list) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"seed {seed} failed (exit {proc.returncode}): see {log.name}")
-    result = dict(seed=seed, recipe=recipe, **final_figures(run_dir, log.name),
+    result = dict(seed=seed, recipe=recipe, threads=threads, **final_figures(run_dir, log.name),
                   wall_s=wall, cpu_s=usage.ru_utime + usage.ru_stime)
     with open(result_file, "w") as f:
         json.dump(result, f)

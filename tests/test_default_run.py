@@ -26,3 +26,10 @@ def test_the_report_gives_mean_std_and_range_over_seeds():
     assert lines[3] == "over 3 seeds (the default recipe): mean +- std, min..max"
     assert lines[4].split() == ["held-out", "MLM", "accuracy", "0.350", "+-", "0.050", "0.300..0.400"]
     assert lines[-1].split() == ["CPU", "time", "(s)", "91", "+-", "1", "90..92"]
+
+
+def test_every_cpu_is_the_clis_default_and_one_thread_is_one_everywhere():
+    # README's cost of `npbert pretrain` as written is --threads all: the kernels' threads left to the CLI
+    s = script()
+    assert "NPBERT_NUM_THREADS" not in s.thread_env("all") and s.thread_env("all")["OPENBLAS_NUM_THREADS"] == "1"
+    assert set(s.thread_env("1").values()) == {"1"} and "NPBERT_NUM_THREADS" in s.thread_env("1")
