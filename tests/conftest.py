@@ -26,6 +26,24 @@ settings.register_profile("explore", derandomize=False, **UNTIMED)
 settings.load_profile("deterministic")
 
 
+# `pytest -m quick`, the subset README offers before the whole suite: every op, layer, head and
+# model against finite differences and the numbers that must be right, without the data packages,
+# the subprocesses, the training runs and the notebooks (about a minute of CPU; tests/suite_cost.py).
+QUICK = ("test_numbers.py", "test_layering.py", "test_gradcheck.py", "test_model.py", "test_heads.py",
+         "test_trace.py", "test_optim.py", "test_training.py", "test_safetensors.py", "test_checkpoint.py",
+         "test_metrics.py", "test_data_shards.py", "test_patience.py")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "quick: the quick subset README names (`pytest -m quick`)")
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in QUICK:
+            item.add_marker(pytest.mark.quick)
+
+
 @pytest.fixture(autouse=True)
 def _restore_backend():
     """A test that runs a training command switches the process to that command's backend

