@@ -113,12 +113,17 @@ def test_an_unwritable_place_is_one_line_for_every_way_into_a_run(tmp_path, data
     assert sorted(os.listdir(place)) == ["run"] and saved_step(place / "run") == 3
 
 
-def test_a_full_disk_when_the_lock_is_written_is_one_line(tmp_path, data_dir):
-    # before: an ENOSPC traceback writing the PID
+@pytest.mark.parametrize("command", ["pretrain", "finetune"])
+def test_a_full_disk_when_the_lock_is_written_is_one_line(tmp_path, data_dir, command):
+    # before: an ENOSPC traceback writing the PID, for pretrain and finetune
+    from test_finetune import random_checkpoint
     full = tmp_path / "full"
     full.mkdir()
-    proc = run_on_full_disk(full, [*NPBERT, "pretrain", "--data", data_dir, "--out", f"{full}/R", *SHORT])
-    assert proc.returncode == 2 and "No space left on device" in one_line(proc.stderr), proc.stderr[-2000:]
+    argv = (["pretrain", "--data", data_dir, *SHORT] if command == "pretrain" else
+            ["finetune", "--task", "builtin-sentence", "--epochs", "1",
+             "--model", random_checkpoint(str(tmp_path / "model"), layers=1, hidden=16)])
+    proc = run_on_full_disk(full, [*NPBERT, *argv, "--out", f"{full}/R"])
+    assert proc.returncode == 2 and "No space left on device" in one_line(proc.stderr, command), proc.stderr[-2000:]
 
 
 def test_a_lock_file_deleted_under_a_writer_lets_no_second_writer_in(tmp_path, data_dir, capsys):
