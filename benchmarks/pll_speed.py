@@ -21,6 +21,8 @@ if __name__ == "__main__":        # run as a script: one thread, before NumPy lo
         os.environ.setdefault(_name, "1")
 
 import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import pstats  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
@@ -79,6 +81,17 @@ def gemm_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
     return 2 * m * k * n / best / 1e9
 
 
+def print_profile(profile, total: float, rows: int = 8) -> None:
+    """The functions the scoring spent its CPU time in (their own time, not their callees'),
+    as shares of the scoring's CPU time: what is left besides the matmuls."""
+    stats = pstats.Stats(profile).stats              # {(file, line, name): (calls, _, own, cumulative, _)}
+    top = sorted(stats.items(), key=lambda item: -item[1][2])[:rows]
+    print("where the scoring's CPU time went (own time, cProfile in CPU time):")
+    for (path, line, name), (calls, _, own, _, _) in top:
+        where = os.path.basename(path)
+        print(f"  {100 * own / total:5.1f} %  {own:7.2f} s  {calls:>7,} calls  {name} ({where}:{line})")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("pairs", help="BLiMP's data/ directory, a .jsonl file of pairs, or `builtin`")
@@ -87,6 +100,7 @@ def main(argv=None) -> int:
     p.add_argument("--vocab-file", default=None, help="the random model's vocabulary (default: MiniLM's 30,522)")
     p.add_argument("--per-paradigm", type=positive_int, default=50, help="pairs scored per paradigm (default 50)")
     p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
+    p.add_argument("--profile", action="store_true", help="also print where the scoring's CPU time went")
     p.add_argument("--backend", choices=("numpy", "numba"), default=training_backend(),
                    help="hot-op backend (default: minimal-pairs' own, numba unless NPBERT_BACKEND says otherwise)")
     args = p.parse_args(argv)
@@ -106,8 +120,13 @@ def main(argv=None) -> int:
 
     peak_before = gemm_gflops(2048, 2048, 2048)
     ffn_before = gemm_gflops(args.batch_tokens, config.hidden_size, config.intermediate_size)
+    warm = mp.ScoredPairs(mp.TokenizedPairs(*(field[:2] for field in (sample.pairs, sample.good, sample.bad,
+                                                                   sample.good_pieces, sample.bad_pieces, sample.has_unk))))
+    mp.score_with_bert(warm, "bert", params, config, tokenizer, args.batch_tokens, log=lambda line: None)  # kernels loaded
     scored = mp.ScoredPairs(sample)
-    mp.score_with_bert(scored, "bert", params, config, tokenizer, args.batch_tokens, log=lambda line: None)
+    profile = cProfile.Profile(time.process_time) if args.profile else None
+    score = (lambda *a, **k: profile.runcall(mp.score_with_bert, *a, **k)) if profile else mp.score_with_bert
+    score(scored, "bert", params, config, tokenizer, args.batch_tokens, log=lambda line: None)
     cost = scored.costs["bert"]
     peak = max(peak_before, gemm_gflops(2048, 2048, 2048))
     ffn = max(ffn_before, gemm_gflops(args.batch_tokens, config.hidden_size, config.intermediate_size))
@@ -117,6 +136,8 @@ def main(argv=None) -> int:
     print(f"this machine, one thread: float32 GEMM {peak:.1f} GFLOP/s at 2048, {ffn:.1f} at the feed-forward's "
           f"({args.batch_tokens}, {config.hidden_size}) @ ({config.hidden_size}, {config.intermediate_size}); "
           f"the scoring reaches {100 * achieved / peak:.0f} % of the first, {100 * achieved / ffn:.0f} % of the second")
+    if profile:
+        print_profile(profile, cost.cpu_seconds)
     projected = whole_flops / (achieved * 1e9) / 60
     ideal = whole_flops / (ffn * 1e9) / 60
     print(f"the whole set at this speed: {projected:.1f} min of CPU (target {TARGET_CPU_MINUTES:.0f}); its matmuls "

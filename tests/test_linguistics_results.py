@@ -37,7 +37,8 @@ def test_the_scoring_benchmark_measures_and_projects(tmp_path, capsys):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(builtin_vocab()) + "\n")
     bench = load_script("benchmarks/pll_speed.py")
-    assert bench.main(["builtin", "--preset", "tiny", "--vocab-file", str(vocab), "--per-paradigm", "3"]) == 0
+    assert bench.main(["builtin", "--preset", "tiny", "--vocab-file", str(vocab), "--per-paradigm", "3", "--profile"]) == 0
     out = capsys.readouterr().out
     assert "builtin: 1,500 pairs" in out and "scored 18 pairs (3 a paradigm)" in out
     assert "float32 GEMM" in out and "the whole set at this speed:" in out
+    assert "where the scoring's CPU time went" in out and "matmul" in out
