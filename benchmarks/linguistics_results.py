@@ -246,8 +246,28 @@ def report(r: Runner, quick: bool) -> str:
             rows = blimp_table(r, quick, tag, level)
             if rows:
                 lines += [f"\n{tag}, by {level} (accuracy %, mean ± sd over seeds)\n"] + rows
+    lines += agreement_lines(r, quick)
     lines += costs_lines(r, quick) + probe_lines(r, quick) + finetune_lines(r, quick) + heads_lines(r, quick)
     return "\n".join(lines)
+
+
+def agreement_lines(r: Runner, quick: bool) -> list:
+    """How closely each BERT's paradigm accuracies follow each baseline's: Pearson's r over BLiMP's
+    paradigms (the BERT's accuracy averaged over seeds), the question "does it score like a
+    counter?" in one number a model."""
+    lines = []
+    for name, _ in models(quick):
+        runs = [load(p) for p in (r.path("scores", f"blimp-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
+        if not runs:
+            continue
+        paradigms = [g["name"] for g in runs[0]["groups"] if g["level"] == "paradigm"]
+        mean = {scorer: [statistics.mean(accuracy_of(run, "paradigm", g, scorer) for run in runs) for g in paradigms]
+                for scorer in ("bert", "random", "unigram", "3-gram")}
+        cells = [f"{scorer} {statistics.correlation(mean['bert'], mean[scorer]):+.2f}"
+                 for scorer in ("random", "unigram", "3-gram") if len(set(mean[scorer])) > 1]
+        lines.append(f"\nblimp, {name}: Pearson's r of the BERT's {len(paradigms)} paradigm accuracies with "
+                     + ", ".join(cells))
+    return lines
 
 
 def costs_lines(r: Runner, quick: bool) -> list:

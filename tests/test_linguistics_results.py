@@ -42,3 +42,25 @@ def test_the_scoring_benchmark_measures_and_projects(tmp_path, capsys):
     assert "builtin: 1,500 pairs" in out and "scored 18 pairs (3 a paradigm)" in out
     assert "float32 GEMM" in out and "the whole set at this speed:" in out
     assert "where the scoring's CPU time went" in out and "matmul" in out
+
+
+def test_the_report_correlates_paradigm_accuracies_with_each_baseline(tmp_path):
+    """agreement_lines: Pearson's r over paradigms of the seeds' mean BERT accuracy with each
+    baseline's; here the BERT follows unigram exactly (r = +1), 3-gram inversely (r = -1), and random
+    by hand: deviations (-0.233, 0.067, 0.167) and (0, -0.4, 0.4), r = 0.04 / (0.294 * 0.566) = 0.24."""
+    import json
+    s = script()
+    scores = tmp_path / "scores"
+    scores.mkdir()
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        groups = [{"level": "paradigm", "name": f"p{i}", "pairs": 10,
+                   "accuracy": {"bert": a + shift, "random": [0.5, 0.1, 0.9][i], "unigram": a, "3-gram": 1 - a}}
+                  for i, a in enumerate((0.2, 0.5, 0.6))]
+        (scores / f"blimp-default-s{seed}.json").write_text(json.dumps({"groups": groups}))
+    s.ONLY = ["default"]
+    try:
+        lines = s.agreement_lines(s.Runner(str(tmp_path), 1), quick=False)
+    finally:
+        s.ONLY = None
+    assert lines == ["\nblimp, default: Pearson's r of the BERT's 3 paradigm accuracies with random +0.24, "
+                     "unigram +1.00, 3-gram -1.00"]
