@@ -1,11 +1,13 @@
 """Where Numba caches the compiled kernels: a directory named by a hash of all kernel sources.
 
 Numba's on-disk cache (cache=True) checks only the source file that defines a function, so a
-kernel whose callee changed in another file (gelu.py calling fastexp.py's fast_erf, say)
-would be loaded stale from the cache, compiled against the old callee. Keying the whole cache
-by a digest of every file in npbert/kernels makes any edit start a fresh directory. Must run
-before the first @njit(cache=True) decorator is evaluated: npbert/kernels/__init__.py calls
-it first. A NUMBA_CACHE_DIR set by the user is left alone.
+kernel whose callee changed in another file (gelu.py calling fastexp.py's fast_erf, say; or a
+parallel driver, whose source is threads.py's template, calling an edited kernel) would be
+loaded stale from the cache, compiled against the old callee. Keying the whole cache by a
+digest of every file in npbert/kernels makes any edit start a fresh directory: under
+NUMBA_CACHE_DIR when the user set it (its numba-<digest> subdirectory), else beside the
+kernels. Must run before the first @njit(cache=True) decorator is evaluated:
+npbert/kernels/__init__.py calls it first.
 """
 import hashlib
 import os
@@ -25,16 +27,17 @@ def kernel_sources_digest(directory: Path = KERNELS_DIR) -> str:
 
 
 def use_source_keyed_cache(directory: Path = KERNELS_DIR) -> str:
-    """Point Numba's cache at directory/__pycache__/numba-<digest of directory's sources>, or at
-    ~/.cache/npbert/numba-<digest> where the package is read-only (a system-wide install), unless
-    the user chose a directory; returns the directory in force."""
-    if not os.environ.get("NUMBA_CACHE_DIR"):
-        name = f"numba-{kernel_sources_digest(directory)}"
-        user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "npbert"
-        for parent in (Path(directory) / "__pycache__", user_cache):
-            if _writable(parent / name):
-                numba.config.CACHE_DIR = str(parent / name)
-                break
+    """Point Numba's cache at NUMBA_CACHE_DIR/numba-<digest of directory's sources> when the user
+    set NUMBA_CACHE_DIR, else at directory/__pycache__/numba-<digest>, or at
+    ~/.cache/npbert/numba-<digest> where the package is read-only (a system-wide install);
+    returns the directory in force."""
+    name = f"numba-{kernel_sources_digest(directory)}"
+    chosen = os.environ.get("NUMBA_CACHE_DIR")
+    user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "npbert"
+    for parent in ([Path(chosen)] if chosen else [Path(directory) / "__pycache__", user_cache]):
+        if _writable(parent / name):
+            numba.config.CACHE_DIR = str(parent / name)
+            break
     return numba.config.CACHE_DIR
 
 
