@@ -28,8 +28,8 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "gelu_forward", "gelu_backward", "dropout_forward", "dropout_backward",
            "attention_core_forward", "attention_core_backward", "cross_entropy_forward", "cross_entropy_backward",
            "adamw_update", "sum_of_squares", "packed_attention_forward",
-           "packed_attention_backward", "dropout_uniforms",
-           "dropout_with_uniforms")
+           "packed_attention_backward", "dropout_rows_forward", "decoder_cross_entropy_forward",
+           "decoder_cross_entropy_backward", "decoder_log_softmax_at")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
 _compile_announced = False          # choosing the kernels has checked once for an empty kernel cache
 
@@ -97,9 +97,9 @@ def sum_of_squares(x):
     return (kernels.sum_of_squares if _kernels() else ops.sum_of_squares)(x)
 
 
-def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
+def packed_attention_forward(q, k, v, layout, num_heads, p_drop=0.0, key=None):
     return (kernels.packed_attention_forward if _kernels() else ops.packed_attention_forward)(q, k, v, layout,
-                                                                                              num_heads, u, p_drop)
+                                                                                              num_heads, p_drop, key)
 
 
 def packed_attention_backward(dcontext, cache):
@@ -142,12 +142,8 @@ def dropout_forward(x, p_drop, rng):
     return (kernels.dropout_forward if _kernels() else ops.dropout_forward)(x, p_drop, rng)
 
 
-def dropout_uniforms(shape, rng):
-    return (kernels.dropout_uniforms if _kernels() else ops.dropout_uniforms)(shape, rng)
-
-
-def dropout_with_uniforms(x, u, p_drop):
-    return (kernels.dropout_with_uniforms if _kernels() else ops.dropout_with_uniforms)(x, u, p_drop)
+def dropout_rows_forward(x, p_drop, key, rows=None):
+    return (kernels.dropout_rows_forward if _kernels() else ops.dropout_rows_forward)(x, p_drop, key, rows)
 
 
 def dropout_backward(dy, cache):
@@ -169,6 +165,19 @@ def cross_entropy_forward(logits, labels, ignore_index=ops.IGNORE_INDEX):
 
 def cross_entropy_backward(dloss, cache):
     return (kernels.cross_entropy_backward if _kernels() else ops.cross_entropy_backward)(dloss, cache)
+
+
+def decoder_cross_entropy_forward(t, w, b, labels, ignore_index=ops.IGNORE_INDEX, grad=True):
+    return (kernels.decoder_cross_entropy_forward if _kernels() else ops.decoder_cross_entropy_forward)(
+        t, w, b, labels, ignore_index, grad)
+
+
+def decoder_cross_entropy_backward(dloss, cache):
+    return (kernels.decoder_cross_entropy_backward if _kernels() else ops.decoder_cross_entropy_backward)(dloss, cache)
+
+
+def decoder_log_softmax_at(t, w, b, targets):
+    return (kernels.decoder_log_softmax_at if _kernels() else ops.decoder_log_softmax_at)(t, w, b, targets)
 
 
 def adamw_update(p, g, m, v, lr, b1, b2, eps, c1, c2, weight_decay):

@@ -5,7 +5,6 @@ import numpy as np
 
 from npbert.errors import CheckpointError, InputError
 from npbert.inference import masked_lm_inference
-from npbert.ops import softmax_forward
 
 MASK = "[MASK]"
 
@@ -33,7 +32,6 @@ def fill_mask(params, config, tokenizer, text, top_k=5) -> list:
                               f"it cannot fill masks{hint}")
     ids = np.array([encode_with_masks(tokenizer, text)])                     # (1, T)
     positions = np.flatnonzero(ids[0] == tokenizer.mask_token_id)            # (M,)
-    logits = masked_lm_inference(params, config, ids, mlm_positions=positions)   # (M, V)
-    probs, _ = softmax_forward(logits.astype(np.float64))
-    best = np.argsort(-probs, axis=-1, kind="stable")[:, :top_k]             # (M, k)
-    return [[(tokenizer.convert_ids_to_tokens([int(i)])[0], float(p[i])) for i in row] for p, row in zip(probs, best)]
+    best, log_p = masked_lm_inference(params, config, ids, mlm_positions=positions, top_k=top_k)   # (M, k) each
+    return [[(tokenizer.convert_ids_to_tokens([int(i)])[0], float(np.exp(lp))) for i, lp in zip(row, row_log_p)]
+            for row, row_log_p in zip(best, log_p)]

@@ -18,12 +18,17 @@ should read). The pooler reads position 0, which must be a real token.
 """
 from __future__ import annotations
 
-from npbert.layers.mlm_head import mlm_head_forward
-from npbert.model import (bert_model_forward, check_inputs, check_labels, make_layout, packed_bert_forward,
-                          packed_pretraining_forward)
+import numpy as np
+
+from npbert import backend
+from npbert.errors import InputError
+from npbert.layers.mlm_head import BIAS, WORD, mlm_transform_forward
+from npbert.model import (_check_range, bert_model_forward, check_inputs, check_labels, make_layout,
+                          packed_bert_forward, packed_pretraining_forward)
+from npbert.ops import decoder_top_k
 from npbert.task_model import task_model_forward
 
-__all__ = ["bert_inference", "masked_lm_inference", "pretraining_inference", "task_inference"]
+__all__ = ["bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pretraining_inference", "task_inference"]
 
 
 def bert_inference(params, config, input_ids, token_type_ids=None, attention_mask=None):
@@ -36,9 +41,9 @@ def bert_inference(params, config, input_ids, token_type_ids=None, attention_mas
 
 def pretraining_inference(params, config, input_ids, token_type_ids=None, attention_mask=None,
                           mlm_positions=None, mlm_labels=None, nsp_labels=None) -> dict:
-    """pretraining_forward's outputs (loss, mlm_loss, nsp_loss, mlm_logits, nsp_logits, labels)
+    """pretraining_forward's outputs (loss, mlm_loss, nsp_loss, mlm_predictions, nsp_logits, labels)
     without dropout or caches, the last layer and the MLM head only at the masked positions
-    (which must be real tokens) and [CLS]."""
+    (which must be real tokens) and [CLS], the decoder and its loss fused (no (M, V) logits)."""
     out, _ = packed_pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions,
                                         mlm_labels, nsp_labels, keep_caches=False)
     return out
@@ -57,13 +62,35 @@ def task_inference(head, params, config, input_ids, token_type_ids=None, attenti
 
 
 def masked_lm_inference(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                        mlm_positions=None):
-    """-> the MLM head's logits (M, V) at mlm_positions (flat indices into B*T, real tokens), the
-    last layer only there (and at [CLS] when there is a pooler): fill-mask. Neither the NSP head
-    nor a pooler is needed (BertForMaskedLM)."""
+                        mlm_positions=None, top_k=5):
+    """-> (ids (M, k), log p (M, k) float64): the MLM head's k likeliest tokens at each of
+    mlm_positions (flat indices into B*T, real tokens), likeliest first: fill-mask. The last layer
+    runs only there (and at [CLS] when there is a pooler); the decoder a block of rows at a time,
+    no (M, V) logits kept. Neither the NSP head nor a pooler is needed (BertForMaskedLM)."""
+    if not isinstance(top_k, (int, np.integer)) or isinstance(top_k, bool) or top_k < 1:
+        raise InputError(f"top_k must be an integer >= 1, got {top_k!r}")
+    t = _masked_rows(params, config, input_ids, token_type_ids, attention_mask, mlm_positions)   # (M, H)
+    return decoder_top_k(t, params[WORD], params[BIAS], top_k)
+
+
+def masked_lm_log_probs(params, config, input_ids, token_type_ids=None, attention_mask=None,
+                        mlm_positions=None, targets=None):
+    """-> (M,) float64 log p(targets[i] | the batch) at mlm_positions[i] (flat indices into B*T,
+    real tokens): a log-softmax at the target, accumulated in float64, of logits made a block of
+    rows at a time and never kept (pseudo-log-likelihood scoring). The last layer only there."""
+    t = _masked_rows(params, config, input_ids, token_type_ids, attention_mask, mlm_positions)   # (M, H)
+    targets = np.asarray([] if targets is None else targets).reshape(-1)
+    if targets.shape != (len(t),):
+        raise InputError(f"targets has shape {targets.shape} but mlm_positions has ({len(t)},): one target each")
+    _check_range("targets", targets, config.vocab_size, "vocab_size")
+    return backend.decoder_log_softmax_at(t, params[WORD], params[BIAS], targets.astype(np.int64))
+
+
+def _masked_rows(params, config, input_ids, token_type_ids, attention_mask, mlm_positions):
+    """The MLM head's transform (M, H) at mlm_positions: the packed forward, its last layer only there."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     B, T = input_ids.shape
     mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
     layout = make_layout(params, attention_mask, packed=True, read=mlm_positions)
     (h, _), _ = bert_model_forward(layout, params, config, input_ids, token_type_ids, keep_caches=False)  # (R, H)
-    return mlm_head_forward(h[None], layout.index(mlm_positions), params, config)[0]   # (M, V)
+    return mlm_transform_forward(h[None], layout.index(mlm_positions), params, config)[0]   # (M, H)

@@ -26,7 +26,8 @@ from npbert.layers.embeddings import EmbeddingsCache, bert_embeddings_backward, 
 from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward, layer_params
 from npbert.layers.encoder_layer import encoder_layer_forward
 from npbert.layers.layout import Packed, Padded
-from npbert.layers.mlm_head import MlmHeadCache, mlm_head_backward, mlm_head_forward
+from npbert.layers.mlm_head import (MlmHeadCache, MlmLossCache, mlm_head_backward, mlm_head_forward,
+                                    mlm_loss_backward, mlm_loss_forward)
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import PoolerCache, pooler_backward, pooler_forward
 from npbert.ops import IGNORE_INDEX, CrossEntropyCache, LinearCache
@@ -276,24 +277,29 @@ def require_pooler(pooled, what: str):
 
 class PretrainingCache(NamedTuple):
     bert: BertCache
-    mlm_head: MlmHeadCache
+    mlm_head: MlmHeadCache | MlmLossCache   # MlmLossCache: the decoder and its loss fused
     nsp_head: LinearCache
-    mlm_loss: CrossEntropyCache
+    mlm_loss: CrossEntropyCache | None      # None: fused into mlm_head
     nsp_loss: CrossEntropyCache
 
 
 def pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
                         mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, trace=None, packed=False,
-                        keep_caches=True):
+                        keep_caches=True, mlm_logits=None):
     """Masked LM + next-sentence prediction; loss = mean MLM cross-entropy + mean NSP cross-entropy
     (Hugging Face's BertForPreTraining loss).
 
     mlm_positions: (M,) flat indices into the B*T tokens; mlm_labels: (M,) their original ids
-    (or IGNORE_INDEX); nsp_labels: (B,) 0 = IsNext, 1 = NotNext. Returns (outputs dict, cache).
+    (or IGNORE_INDEX); nsp_labels: (B,) 0 = IsNext, 1 = NotNext. Returns (outputs dict, cache):
+    loss, mlm_loss, nsp_loss, mlm_predictions (M,) (each row's likeliest id), nsp_logits (B, 2),
+    the labels, and mlm_logits (M, V) when made.
     trace: a npbert.trace.Trace to record every named intermediate into (see bert_forward).
     packed: BertModel on the packed layout (docs/model.md), its last layer only at the masked
     positions and [CLS], which must be real tokens: the same outputs up to rounding, no trace.
     keep_caches=False: forward only (no backward possible), as inference.
+    mlm_logits: make the (M, V) logits whole and return them (default: on the padded layout, the
+    reference); otherwise the decoder and its cross-entropy run fused, a block of rows at a time
+    (layers/mlm_head.py), as the training step and inference do.
     """
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     B, T = input_ids.shape
@@ -303,29 +309,42 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
     layout = make_layout(params, attention_mask, packed, read=mlm_positions)
     (h, pooled), bert = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
                                            keep_caches)                                     # (R, H), (B, H)
+    logits = not packed if mlm_logits is None else mlm_logits
     out, heads = pretraining_heads_forward(h[None], layout.index(mlm_positions), pooled, params, config, mlm_labels,
-                                           nsp_labels, bert.trace)
+                                           nsp_labels, bert.trace, logits, keep_caches)
     return out, PretrainingCache(bert, *heads)
 
 
 def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                               mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, keep_caches=True):
-    """pretraining_forward(..., packed=True): the step npbert pretrain trains with."""
+                               mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, keep_caches=True,
+                               mlm_logits=False):
+    """pretraining_forward(..., packed=True): the step npbert pretrain trains with (the decoder and
+    its loss fused unless mlm_logits)."""
     return pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels,
-                               nsp_labels, rng, packed=True, keep_caches=keep_caches)
+                               nsp_labels, rng, packed=True, keep_caches=keep_caches, mlm_logits=mlm_logits)
 
 
-def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE):
+def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE,
+                              mlm_logits=True, grad=True):
     """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
-    their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches)."""
-    mlm_logits, mlm_cache = mlm_head_forward(h, mlm_positions, params, config, trace.scope("cls.predictions"))  # (M, V)
+    their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches). mlm_logits:
+    the (M, V) logits whole, else the decoder and its loss fused (grad=False: no gradient made)."""
+    scope = trace.scope("cls.predictions")
+    extra = {}
+    if mlm_logits:
+        extra["mlm_logits"], mlm_cache = mlm_head_forward(h, mlm_positions, params, config, scope)   # (M, V)
+        mlm_loss, mlm_ce = backend.cross_entropy_forward(extra["mlm_logits"], mlm_labels)
+        predictions = extra["mlm_logits"].argmax(axis=-1)                                       # (M,)
+    else:
+        (mlm_loss, predictions), mlm_cache = mlm_loss_forward(h, mlm_positions, params, config, mlm_labels, grad,
+                                                              scope)
+        mlm_ce = None
     nsp_logits, nsp_cache = nsp_head_forward(pooled, params, trace.scope("cls.seq_relationship"))             # (B, 2)
-    mlm_loss, mlm_ce = backend.cross_entropy_forward(mlm_logits, mlm_labels)
     nsp_loss, nsp_ce = backend.cross_entropy_forward(nsp_logits, nsp_labels)
     for name, value in (("mlm_loss", mlm_loss), ("nsp_loss", nsp_loss), ("loss", mlm_loss + nsp_loss)):
         trace.record(name, value)
-    out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-               mlm_logits=mlm_logits, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
+    out = dict(loss=mlm_loss + nsp_loss, mlm_loss=mlm_loss, nsp_loss=nsp_loss, mlm_predictions=predictions,
+               **extra, nsp_logits=nsp_logits, mlm_labels=mlm_labels, nsp_labels=nsp_labels)
     return out, (mlm_cache, nsp_cache, mlm_ce, nsp_ce)
 
 
@@ -341,9 +360,12 @@ packed_pretraining_backward = pretraining_backward    # the backward of packed_p
 def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):
     """-> (dh, the MLM head's gradient at h's rows; dpooled (B, H); the heads' grads)."""
     trace = cache.bert.trace
-    dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)              # (M, V)
+    if cache.mlm_loss is None:                                                        # fused: no logits kept
+        dh, g_mlm = mlm_loss_backward(dloss, cache.mlm_head, trace.scope("cls.predictions"))       # (1, R, H)
+    else:
+        dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)          # (M, V)
+        dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (1, R, H)
     dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
-    dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (1, R, H)
     dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head, trace.scope("cls.seq_relationship"))  # (B, H)
     return dh, dpooled, (g_mlm, g_nsp)
 

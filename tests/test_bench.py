@@ -319,9 +319,9 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
     flops = []
 
     def linear(f):
-        def spy(x, w, *rest):
+        def spy(x, w, *rest, **kw):
             flops.append(2 * x.size * w.shape[0])        # (rows, k) @ (k, n)
-            return f(x, w, *rest)
+            return f(x, w, *rest, **kw)
         return spy
 
     def attention(f):
@@ -333,6 +333,7 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
 
     with backend.use_backend("numpy"):
         for name, spy in (("linear_forward", linear), ("linear_gelu_forward", linear),
+                          ("decoder_cross_entropy_forward", linear),       # the MLM decoder, fused with its loss
                           ("packed_attention_forward", attention)):
             monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
         packed_pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)

@@ -45,7 +45,7 @@ def broken(golden, tmp_path_factory):
 
 def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):
     reports = conform.conform(golden, own_results)
-    assert len(reports) == 80 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    assert len(reports) == 82 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
     assert os.path.isfile(os.path.join(own_results, "float64", "linear", "grad", "w.npy"))
     whole = next(r for r in reports if r.name == "float64/bert_for_pretraining")
     given = {row.name for row in whole.rows}
@@ -56,10 +56,11 @@ def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):
 def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     manifest = schema.read_manifest(golden)
     names = {c["name"] for c in manifest["cases"]}
-    assert {"linear", "embedding[padding_idx]", "attention_core", "encoder", "mlm_head", "bert_for_pretraining",
+    assert {"linear", "embedding[padding_idx]", "attention_core", "dropout", "dropout_uniforms", "encoder", "mlm_head",
+            "bert_for_pretraining",
             "bert_for_question_answering", "bert_for_multiple_choice"} <= names
     for c in manifest["cases"]:
-        if c["kind"] in ("training", "tokenizer"):       # their own tests below
+        if c["kind"] in ("training", "tokenizer", "generator"):       # their own tests below
             continue
         tensors = {t["name"]: t for t in c["tensors"]}
         roles = {t["role"] for t in c["tensors"]}
@@ -78,6 +79,36 @@ def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     ids = safetensors.load_file(os.path.join(golden, "float64", "bert_for_pretraining.safetensors"))
     assert (ids["input_ids"][ids["attention_mask"] == 0] == 0).all() and (ids["attention_mask"] == 0).any()
     assert (ids["mlm_labels"] == -100).any()
+
+
+def splitmix64(seed, n):
+    """SplitMix64's n-th output from seed in plain Python integers, written from the case's description."""
+    z = (seed + (n + 1) * 0x9E3779B97F4A7C15) % 2 ** 64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % 2 ** 64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2 ** 64
+    return z ^ (z >> 31)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_port_of_the_described_dropout_generator_reproduces_its_golden_and_the_dropout_mask(golden, dtype):
+    """The dropout_uniforms case, and the dropout op's keep, recomputed from their descriptions and
+    constants alone (no NumPy generator), bit for bit."""
+    cases = {c["name"]: c for c in schema.read_manifest(golden)["cases"] if c["dtype"] == dtype}
+    gen = cases["dropout_uniforms"]
+    t = safetensors.load_file(os.path.join(golden, gen["file"]))
+    c = gen["constants"]
+    step_key = splitmix64(c["dropout_seed"], c["step"])
+    keys = [splitmix64(step_key, k) for k in range(len(t["keys"]))]
+    assert [int(k) for k in t["keys"]] == keys
+    u = np.array([[(splitmix64(k, int(i)) >> 40) / 2 ** 24 for i in t["index"]] for k in keys])
+    np.testing.assert_array_equal(t["u"], u.astype(dtype))
+    np.testing.assert_array_equal(t["keep"], u >= c["p"])
+    op = cases["dropout"]
+    d = safetensors.load_file(os.path.join(golden, op["file"]))
+    c = op["constants"]
+    key = splitmix64(splitmix64(c["dropout_seed"], c["step"]), c["call"])
+    keep = np.array([(splitmix64(key, i) >> 40) / 2 ** 24 >= c["p"] for i in range(d["keep"].size)])
+    np.testing.assert_array_equal(d["keep"].reshape(-1), keep)
 
 
 @pytest.mark.parametrize("bug", list(broken_ports.BROKEN))
@@ -205,7 +236,7 @@ def test_a_manifest_of_another_version_or_schema_is_refused(golden, tmp_path):
     path = os.path.join(other, schema.MANIFEST)
     manifest = json.load(open(path))
     json.dump({**manifest, "version": 1}, open(path, "w"))
-    with pytest.raises(InputError, match="golden schema version 1; this npbert reads version 3"):
+    with pytest.raises(InputError, match="golden schema version 1; this npbert reads version 4"):
         conform.conform(other, other)
     json.dump({**manifest, "schema": "something-else"}, open(path, "w"))
     with pytest.raises(InputError, match="not an npbert golden manifest"):

@@ -1,8 +1,9 @@
 """The packed step (BertModel on the packed layout, npbert/layers/layout.py) against the padded
 reference (the same model on the padded layout: npbert/model.py, npbert/task_model.py): on
-random batches with any right padding and gaps, with dropout on (both draw the same uniforms),
+random batches with any right padding and gaps, with dropout on (the same keys: the same masks),
 the same losses and every parameter's gradient, float64 within 1e-12 of the gradients' scale,
-float32 within 2e-6 of it against the float64 reference. The finite-difference checks of the
+float32 within 2e-6 of it against the float64 reference (the packed step's decoder and loss
+fused, the padded one's the reference: whole logits, then cross-entropy). The finite-difference checks of the
 layers and the model on the packed layout are gradcheck cases (the [packed, ...] rows:
 tests/test_gradcheck.py runs them)."""
 import numpy as np
@@ -59,9 +60,9 @@ def assert_same_gradients(got, want, tol):
         assert np.abs(got[k] - want[k]).max() <= tol * scale, k
 
 
-def step(forward, backward, params, b, seed):
+def step(forward, backward, params, b, seed, **kw):
     rng = np.random.default_rng(seed)
-    out, cache = forward(params, CONFIG, **b, rng=rng)
+    out, cache = forward(params, CONFIG, **b, rng=rng, **kw)
     return out, backward(cache), rng.random()                 # what the generator gives next
 
 
@@ -82,7 +83,12 @@ def test_packed_pretraining_step_is_the_padded_one(backend, seed, B, T, gaps, dr
     for key in ("loss", "mlm_loss", "nsp_loss"):
         assert abs(got[key] - want[key]) <= 1e-12 * max(1.0, abs(want[key])), key
         assert abs(got32[key] - want[key]) <= 2e-6 * max(1.0, abs(want[key])), key
-    assert np.abs(got["mlm_logits"] - want["mlm_logits"]).max() <= 1e-12 * np.abs(want["mlm_logits"]).max()
+    assert "mlm_logits" not in got and "mlm_logits" in want                # fused: no (M, V) logits made
+    logits = step(packed_pretraining_forward, packed_pretraining_backward, p64, b, drop or 0, mlm_logits=True)[0]
+    assert np.abs(logits["mlm_logits"] - want["mlm_logits"]).max() <= 1e-12 * np.abs(want["mlm_logits"]).max()
+    top2 = np.sort(want["mlm_logits"], axis=1)[:, -2:]                      # a prediction decided by more than
+    clear = top2[:, 1] - top2[:, 0] > 1e-9 * np.abs(top2).max(initial=1.0)  # rounding must be the same
+    assert (got["mlm_predictions"][clear] == want["mlm_logits"].argmax(axis=1)[clear]).all()
     assert_same_gradients(g_got, g_want, 1e-12)
     assert_same_gradients(g32, g_want, 2e-6)
 

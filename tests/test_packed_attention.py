@@ -1,5 +1,5 @@
 """Packed attention: the reference (npbert/ops/packed_attention.py) held to the padded attention
-core at the real positions (float64, the same uniforms), and the kernel
+core at the real positions (float64, the same dropout key), and the kernel
 (npbert/kernels/packed_attention.py) held to the reference, forward, backward and cache, for
 random lengths (1-token sequences too), query subsets (every row; a random subset per
 sequence, some with no query row), keys at consecutive positions or not, heads, dropout,
@@ -16,20 +16,16 @@ from hypothesis import strategies as st
 
 from npbert import kernels, ops
 from npbert.kernels import blas
+from npbert.ops.dropout import dropout_key
 from npbert.ops.packed_attention import AttentionLayout, unit_offsets
 
 SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = {np.float64: 1e-12, np.float32: 2e-6}
 
 
-class Uniforms:
-    """A stand-in Generator whose draw is u: the padded core then drops what the packed one drops."""
-    def __init__(self, u):
-        self.u = u
-
-    def random(self, shape, dtype):
-        assert shape == self.u.shape and dtype == np.float32
-        return self.u
+def dropout_rng(seed):
+    """The Generator whose first key both cores use: the padded core then drops what the packed one drops."""
+    return np.random.default_rng(seed + 1)
 
 
 @st.composite
@@ -49,18 +45,18 @@ def batches(draw):
 
 
 def packed(mask, query, A, D, p_drop, seed, dtype):
-    """(q (M, H), k, v (N, H), dcontext (M, H), layout, u or None) of a batch drawn by batches()."""
+    """(q (M, H), k, v (N, H), dcontext (M, H), layout, the dropout key or None) of a batch drawn by batches()."""
     rng = np.random.default_rng(seed)
     S, T = mask.shape
     H = A * D
     seq = np.nonzero(mask)[0]                                                      # (N,) each key's sequence
     k_positions, q_positions = np.nonzero(mask)[1], np.nonzero(query)[1]
-    layout = AttentionLayout(query.sum(axis=1), mask.sum(axis=1), q_positions, k_positions)
+    layout = AttentionLayout(query.sum(axis=1), mask.sum(axis=1), q_positions, k_positions, T)
     M, N = len(q_positions), len(seq)
     q, dc = (rng.standard_normal((M, H)).astype(dtype) for _ in range(2))
     k, v = (rng.standard_normal((N, H)).astype(dtype) for _ in range(2))
-    u = rng.random((S, A, T, T), dtype=np.float32) if p_drop else None
-    return q, k, v, dc, layout, u
+    key = dropout_key(dropout_rng(seed)) if p_drop else None
+    return q, k, v, dc, layout, key
 
 
 def scaled(got, want):
@@ -73,9 +69,9 @@ def scaled(got, want):
 @given(batch=batches())
 def test_reference_is_the_padded_attention_at_the_real_positions(batch):
     mask, query, A, D, p_drop, seed = batch
-    q, k, v, dc, layout, u = packed(mask, query, A, D, p_drop, seed, np.float64)
+    q, k, v, dc, layout, key = packed(mask, query, A, D, p_drop, seed, np.float64)
     S, T = mask.shape
-    context, cache = ops.packed_attention_forward(q, k, v, layout, A, u, p_drop)
+    context, cache = ops.packed_attention_forward(q, k, v, layout, A, p_drop, key)
     dq, dk, dv = ops.packed_attention_backward(dc, cache)
 
     def padded(rows, x, where):                        # (rows, H) at `where` -> (S, A, T, D), zero elsewhere
@@ -83,7 +79,7 @@ def test_reference_is_the_padded_attention_at_the_real_positions(batch):
         full[where] = x
         return ops.split_heads(full, A)
     pq, pk, pv, pdc = padded(M := len(q), q, query), padded(0, k, mask), padded(0, v, mask), padded(M, dc, query)
-    rng = None if u is None else Uniforms(u)
+    rng = None if key is None else dropout_rng(seed)
     want, want_cache = ops.attention_core_forward(pq, pk, pv, ops.attention_mask_bias(mask, np.float64), p_drop, rng)
     want_dq, want_dk, want_dv = ops.attention_core_backward(pdc, want_cache)
 
@@ -99,9 +95,9 @@ def test_reference_is_the_padded_attention_at_the_real_positions(batch):
             rows, keys = np.nonzero(query[s])[0], np.nonzero(mask[s])[0]
             probs = want_cache.probs[s, a][np.ix_(rows, keys)]
             assert np.abs(cache.probs[block] - probs.reshape(-1)).max(initial=0.0) < 1e-12
-            if u is not None:
+            if key is not None:
                 assert (cache.keep[block] == want_cache.keep[s, a][np.ix_(rows, keys)].reshape(-1)).all()
-    assert (cache.keep is None) == (u is None)
+    assert (cache.keep is None) == (key is None)
 
 
 # --- the kernel is the reference ----------------------------------------------------------------------
@@ -109,15 +105,15 @@ def test_reference_is_the_padded_attention_at_the_real_positions(batch):
 needs_openblas = pytest.mark.skipif(not blas.available(), reason="NumPy does not use OpenBLAS here")
 
 
-def kernel_and_reference(q, k, v, dc, layout, A, u, p_drop):
+def kernel_and_reference(q, k, v, dc, layout, A, key, p_drop):
     """(kernel's forward, its cache, its backward, the reference's in float64 on the same inputs,
     the reference's cache, the kernel's backward of the reference's cache (cast to q's dtype))."""
-    got, cache = kernels.packed_attention_forward(q, k, v, layout, A, u, p_drop)
+    got, cache = kernels.packed_attention_forward(q, k, v, layout, A, p_drop, key)
     grads = kernels.packed_attention_backward(dc, cache)
     wide = [x.astype(np.float64) for x in (q, k, v, dc)]
-    want, want_cache = ops.packed_attention_forward(*wide[:3], layout, A, u, p_drop)
+    want, want_cache = ops.packed_attention_forward(*wide[:3], layout, A, p_drop, key)
     want_grads = ops.packed_attention_backward(wide[3], want_cache)
-    reference_cache = ops.packed_attention_forward(q, k, v, layout, A, u, p_drop)[1]
+    reference_cache = ops.packed_attention_forward(q, k, v, layout, A, p_drop, key)[1]
     return got, cache, grads, want, want_cache, want_grads, reference_cache
 
 
@@ -128,15 +124,15 @@ def kernel_and_reference(q, k, v, dc, layout, A, u, p_drop):
 @given(batch=batches())
 def test_kernel_matches_the_reference(dtype, n_threads, batch):
     mask, query, A, D, p_drop, seed = batch
-    q, k, v, dc, layout, u = packed(mask, query, A, D, p_drop, seed, dtype)
+    q, k, v, dc, layout, key = packed(mask, query, A, D, p_drop, seed, dtype)
     with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": str(n_threads)}):
         got, cache, grads, want, want_cache, want_grads, ref_cache = kernel_and_reference(q, k, v, dc, layout, A,
-                                                                                          u, p_drop)
+                                                                                          key, p_drop)
         assert got.dtype == dtype and got.shape == q.shape and cache.probs.dtype == dtype
         assert scaled(got, want) <= TOL[dtype]
         assert scaled(cache.probs, want_cache.probs) <= TOL[dtype]
         assert (cache.keep is None) == (want_cache.keep is None)
-        if cache.keep is not None:                     # the same float32 uniforms against the same p
+        if cache.keep is not None:                     # the same uniforms (integers) against the same p
             np.testing.assert_array_equal(cache.keep, want_cache.keep)
         assert cache.drop_scale == dtype(want_cache.drop_scale) and type(cache.drop_scale) is dtype
         for g, w, x in zip(grads, want_grads, (q, k, v)):
@@ -151,21 +147,22 @@ def test_kernel_matches_the_reference(dtype, n_threads, batch):
 @given(batch=batches())
 def test_without_openblas_the_kernel_is_the_reference(batch):
     mask, query, A, D, p_drop, seed = batch
-    q, k, v, dc, layout, u = packed(mask, query, A, D, p_drop, seed, np.float32)
+    q, k, v, dc, layout, key = packed(mask, query, A, D, p_drop, seed, np.float32)
     with mock.patch("npbert.kernels.packed_attention.gemm_address_for", lambda *views: 0):
-        got, cache = kernels.packed_attention_forward(q, k, v, layout, A, u, p_drop)
+        got, cache = kernels.packed_attention_forward(q, k, v, layout, A, p_drop, key)
         grads = kernels.packed_attention_backward(dc, cache)
-    want, want_cache = ops.packed_attention_forward(q, k, v, layout, A, u, p_drop)
+    want, want_cache = ops.packed_attention_forward(q, k, v, layout, A, p_drop, key)
     np.testing.assert_array_equal(got, want)           # the same code: the reference's own numbers
     np.testing.assert_array_equal(cache.probs, want_cache.probs)
     for g, w in zip(grads, ops.packed_attention_backward(dc, want_cache)):
         np.testing.assert_array_equal(g, w)
 
 
-@needs_openblas
-def test_the_kernel_refuses_uniforms_that_do_not_cover_the_layout():
+@pytest.mark.parametrize("impl", [kernels, ops])
+def test_dropout_refuses_a_layout_whose_seq_len_does_not_cover_its_positions(impl):
     mask = np.array([[True, True, False], [True, True, True]])
-    q, k, v, dc, layout, u = packed(mask, mask, 2, 3, 0.3, 0, np.float32)
-    for bad in (u[:1], u[:, :1], u[:, :, :2, :2], u[0]):           # a sequence, a head, a position short; 3-D
-        with pytest.raises(ValueError, match="do not cover"):
-            kernels.packed_attention_forward(q, k, v, layout, 2, bad, 0.3)
+    q, k, v, dc, layout, key = packed(mask, mask, 2, 3, 0.3, 0, np.float32)
+    for seq_len in (0, 2):                             # none given; one position short
+        with pytest.raises(ValueError, match="seq_len"):
+            impl.packed_attention_forward(q, k, v, layout._replace(seq_len=seq_len), 2, 0.3, key)
+    impl.packed_attention_forward(q, k, v, layout._replace(seq_len=0), 2, 0.0, None)   # no dropout: not needed

@@ -5,8 +5,9 @@ every tensor it reads or makes named by role.
 The sizes are small and all different (B 3, T 7, A 2, head 5, H 10, I 13, V 17, P 9), so a
 transposed weight or a swapped axis cannot pass by accident; rows are padded (lengths 7, 4, 5)
 with [PAD] at the padded positions, an id repeats, one MLM label is -100, and dropout is off
-(the dropout op alone gets its keep mask as an input). float32 cases hold the same numbers
-rounded, run by npbert in float32 (NumPy backend).
+(the dropout op alone gets its keep mask as an input, which its constants also determine; the
+dropout_uniforms case is the generator itself). float32 cases hold the same numbers rounded,
+run by npbert in float32 (NumPy backend).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from npbert.backend import use_backend
 from npbert.gradcheck.cases import Case, Dims, ModelCall, op_cases
 from npbert.gradcheck.checker import zero_gradient_floors
 from npbert.ops import DropoutCache
+from npbert.ops.dropout import DropoutStream, dropout_uniforms
 from npbert.trace import Trace
 
 GOLDEN_DIMS = dict(B=3, T=7, heads=2, head_size=5, I=13, V=17, layers=2, lengths=(7, 4, 5))
@@ -35,7 +37,14 @@ DESCRIPTIONS = {
     "gelu[gelu_new]": "tanh GELU: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     "linear_gelu[gelu]": "exact GELU of (x w^T + b)",
     "linear_gelu[gelu_new]": "tanh GELU of (x w^T + b)",
-    "dropout": "y = x * keep / (1 - p), p = 0.3, keep given",
+    "dropout": "y = x * keep / (1 - p), p = 0.3, keep given; keep is also u(key, i) >= p for i the flat index "
+               "into x and key that of call `call` of step `step` of DropoutStream(dropout_seed) (constants; see "
+               "dropout_uniforms)",
+    "dropout_uniforms": "the counter-based dropout generator: keys[k] = splitmix64(splitmix64(dropout_seed, step), k) "
+                        "for calls k = 0, 1, ...; u[k, j] = (splitmix64(keys[k], index[j]) >> 40) / 2^24; "
+                        "keep[k, j] = u[k, j] >= p; splitmix64(s, n) = mix64(s + (n + 1) 0x9E3779B97F4A7C15) mod 2^64, "
+                        "mix64(z): z = (z ^ z >> 30) 0xBF58476D1CE4E5B9; z = (z ^ z >> 27) 0x94D049BB133111EB; "
+                        "z ^ z >> 31",
     "softmax": "softmax over the last axis",
     "attention_core": "softmax(q k^T / sqrt(D) + mask_bias[:, None, None, :]) v, per head; q, k, v (B, A, T, D)",
     "self_attention": "BertSelfAttention + output dense: heads split, attention core, heads merged, dense (no residual)",
@@ -59,14 +68,14 @@ DESCRIPTIONS = {
     "bert_for_question_answering": "BertForQuestionAnswering: span loss over every position",
     "bert_for_multiple_choice": "BertForMultipleChoice, 2 choices run as B*C sequences, scores (B, C)",
 }
-OPS = ("linear", "embedding", "layernorm", "gelu", "linear_gelu", "dropout", "softmax", "attention_core",
-       "cross_entropy", "mse", "span_loss")
+OPS = ("linear", "embedding", "layernorm", "gelu", "linear_gelu", "dropout", "dropout_uniforms", "softmax",
+       "attention_core", "cross_entropy", "mse", "span_loss")
 
 
 class GoldenCase(NamedTuple):
     name: str
     dtype: str
-    kind: str                      # op, layer, model (or tokenizer / checkpoint: real_model.py)
+    kind: str                      # op, layer, model, generator (or tokenizer / checkpoint: real_model.py)
     description: str
     constants: dict                # scalars the computation reads: eps, p, hidden_act, padding_idx, ...
     tensors: dict                  # name -> (role, array), in the order a porter meets them
@@ -90,12 +99,28 @@ def golden_cases(seed: int = 0, dtypes=DTYPES, names=None) -> list:
             cases = op_cases(golden_dims(seed, dtype))
             for name in ([n for n in cases if cases[n].golden] if names is None else names):
                 case = golden_case(name, cases[name], dtype, seed)
+                if name == "dropout" and dtype in dtypes:
+                    out.append(dropout_uniforms_case(seed, dtype))
                 if dtype == "float64":
                     grads = {k: v for k, (role, v) in case.tensors.items() if role in ("grad", "intermediate_grad")}
                     floors[name] = {k: f for k, f in zero_gradient_floors(grads).items() if f}
                 if dtype in dtypes:
                     out.append(case._replace(floors=floors[name]))
     return out
+
+
+def dropout_uniforms_case(seed: int, dtype: str, step: int = 3, calls: int = 3, p_drop: float = 0.1) -> GoldenCase:
+    """The dropout generator (npbert/ops/dropout.py) alone: the keys of a step's first calls and the
+    uniforms and keep masks at indices small and large (past 2^32), so a port can test its own."""
+    rng = np.random.default_rng([seed, zlib.crc32(b"dropout_uniforms")])
+    index = np.concatenate([np.arange(40), rng.integers(0, 2 ** 40, 24)]).astype(np.int64)     # (n,)
+    stream = DropoutStream(seed, step)
+    keys = np.array([stream.next_key() for _ in range(calls)], np.uint64)                       # (calls,)
+    u = np.stack([dropout_uniforms(k, index) for k in keys])                                    # (calls, n)
+    tensors = {"index": ("input", index), "keys": ("output", keys), "u": ("output", u.astype(dtype)),
+               "keep": ("output", u >= p_drop)}
+    return GoldenCase("dropout_uniforms", dtype, "generator", DESCRIPTIONS["dropout_uniforms"],
+                      dict(dropout_seed=seed, step=step, p=p_drop), tensors, [], [])
 
 
 def golden_case(name: str, case: Case, dtype: str, seed: int) -> GoldenCase:

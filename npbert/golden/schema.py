@@ -13,7 +13,9 @@ import numpy as np
 from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
-SCHEMA, VERSION = "npbert-golden", 3   # 2: training cases, their roles; 3: tokenizer rules, checkpoint vocab.txt
+# 2: training cases, their roles; 3: tokenizer rules, checkpoint vocab.txt; 4: counter-based dropout (the
+# dropout case's keep from its constants, the dropout_uniforms case)
+SCHEMA, VERSION = "npbert-golden", 4
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -72,7 +74,8 @@ CONVENTIONS = {
                  "position is clamped into [0, T] and T is ignored (so -1 means [CLS], T+2 counts nothing), as Hugging Face does",
     "pooler": "tanh(dense(h[:, 0])): the [CLS] token",
     "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input: "
-               "y = x * keep / (1 - p)",
+               "y = x * keep / (1 - p); keep = u >= p with npbert's counter-based uniforms (the dropout_uniforms "
+               "case defines them)",
 }
 
 

@@ -70,7 +70,7 @@ def train_steps(model, bias_correction: bool, recipe=RECIPE) -> dict:
     params = {k: v.copy() for k, v in model.params.items()}
     schedule = Schedule(recipe["total_steps"], recipe["warmup_steps"], recipe["peak_lr"], recipe["max_grad_norm"])
     trained = {k: v for k, v in params.items() if not frozen(k)}
-    state = SimpleNamespace(params=params, rng=None, position=SimpleNamespace(step=0),
+    state = SimpleNamespace(params=params, dropout=lambda: None, position=SimpleNamespace(step=0),   # dropout off
                             optimizer=AdamW(trained, recipe["weight_decay"], recipe["betas"], recipe["eps"],
                                             bias_correction))
     raw = {}                                           # the gradients before clipping (it scales them in place)

@@ -27,7 +27,8 @@ from npbert.layers.embeddings import bert_embeddings_backward, bert_embeddings_f
 from npbert.layers.encoder import encoder_backward, encoder_forward, layer_params
 from npbert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 from npbert.layers.feedforward import feedforward_backward, feedforward_forward
-from npbert.layers.mlm_head import WORD, mlm_head_backward, mlm_head_forward
+from npbert.layers.mlm_head import (WORD, MlmHeadCache, mlm_head_backward, mlm_head_forward, mlm_loss_backward,
+                                    mlm_loss_forward, mlm_transform_backward, mlm_transform_forward)
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
@@ -40,6 +41,7 @@ from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backw
 from npbert.layers.layout import Packed, Padded
 from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
                           packed_pretraining_forward, pretraining_backward, pretraining_forward)
+from npbert.ops.dropout import DropoutStream, dropout_key
 from npbert.ops.packed_attention import AttentionLayout
 from npbert.trace import NO_TRACE
 
@@ -197,9 +199,10 @@ def _leaf_op_cases(pr: _Problem, add) -> None:
             functools.partial(lambda p, act: backend.linear_gelu_forward(p["x"], p["w"], p["b"], act), act=act),
             lambda dy, c: dict(zip(("x", "w", "b"), backend.linear_gelu_backward(dy, c))),
             f"({B},{T},{H})->({B},{T},{I})", dict(hidden_act=act))
-    add("dropout", {"x": _normal(rng, B, T, H)},
-        lambda p: backend.dropout_forward(p["x"], 0.3, np.random.default_rng(d.seed + 7)),
-        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({B},{T},{H}) p=0.3", dict(p=0.3))
+    add("dropout", {"x": _normal(rng, B, T, H)},               # the first call of a step: its keep from (seed, step)
+        lambda p: backend.dropout_forward(p["x"], 0.3, DropoutStream(d.seed + 7, 1)),
+        lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({B},{T},{H}) p=0.3",
+        dict(p=0.3, dropout_seed=d.seed + 7, step=1, call=0))
     add("softmax", {"x": _normal(rng, B, A, T, T)},
         lambda p: ops.softmax_forward(p["x"]),
         lambda dy, c: {"x": ops.softmax_backward(dy, c)}, f"({B},{A},{T},{T})")
@@ -214,8 +217,8 @@ def _leaf_op_cases(pr: _Problem, add) -> None:
 def _packed_attention_case(d: Dims, mask, add) -> None:
     """Packed attention (npbert/ops/packed_attention.py): the batch's real tokens as keys, a random
     subset of them as queries (the last layer's read rows: each sequence's first and about half
-    the others; with three sequences or more the last gets none), dropout from the padded step's
-    uniforms.
+    the others; with three sequences or more the last gets none), dropout at the padded step's
+    indices (one key, the same at every evaluation).
     Drawn from a Generator of its own, so every other case's draws stay as they were; npbert's own
     op, not BERT's: no golden vector."""
     rng, A = np.random.default_rng(d.seed + 13), d.heads
@@ -227,11 +230,11 @@ def _packed_attention_case(d: Dims, mask, add) -> None:
         query[first[-1]:] = False                                                 # a sequence without queries
     sequence = np.repeat(np.arange(d.B), k_lengths)                               # (N,) each key's sequence
     layout = AttentionLayout(np.bincount(sequence[query], minlength=d.B), k_lengths, k_positions[query],
-                                 k_positions)
-    u = d.rng().random((d.B, A, d.T, d.T), dtype=np.float32) if d.dropout > 0 else None  # (B, A, T, T)
+                             k_positions, d.T)
+    key = dropout_key(d.rng()) if d.dropout > 0 else None
     M, N, H = int(query.sum()), len(k_positions), d.H
     add("packed_attention", {"q": _normal(rng, M, H), "k": _normal(rng, N, H), "v": _normal(rng, N, H)},
-        lambda p: backend.packed_attention_forward(p["q"], p["k"], p["v"], layout, A, u, d.dropout),
+        lambda p: backend.packed_attention_forward(p["q"], p["k"], p["v"], layout, A, d.dropout, key),
         lambda dy, c: dict(zip("qkv", backend.packed_attention_backward(dy, c))),
         f"q ({M},{H}) of k ({N},{H}) heads={A}", dict(q_lengths=layout.q_lengths, k_lengths=k_lengths,
                                                       q_positions=layout.q_positions, k_positions=k_positions),
@@ -306,7 +309,44 @@ def _pretraining_cases(pr: _Problem, add) -> dict:
         lambda dl, c: pretraining_backward(c, dl), f"L={d.layers} H={H} A={A} V={V} ({B},{T}) all params",
         model=ModelCall(pretraining_forward, pretraining_backward, config, params, batch))
     _packed_cases(pr, batch, add)
+    _fused_decoder_cases(pr, add)
     return batch
+
+
+def _fused_decoder_cases(pr: _Problem, add) -> None:
+    """The MLM decoder and its cross-entropy fused (ops/decoder_cross_entropy.py, layers/mlm_head.py:
+    what the training step runs), and the head's transform alone. npbert's own way to compute
+    BERT's numbers: no golden vectors; drawn from a Generator of their own."""
+    d, config, params = pr.d, pr.config, pr.params
+    rng = np.random.default_rng(d.seed + 17)
+    P, H, V = len(pr.positions), d.H, d.V
+    labels = rng.integers(0, V, P)
+    labels[1:2] = ops.IGNORE_INDEX                                                  # a row that does not count
+    add("decoder_cross_entropy", {"t": _normal(rng, P, H), "w": _normal(rng, V, H), "b": _normal(rng, V)},
+        lambda p: backend.decoder_cross_entropy_forward(p["t"], p["w"], p["b"], labels),
+        lambda dl, c: dict(zip(("t", "w", "b"), backend.decoder_cross_entropy_backward(dl, c))),
+        f"({P},{H}) x ({V},{H}) -> loss, ignore_index rows", dict(labels=labels), golden=False)
+    mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
+    mlm[WORD] = params[WORD]
+    add("mlm_loss", {"h": pr.x, **mlm},
+        lambda p: _first_output(mlm_loss_forward(p["h"], pr.positions, p, config, labels)),
+        lambda dl, c: _merge(mlm_loss_backward(dl, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> loss",
+        dict(mlm_positions=pr.positions, labels=labels), golden=False)
+    transform = {k: v for k, v in mlm.items() if k.startswith("cls.predictions.transform.")}
+    add("mlm_transform", {"h": pr.x, **transform},
+        lambda p: _transform(p["h"], pr.positions, p, config),
+        lambda dy, c: _merge(mlm_transform_backward(dy, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> ({P},{H})",
+        dict(mlm_positions=pr.positions), golden=False)
+
+
+def _first_output(result):
+    (loss, _), cache = result                          # (loss, predictions), cache
+    return loss, cache
+
+
+def _transform(h, positions, params, config):
+    t, dense, norm = mlm_transform_forward(h, positions, params, config)
+    return t, MlmHeadCache(dense, norm, None, positions, h.shape)   # what mlm_transform_backward reads
 
 
 def _packed_cases(pr: _Problem, batch, add) -> None:
@@ -321,7 +361,7 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
     x = packed.rows_of(pr.x)                                                                    # (N, H)
     layer = layer_params(params, config.num_hidden_layers - 1)
     shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
-    add("dropout[packed, read rows]", {"x": x[rows]},
+    add("dropout_rows[packed, read rows]", {"x": x[rows]},
         lambda p: packed.dropout(p["x"], rows, 0.3, np.random.default_rng(d.seed + 7)),
         lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}

@@ -19,7 +19,9 @@ use_source_keyed_cache()   # before any @njit(cache=True) below is decorated
 from npbert.kernels.adamw import adamw_update  # noqa: E402
 from npbert.kernels.attention_core import attention_core_backward, attention_core_forward  # noqa: E402
 from npbert.kernels.cross_entropy import cross_entropy_backward, cross_entropy_forward  # noqa: E402
-from npbert.kernels.dropout import dropout_backward, dropout_forward, dropout_uniforms, dropout_with_uniforms  # noqa: E402
+from npbert.kernels.decoder_cross_entropy import (decoder_cross_entropy_backward,  # noqa: E402
+                                                  decoder_cross_entropy_forward, decoder_log_softmax_at)
+from npbert.kernels.dropout import dropout_backward, dropout_forward, dropout_rows_forward  # noqa: E402
 from npbert.kernels.embedding import embedding_backward, embedding_forward  # noqa: E402
 from npbert.kernels.gelu import gelu_backward, gelu_forward  # noqa: E402
 from npbert.kernels.layernorm import layernorm_backward, layernorm_forward  # noqa: E402

@@ -13,8 +13,9 @@ makes two threads pay (a loop's start costs 5-8 us). Where the memory differs fr
   reused by every call, never cached;
 - context, dq, dk, dv are (B, A, T, D) views of (B, T, A, D) arrays, so merge_heads after
   them is a free reshape instead of a transposing copy.
-Dropout uniforms are drawn by the same Generator call as the reference's dropout on the
-probabilities, so both backends drop the same attention weights for the same seed.
+Dropout's uniforms are the reference's counter-based ones (ops/dropout.py), computed in the
+softmax's pass from the call's key and each weight's flat index in (B, A, T, T), so both
+backends drop the same attention weights for the same seed.
 Without OpenBLAS (kernels/gemm.py) the matmuls are NumPy's batched ones around the row passes.
 softmax_row is compiled with fastexp.FMA (scale + mask and exp's polynomial as fused multiply-adds).
 """
@@ -23,13 +24,14 @@ import math
 import numpy as np
 from numba import njit
 
-from npbert.kernels.dropout import uniforms
+from npbert.kernels.dropout import keep_element, keep_threshold
 from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.memory import empty_apart
 from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
+from npbert.ops.dropout import dropout_key
 from npbert.kernels.threads import parallel_for
 from npbert.ops.attention_core import AttentionCoreCache
 
@@ -53,19 +55,22 @@ def softmax_row(s, bias, scale, max_acc):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _softmax_dropout(lo, hi, probs, mask_bias, scale, u, p_drop, drop_scale, keep, dropped):
-    # probs, dropped: (R, T) rows of (B, A, T, T), scores in, probabilities out; mask_bias: (B, T)
+def _softmax_dropout(lo, hi, probs, mask_bias, scale, key, threshold, drop_scale, keep, dropped):
+    # probs, dropped: (R, T) rows of (B, A, T, T), scores in, probabilities out; mask_bias: (B, T);
+    # dropping when keep is (R, T): weight (r, j) has index r T + j
     R, T = probs.shape
     rows_per_batch = R // mask_bias.shape[0]           # A * T query rows per sequence
-    dropping = u.shape[0] > 0
+    dropping = keep.shape[0] > 0
     max_acc = lanes_like(probs[0])
     for r in range(lo, hi):
         s = probs[r]
         softmax_row(s, mask_bias[r // rows_per_batch], scale, max_acc)
         if dropping:
+            kr, dr, start = keep[r], dropped[r], np.uint64(r * T)
             for j in range(T):
-                keep[r, j] = u[r, j] >= p_drop
-                dropped[r, j] = s[j] * drop_scale if keep[r, j] else s[j] * 0
+                k = keep_element(key, start + np.uint64(j), threshold)
+                kr[j] = k
+                dr[j] = s[j] * drop_scale if k else s[j] * 0
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
@@ -92,14 +97,15 @@ def _softmax_dropout_backward(lo, hi, grad, probs, keep, drop_scale, scale):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _forward_units(lo, hi, address, q, k, v, probs, mask_bias, scale, u, p_drop, drop_scale, keep, dropped, context):
+def _forward_units(lo, hi, address, q, k, v, probs, mask_bias, scale, key, threshold, drop_scale, keep, dropped,
+                   context):
     # units [lo, hi) of B * A: scores = q k^T, softmax (+ dropout) row by row, context = dropped v
     A, T = q.shape[1], q.shape[2]
     for unit in range(lo, hi):
         b, a = unit // A, unit % A
         gemm(address, q[b, a], k[b, a].T, probs[b, a])
-        _softmax_dropout(unit * T, (unit + 1) * T, probs.reshape(-1, T), mask_bias, scale, u, p_drop, drop_scale,
-                         keep, dropped)
+        _softmax_dropout(unit * T, (unit + 1) * T, probs.reshape(-1, T), mask_bias, scale, key, threshold,
+                         drop_scale, keep, dropped)
         gemm(address, dropped[unit * T:(unit + 1) * T], v[b, a], context[b, a])
 
 
@@ -141,20 +147,20 @@ def attention_core_forward(q, k, v, mask_bias, p_drop, rng):
     dropping = rng is not None and p_drop != 0.0
     probs = np.empty((B, A, T, T), q.dtype)           # scores, made probabilities in place
     rows = probs.reshape(B * A * T, T)                 # (R, T)
-    u = uniforms((B, A, T, T), rng, rows).reshape(rows.shape) if dropping else np.empty((0, T), np.float32)
-    dropped = scratch(rows.shape, q.dtype, rows, u) if dropping else rows  # (R, T)
-    keep = empty_apart(u.shape, np.bool_, rows, u, dropped)               # (R, T) or empty
+    key = np.uint64(dropout_key(rng) if dropping else 0)
+    dropped = scratch(rows.shape, q.dtype, rows) if dropping else rows    # (R, T)
+    keep = empty_apart(rows.shape if dropping else (0, T), np.bool_, rows, dropped)   # (R, T) or empty
     drop_scale = dtype(1.0 / (1.0 - p_drop) if dropping else 1.0)
     scale = dtype(1.0 / math.sqrt(D))
     context = _heads_view(B, A, T, D, q.dtype)        # (B, A, T, D)
     address = _gemm_address(q, k, v)
     if address:
-        parallel_for(_forward_units, B * A, address, q, k, v, probs, mask_bias, scale, u, np.float32(p_drop),
+        parallel_for(_forward_units, B * A, address, q, k, v, probs, mask_bias, scale, key, keep_threshold(p_drop),
                      drop_scale, keep, dropped, context, grain=max(1, 64 // T))
     else:
         np.matmul(q, k.swapaxes(-1, -2), out=probs)
-        parallel_for(_softmax_dropout, len(rows), rows, mask_bias, scale, u, np.float32(p_drop), drop_scale, keep,
-                     dropped, grain=64)
+        parallel_for(_softmax_dropout, len(rows), rows, mask_bias, scale, key, keep_threshold(p_drop), drop_scale,
+                     keep, dropped, grain=64)
         np.matmul(dropped.reshape(B, A, T, T), v, out=context)
     return context, AttentionCoreCache(q, k, v, probs, keep.reshape(B, A, T, T) if dropping else None, drop_scale,
                                        1.0 / math.sqrt(D))

@@ -20,13 +20,14 @@ ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112          # CBLAS enum values
 
 
 @intrinsic
-def _cblas_gemm(typingctx, address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
-    """cblas_?gemm(RowMajor, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, 0, c, ldc) at `address`;
-    OpenBLAS's 64-bit-integer interface (NumPy's build): enums int32, sizes int64."""
-    sig = types.void(address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc)
+def _cblas_gemm(typingctx, address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate):
+    """cblas_?gemm(RowMajor, trans_a, trans_b, m, n, k, 1, a, lda, b, ldb, beta, c, ldc) at `address`,
+    beta 1 when accumulate (c += a b) else 0 (c = a b); OpenBLAS's 64-bit-integer interface (NumPy's
+    build): enums int32, sizes int64."""
+    sig = types.void(address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate)
 
     def codegen(context, builder, signature, args):
-        address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc = args
+        address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, accumulate = args
         real = context.get_value_type(signature.args[6].dtype)
         i32, i64, ptr = ir.IntType(32), ir.IntType(64), real.as_pointer()
         fnty = ir.FunctionType(ir.VoidType(), [i32, i32, i32, i64, i64, i64, real, ptr, i64, ptr, i64, real, ptr, i64])
@@ -35,9 +36,11 @@ def _cblas_gemm(typingctx, address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c
         def data(index, value):
             return context.make_array(signature.args[index])(context, builder, value).data
 
+        beta = builder.select(builder.icmp_unsigned("!=", accumulate, ir.Constant(accumulate.type, 0)),
+                              ir.Constant(real, 1.0), ir.Constant(real, 0.0))
         builder.call(function, [ir.Constant(i32, ROW_MAJOR), builder.trunc(trans_a, i32), builder.trunc(trans_b, i32),
                                 m, n, k, ir.Constant(real, 1.0), data(6, a), lda, data(8, b), ldb,
-                                ir.Constant(real, 0.0), data(10, c), ldc])
+                                beta, data(10, c), ldc])
         return context.get_dummy_value()
 
     return sig, codegen
@@ -63,16 +66,28 @@ def _layout(x):
 def gemm(address, a, b, c):
     """c = a @ b: a (m, k), b (k, n), each with unit stride along one axis (a transposed view
     is fine); c (m, n) with unit stride along its rows. Runs in the calling thread."""
+    _gemm(address, a, b, c, 0)
+
+
+@njit(nogil=True, cache=True)
+def gemm_add(address, a, b, c):
+    """c += a @ b, as gemm."""
+    _gemm(address, a, b, c, 1)
+
+
+@njit(nogil=True, cache=True)
+def _gemm(address, a, b, c, accumulate):
     m, k = a.shape
     n = b.shape[1]
-    if m == 0 or n == 0:
+    if m == 0 or n == 0 or k == 0 and accumulate:
         return
     if k == 0:
         c[:] = 0
         return
     trans_a, lda = _layout(a)
     trans_b, ldb = _layout(b)
-    _cblas_gemm(address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, max(c.strides[0] // c.itemsize, n, 1))
+    _cblas_gemm(address, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, max(c.strides[0] // c.itemsize, n, 1),
+                accumulate)
 
 
 @functools.cache

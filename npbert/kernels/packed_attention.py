@@ -3,16 +3,16 @@ record) in one parallel loop over every (sequence, head) unit per call, forward 
 
 Forward, per unit (m query rows, n key rows): scores = q k^T in BLAS's gemm straight into the
 unit's block of the flat probabilities, the softmax row by row (attention_core.py's
-softmax_row), the dropout keep from the padded step's uniforms at the rows' and keys' padded
-positions, context = dropped v in gemm into the unit's (rows, head columns) block.
+softmax_row), the dropout keep from the counter-based uniforms of the weights' indices in the
+padded (S, A, T, T) probabilities (ops/dropout.py: computed here, for the real weights only),
+context = dropped v in gemm into the unit's (rows, head columns) block.
 Backward, per unit: dv = dropped^T dcontext, d(dropped) = dcontext v^T, dropout and softmax
 backward row by row (attention_core.py's row functions, the 1/sqrt(D) folded in), dq = dS k,
 dk = dS^T q, each into the unit's own block of dq/dk/dv, so no two units write the same memory.
 A unit with no query rows still writes its dk/dv block (zeros: gemm over an empty inner dimension).
 
 Why: the reference loops over sequences in Python, each with a handful of batched NumPy calls
-and ~10 passes over its (A, m, n) scores between the matmuls, plus the fancy-indexed gather of
-the uniforms; a batch of 32 sequences is hundreds of NumPy calls a layer. Here it is one
+and ~10 passes over its (A, m, n) scores between the matmuls; a batch of 32 sequences is hundreds of NumPy calls a layer. Here it is one
 compiled loop, split over threads by cost (m n per unit; n more for the backward's writes).
 The dropped probabilities and score gradients go to one (m, n) C-contiguous buffer per part,
 never cached: views of a shared flat buffer reshaped in compiled code keep the C layout too,
@@ -25,6 +25,7 @@ import numpy as np
 from numba import njit
 
 from npbert.kernels.attention_core import _redrop, _softmax_dropout_backward, softmax_row
+from npbert.kernels.dropout import keep_element, keep_threshold
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.memory import empty_apart
@@ -54,41 +55,51 @@ class _Units:
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _softmax_keep(probs, scale, u_unit, q_pos, k_pos, p_drop, drop_scale, keep, dropped):
-    # probs: (m, n) scores in, probabilities out; keep, dropped: (m, n) when u_unit: (T, T) is not empty
+def _softmax_keep(probs, scale, dropping, key, unit, T, q_pos, k_pos, threshold, drop_scale, keep, dropped):
+    # probs: (m, n) scores in, probabilities out; with dropping, keep and dropped (m, n): the weight of
+    # query i and key j has index (unit T + q_pos[i]) T + k_pos[j] in the padded (S, A, T, T) probabilities
     n = probs.shape[1]
     no_bias = np.empty(0, probs.dtype)
     max_acc = lanes_like(no_bias)
     first = k_pos[0] if n else 0
     consecutive = True                                 # the keys at first, first + 1, ...: the common case,
-    for j in range(n):                                 # read as a slice, so the row loop below vectorises
+    for j in range(n):                                 # indexed without a gather, so the row loop vectorises
         consecutive = consecutive and k_pos[j] == first + j
     for i in range(probs.shape[0]):
         s = probs[i]
         softmax_row(s, no_bias, scale, max_acc)
-        if u_unit.shape[0] and consecutive:
-            _keep_row(s, u_unit[q_pos[i], first:first + n], p_drop, drop_scale, keep[i], dropped[i])
-        elif u_unit.shape[0]:
-            _keep_row(s, u_unit[q_pos[i]][k_pos], p_drop, drop_scale, keep[i], dropped[i])
+        if dropping:
+            row = np.uint64((unit * T + q_pos[i]) * T)
+            if consecutive:
+                _keep_row(s, key, row + np.uint64(first), threshold, drop_scale, keep[i], dropped[i])
+            else:
+                _keep_gathered(s, key, row, k_pos, threshold, drop_scale, keep[i], dropped[i])
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _keep_row(s, u, p_drop, drop_scale, keep, dropped):
-    # s, u, keep, dropped: (n,) a row's probabilities, its keys' uniforms -> its keep and dropped probabilities
+def _keep_row(s, key, start, threshold, drop_scale, keep, dropped):
+    # s, keep, dropped: (n,) a row's probabilities -> its keep and dropped probabilities; key j at index start + j
     for j in range(s.size):
-        kept = u[j] >= p_drop
+        kept = keep_element(key, start + np.uint64(j), threshold)
         keep[j] = kept
         dropped[j] = s[j] * drop_scale if kept else s[j] * 0     # s * 0, not 0: NaN stays NaN
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
+def _keep_gathered(s, key, row, k_pos, threshold, drop_scale, keep, dropped):
+    # as _keep_row, key j at index row + k_pos[j]
+    for j in range(s.size):
+        kept = keep_element(key, row + np.uint64(k_pos[j]), threshold)
+        keep[j] = kept
+        dropped[j] = s[j] * drop_scale if kept else s[j] * 0
+
+
+@njit(nogil=True, cache=True, error_model="numpy")
 def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_starts, k_starts, offsets, largest,
-                   scale, u, q_positions, k_positions, p_drop, drop_scale, probs, keep, context):
+                   scale, dropping, key, T, q_positions, k_positions, threshold, drop_scale, probs, keep, context):
     # units [lo, hi) of S * A, unit = s * A + a; q, context: (M, H), k, v: (N, H); probs, keep: (P,) flat
     D = q.shape[1] // num_heads
-    dropping = u.shape[0] > 0
     buffer = np.empty(largest if dropping else 0, q.dtype)             # (m n,) the dropped probabilities
-    no_uniforms = np.empty((0, 0), np.float32)
     for unit in range(lo, hi):
         s, a = unit // num_heads, unit % num_heads
         m, n, r0, k0, c0, p0 = q_lengths[s], k_lengths[s], q_starts[s], k_starts[s], a * D, offsets[unit]
@@ -96,44 +107,38 @@ def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_
         gemm(address, q[r0:r0 + m, c0:c0 + D], k[k0:k0 + n, c0:c0 + D].T, block)
         if dropping:
             dropped = buffer[:m * n].reshape((m, n))
-            _softmax_keep(block, scale, u[s, a], q_positions[r0:r0 + m], k_positions[k0:k0 + n], p_drop,
+            _softmax_keep(block, scale, True, key, unit, T, q_positions[r0:r0 + m], k_positions[k0:k0 + n], threshold,
                           drop_scale, keep[p0:p0 + m * n].reshape((m, n)), dropped)
         else:
             dropped = block
-            _softmax_keep(block, scale, no_uniforms, q_positions, k_positions, p_drop,
+            _softmax_keep(block, scale, False, key, unit, T, q_positions, k_positions, threshold,
                           drop_scale, keep.reshape((0, 0)), block)
         gemm(address, dropped, v[k0:k0 + n, c0:c0 + D], context[r0:r0 + m, c0:c0 + D])
 
 
-def _check_uniforms(u, S, num_heads, positions):
-    """The compiled loop reads u[s, a, i, j] unchecked: refuse a u that does not cover them."""
-    T = u.shape[2] if u.ndim == 4 else 0
-    if u.ndim != 4 or u.shape[0] < S or u.shape[1] != num_heads or u.shape[3] != T or any(
-            x.size and (x.min() < 0 or x.max() >= T) for x in positions):
-        raise ValueError(f"packed attention: uniforms of shape {u.shape} do not cover {S} sequences, "
-                         f"{num_heads} heads and the layout's positions")
-
-
-def packed_attention_forward(q, k, v, layout, num_heads, u=None, p_drop=0.0):
-    # q: (M, H), k, v: (N, H), u: (S, A, T, T) float32 or None -> context (M, H), cache
+def packed_attention_forward(q, k, v, layout, num_heads, p_drop=0.0, key=None):
+    # q: (M, H), k, v: (N, H), key: the dropout call's key or None -> context (M, H), cache
     address = gemm_address_for(q, k, v)
-    if not address:
-        return reference_forward(q, k, v, layout, num_heads, u, p_drop)  # no OpenBLAS, or views BLAS cannot take
-    dropping = u is not None and p_drop != 0.0
+    dropping = key is not None and p_drop != 0.0
+    if not address or dropping and not _covered(layout):
+        return reference_forward(q, k, v, layout, num_heads, p_drop, key)  # no OpenBLAS, views BLAS cannot take;
+    # or positions the layout's seq_len does not cover (the reference says so)
     units = _Units(layout, num_heads)
     dtype = q.dtype.type
     drop_scale = dtype(1.0 / (1.0 - p_drop) if dropping else 1.0)
     probs = empty_apart((units.offsets[-1],), q.dtype, q, k, v)                   # (P,)
     keep = empty_apart(probs.shape if dropping else (0,), np.bool_, probs)       # (P,) or empty
-    u_in = u if dropping else np.empty((0, 0, 0, 0), np.float32)                 # (S, A, T, T) or empty
     context = empty_apart(q.shape, q.dtype, q, k, v, probs)                      # (M, H)
     positions = [np.ascontiguousarray(x, dtype=np.int64) for x in (layout.q_positions, layout.k_positions)]
-    if dropping:
-        _check_uniforms(u, len(units.q_lengths), num_heads, positions)
     parallel_for(_forward_units, units.count, address, q, k, v, *units.args(), units.largest,
-                 dtype(1.0 / math.sqrt(q.shape[1] // num_heads)), u_in, *positions, np.float32(p_drop), drop_scale,
-                 probs, keep, context, cost=units.cost)
+                 dtype(1.0 / math.sqrt(q.shape[1] // num_heads)), dropping, np.uint64(key or 0), np.int64(layout.seq_len),
+                 *positions, keep_threshold(p_drop), drop_scale, probs, keep, context, cost=units.cost)
     return context, PackedAttentionCache(q, k, v, layout, num_heads, probs, keep if dropping else None, drop_scale)
+
+
+def _covered(layout) -> bool:
+    """Every position is below seq_len: the compiled loop's dropout indices are those of the padded T."""
+    return layout.seq_len > max(np.max(layout.q_positions, initial=0), np.max(layout.k_positions, initial=0))
 
 
 @njit(nogil=True, cache=True, error_model="numpy")

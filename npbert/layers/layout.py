@@ -14,9 +14,10 @@ flash-attention's varlen kernel (cu_seqlens) under one model:
                                          n x n scores, no mask (ops/packed_attention.py); the last
                                          layer only at the rows the heads read (read_rows).
 
-Everything but the attention core is the same code on either layout: a row is a row. Dropout
-draws the padded step's uniforms, (B*T, H), and each row reads its own (b, t) one, so for one
-seed both layouts drop the same elements and leave the generator in the same state.
+Everything but the attention core is the same code on either layout: a row is a row. Dropout's
+uniforms are counter-based (ops/dropout.py): each element's is a function of the call's key and
+the element's index in the padded (B*T, H) tensor, here (b*T + t)*H + h, so for one seed both
+layouts drop the same elements, and each computes the uniforms of its own rows only.
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ import numpy as np
 
 from npbert import backend
 from npbert.errors import InputError
-from npbert.ops import DropoutCache, attention_mask_bias, attention_scores, merge_heads, score_grads, split_heads
+from npbert.ops import (DropoutCache, attention_mask_bias, attention_scores, dropout_key, merge_heads, score_grads,
+                        split_heads)
 from npbert.ops.packed_attention import AttentionLayout, sequence_starts
 from npbert.trace import NO_TRACE
 
@@ -68,10 +70,8 @@ class _Layout:
         # x: (R, H) at rows (None: every row) -> y: (R, H), cache; drops what the padded step drops there
         if rng is None or p_drop == 0.0:
             return x, DropoutCache(None, x.dtype.type(1.0))
-        B, T = self.shape
-        u = backend.dropout_uniforms((B * T, x.shape[1]), rng)            # (B*T, H) the padded step's draw
         flat = rows if self.flat is None else at_rows(self.flat, rows)    # (R,) the rows' b*T + t; None: all
-        return backend.dropout_with_uniforms(x, at_rows(u, flat), p_drop)  # (R, H)
+        return backend.dropout_rows_forward(x, p_drop, dropout_key(rng), flat)   # (R, H)
 
 
 class Padded(_Layout):
@@ -134,7 +134,7 @@ class Packed(_Layout):
         if read is not None:
             wanted = [self.row_of(np.asarray(read, dtype=np.int64).reshape(-1))] + ([self.cls_rows()] if cls else [])
             self.read_rows = np.unique(np.concatenate(wanted))                         # (R,)
-        self._every_row = AttentionLayout(self.lengths, self.lengths, self.positions, self.positions)
+        self._every_row = AttentionLayout(self.lengths, self.lengths, self.positions, self.positions, mask.shape[1])
 
     def rows_of(self, a):
         # a: (B, T, ...) -> (N, ...)
@@ -169,14 +169,13 @@ class Packed(_Layout):
         if rows is None:
             return self._every_row
         q_lengths = np.bincount(self.sequence[rows], minlength=self.shape[0])   # (B,)
-        return AttentionLayout(q_lengths, self.lengths, self.positions[rows], self.positions)
+        return AttentionLayout(q_lengths, self.lengths, self.positions[rows], self.positions, self.shape[1])
 
     def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
-        # q: (R, H) at rows, k, v: (N, H) -> context (R, H), cache
-        B, T = self.shape
+        # q: (R, H) at rows, k, v: (N, H) -> context (R, H), cache; dropout as the padded core's (B, A, T, T)
         dropping = rng is not None and p_drop != 0.0
-        u = backend.dropout_uniforms((B, num_heads, T, T), rng) if dropping else None   # the padded core's draw
-        return backend.packed_attention_forward(q, k, v, self.attention_layout(rows), num_heads, u, p_drop)
+        key = dropout_key(rng) if dropping else None
+        return backend.packed_attention_forward(q, k, v, self.attention_layout(rows), num_heads, p_drop, key)
 
     def attention_backward(self, dcontext, core, trace=NO_TRACE):
         # dcontext: (R, H) -> dq (R, H), dk (N, H), dv (N, H)

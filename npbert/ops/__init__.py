@@ -11,7 +11,11 @@ from npbert.ops.attention_core import (AttentionCoreCache, attention_core_backwa
                                        attention_mask_bias, attention_scores, merge_heads, score_grads,
                                        split_heads)
 from npbert.ops.cross_entropy import IGNORE_INDEX, CrossEntropyCache, cross_entropy_backward, cross_entropy_forward
-from npbert.ops.dropout import DropoutCache, dropout_backward, dropout_forward, dropout_uniforms, dropout_with_uniforms
+from npbert.ops.decoder_cross_entropy import (DecoderCrossEntropyCache, decoder_cross_entropy_backward,
+                                              decoder_cross_entropy_forward, decoder_log_softmax_at, decoder_top_k,
+                                              log_softmax_at)
+from npbert.ops.dropout import (DropoutCache, DropoutStream, dropout_backward, dropout_forward, dropout_key,
+                                dropout_rows_forward, dropout_uniforms)
 from npbert.ops.embedding import EmbeddingCache, embedding_backward, embedding_forward
 from npbert.ops.gelu import GeluCache, gelu_backward, gelu_forward
 from npbert.ops.layernorm import LayerNormCache, layernorm_backward, layernorm_forward
@@ -22,12 +26,13 @@ from npbert.ops.mse import MseCache, mse_backward, mse_forward
 from npbert.ops.sum_of_squares import sum_of_squares
 from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
-__all__ = ["AttentionCoreCache", "CrossEntropyCache", "DropoutCache", "EmbeddingCache", "GeluCache", "IGNORE_INDEX",
+__all__ = ["AttentionCoreCache", "CrossEntropyCache", "DecoderCrossEntropyCache", "decoder_cross_entropy_backward",
+           "decoder_cross_entropy_forward", "decoder_log_softmax_at", "decoder_top_k", "log_softmax_at", "DropoutCache", "EmbeddingCache", "GeluCache", "IGNORE_INDEX",
            "LayerNormCache", "LinearCache", "LinearGeluCache", "MseCache", "SoftmaxCache", "adamw_update",
            "attention_core_backward", "attention_core_forward", "attention_mask_bias", "attention_scores",
            "merge_heads", "packed_attention_backward", "packed_attention_forward", "score_grads", "split_heads",
            "cross_entropy_backward", "cross_entropy_forward", "dropout_backward", "dropout_forward", "dropout_uniforms",
-           "dropout_with_uniforms",
+           "DropoutStream", "dropout_key", "dropout_rows_forward",
            "embedding_backward", "embedding_forward", "gelu_backward", "gelu_forward", "layernorm_backward",
            "layernorm_forward", "linear_backward", "linear_forward", "linear_gelu_backward", "linear_gelu_forward",
            "mse_backward", "mse_forward", "pre_activation_grad", "softmax_backward", "softmax_forward", "sum_of_squares"]

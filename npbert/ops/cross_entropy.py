@@ -38,9 +38,15 @@ def cross_entropy_forward(logits, labels, ignore_index=IGNORE_INDEX):
     e = np.exp(z)                                                    # (N, C)
     e[rows, z.argmax(axis=-1)] = 0.0                                 # drop the max's term, exactly 1 ...
     logsumexp = np.log1p(e.sum(axis=-1))                             # (N,) ... so log1p keeps small sums' digits
-    logp_label = z[rows, safe] - logsumexp                           # (N,)
-    loss = -(logp_label * counted).sum() / n
-    return logits.dtype.type(loss), CrossEntropyCache(logits, row_max, logsumexp, safe, counted, n)
+    cache = CrossEntropyCache(logits, row_max, logsumexp, safe, counted, n)
+    loss = -(label_log_probs(cache) * counted).sum() / n
+    return logits.dtype.type(loss), cache
+
+
+def label_log_probs(cache: CrossEntropyCache):
+    """(N,) log softmax(logits_i)[label_i] (ignored rows: of class 0), in the logits' dtype."""
+    rows = np.arange(len(cache.labels))
+    return (cache.logits[rows, cache.labels] - cache.row_max) - cache.logsumexp   # z[label] - logsumexp
 
 
 def cross_entropy_backward(dloss, cache: CrossEntropyCache):

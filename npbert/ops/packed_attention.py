@@ -12,9 +12,10 @@ queries only at the rows the heads read (npbert/layers/encoder.py), each sequenc
 are all its real tokens. With every row a query, this is bert_forward's attention at the
 real positions of a padded batch, without the padded queries and keys.
 
-Dropout drops what the padded step drops for the same seed: `u` is the (S, A, T, T) float32
-draw the padded attention makes (npbert/ops/dropout.py), and query i / key j of sequence s
-read u[s, a, q_positions[i], k_positions[j]], their positions in the padded batch.
+Dropout drops what the padded step drops for the same key: the weight of query i and key j of
+sequence s, head a, has the counter-based uniform (npbert/ops/dropout.py) of its index in the
+padded core's (S, A, T, T) probabilities, ((s A + a) T + q_positions[i]) T + k_positions[j],
+T being the padded batch's length (layout.seq_len).
 
 The probabilities are kept for the backward in one flat array, unit (s, a) after unit, each
 unit's (m, n) block row-major (unit_offsets); the keep mask the same way.
@@ -26,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from npbert.ops.dropout import drop_mask
+from npbert.ops.dropout import drop_mask, dropout_uniforms
 from npbert.ops.softmax import SoftmaxCache, softmax_backward, softmax_forward
 
 
@@ -36,6 +37,7 @@ class AttentionLayout(NamedTuple):
     k_lengths: np.ndarray     # (S,) int64 key/value rows of each sequence (its real tokens)
     q_positions: np.ndarray   # (M,) int64 each query row's position in its padded sequence
     k_positions: np.ndarray   # (N,) int64 each key row's
+    seq_len: int = 0          # T of the padded batch: where dropout reads its uniforms (needed with dropout)
 
 
 class PackedAttentionCache(NamedTuple):
@@ -79,14 +81,21 @@ def _merged(x):
     return x.transpose(1, 0, 2).reshape(n, A * D)
 
 
-def _keep_block(u, s, layout, qs, ks, p_drop):
-    # -> (A, m, n) bool: the uniforms of sequence s at its query and key positions
-    return u[s][:, layout.q_positions[qs]][:, :, layout.k_positions[ks]] >= p_drop
+def _keep_block(key, s, num_heads, layout, qs, ks, p_drop):
+    # -> (A, m, n) bool: the uniforms of sequence s at its query and key positions in (S, A, T, T)
+    T = layout.seq_len
+    unit = (s * num_heads + np.arange(num_heads, dtype=np.uint64))[:, None, None]            # (A, 1, 1)
+    index = (unit * T + layout.q_positions[qs].astype(np.uint64)[:, None]) * T + layout.k_positions[ks].astype(
+        np.uint64)                                                                              # (A, m, n)
+    return dropout_uniforms(key, index) >= p_drop
 
 
-def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, u=None, p_drop=0.0):
-    # q: (M, H), k, v: (N, H), u: (S, A, T, T) float32 or None -> context (M, H), cache
-    dropping = u is not None and p_drop != 0.0
+def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, p_drop=0.0, key=None):
+    # q: (M, H), k, v: (N, H), key: the dropout call's key or None -> context (M, H), cache
+    dropping = key is not None and p_drop != 0.0
+    if dropping and layout.seq_len <= max(np.max(layout.q_positions, initial=0), np.max(layout.k_positions, initial=0)):
+        raise ValueError(f"packed attention: dropout needs the layout's seq_len (the padded T), above every "
+                         f"position; it is {layout.seq_len}")
     drop_scale = q.dtype.type(1.0 / (1.0 - p_drop) if dropping else 1.0)
     scale = 1.0 / math.sqrt(q.shape[1] // num_heads)
     offsets = unit_offsets(layout, num_heads)
@@ -101,7 +110,7 @@ def packed_attention_forward(q, k, v, layout: AttentionLayout, num_heads, u=None
         p, _ = softmax_forward((qh @ kh.transpose(0, 2, 1)) * scale)             # (A, m, n)
         probs[block] = p.reshape(-1)
         if dropping:
-            kept = _keep_block(u, s, layout, qs, ks, p_drop)                     # (A, m, n)
+            kept = _keep_block(key, s, num_heads, layout, qs, ks, p_drop)        # (A, m, n)
             keep[block] = kept.reshape(-1)
             p = p * drop_mask(kept, drop_scale)
         context[qs] = _merged(p @ vh)                                           # (m, H)

@@ -15,16 +15,16 @@ def keep_nsp(metrics: dict, nsp: bool) -> dict:
 
 
 def step_metrics(out) -> dict:
-    mlm_hits, mlm_n = accuracy_counts(out["mlm_logits"], out["mlm_labels"])
-    nsp_hits, nsp_n = accuracy_counts(out["nsp_logits"], out["nsp_labels"])
+    mlm_hits, mlm_n = accuracy_counts(out["mlm_predictions"], out["mlm_labels"])
+    nsp_hits, nsp_n = accuracy_counts(out["nsp_logits"].argmax(axis=-1), out["nsp_labels"])
     return dict(loss=float(out["loss"]), mlm_loss=float(out["mlm_loss"]), nsp_loss=float(out["nsp_loss"]),
                 mlm_acc=mlm_hits / max(mlm_n, 1), nsp_acc=nsp_hits / max(nsp_n, 1))
 
 
-def accuracy_counts(logits, labels):
-    """(correct, counted) of the argmax predictions over the labels that are not IGNORE_INDEX."""
+def accuracy_counts(predictions, labels):
+    """(correct, counted) of the predictions (ids) over the labels that are not IGNORE_INDEX."""
     counted = labels != IGNORE_INDEX
-    return int((logits.argmax(axis=-1)[counted] == labels[counted]).sum()), int(counted.sum())
+    return int((predictions[counted] == labels[counted]).sum()), int(counted.sum())
 
 
 def evaluate(params, config, data, batch_size, max_batches=None, nsp=True, forward=pretraining_inference) -> dict:
@@ -36,8 +36,8 @@ def evaluate(params, config, data, batch_size, max_batches=None, nsp=True, forwa
         if max_batches is not None and i >= max_batches:
             break
         out = forward(params, config, **batch)
-        mh, mn = accuracy_counts(out["mlm_logits"], out["mlm_labels"])
-        nh, nn = accuracy_counts(out["nsp_logits"], out["nsp_labels"])
+        mh, mn = accuracy_counts(out["mlm_predictions"], out["mlm_labels"])
+        nh, nn = accuracy_counts(out["nsp_logits"].argmax(axis=-1), out["nsp_labels"])
         totals["mlm_loss"] += float(out["mlm_loss"]) * mn
         totals["nsp_loss"] += float(out["nsp_loss"]) * nn
         for k, v in (("mlm_hits", mh), ("mlm_n", mn), ("nsp_hits", nh), ("nsp_n", nn)):

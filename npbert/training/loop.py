@@ -1,6 +1,6 @@
 """The training loop that pretraining and fine-tuning share: one step is
 
-    loss, cache = forward(params, batch, dropout rng)       stop if the loss is not finite
+    loss, cache = forward(params, batch, dropout)           stop if the loss is not finite
     grads = backward(cache)
     norm = clip_by_global_norm(grads, max_grad_norm)        stop if the norm is not finite
     AdamW step at the warmup + linear-decay learning rate     (frozen parameters, not in the optimizer, left as they are)
@@ -134,7 +134,7 @@ def update(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, batch):
     """One training step on batch -> (outputs, learning rate, gradient norm before clipping)."""
     step = ckpt.position.step                          # updates done before this one
     lr = schedule.lr(step)
-    out, cache = job.forward(ckpt.params, batch, ckpt.rng)
+    out, cache = job.forward(ckpt.params, batch, ckpt.dropout())   # a function of the seed and step only
     check_finite("loss", out["loss"], step + 1)
     grads = job.backward(cache)
     grad_norm = clip_by_global_norm(grads, schedule.max_grad_norm)

@@ -30,8 +30,8 @@ from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
 from npbert.training.options import check_optimizer, given_options, resumed_options
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
-from npbert.training.state import (load_training_checkpoint, note_backend_change, recover_checkpoint,
-                                   save_training_checkpoint)
+from npbert.training.state import (load_training_checkpoint, note_backend_change, note_dropout_change,
+                                   recover_checkpoint, save_training_checkpoint)
 
 
 @dataclass
@@ -111,6 +111,7 @@ def run_in_directory(recipe, opts, saved, overwrite, log, lock) -> dict:
         lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
         if resume:
             note_backend_change(saved.backend, log)
+            note_dropout_change(saved, log)
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=saved.position.step if resume else None, drop_kinds=FINAL_KINDS)
         started = recipe.start(opts, saved, metrics, log)

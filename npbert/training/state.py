@@ -4,9 +4,9 @@ It is a Hugging Face model directory (config.json, vocab.txt, model.safetensors)
 files beside the weights:
 
     training_state.npz    the AdamW moments m/<param name>, v/<param name>
-    training_state.json   step, data position, the dropout Generator's state, options, backend,
-                          the parameters the optimizer leaves alone (frozen), and the loop's
-                          running state (metrics window, best dev score, ...)
+    training_state.json   step, data position, the dropout seed, options, backend, the parameters
+                          the optimizer leaves alone (frozen), and the loop's running state
+                          (metrics window, best dev score, ...)
 
 Both are written in the same atomic directory swap as the weights, so they always agree; a
 save killed half-way is undone by recover_checkpoint (npbert/atomic.py's recover_dir).
@@ -26,9 +26,11 @@ from npbert.atomic import recover_dir
 from npbert.backend import get_backend
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.errors import JSON_ERRORS, CheckpointError
+from npbert.ops.dropout import DropoutStream
 from npbert.optim import AdamW
 
 STATE_ARRAYS, STATE_JSON = "training_state.npz", "training_state.json"
+DROPOUT = "splitmix64"       # the dropout generator's name in training_state.json (ops/dropout.py)
 
 
 @dataclass
@@ -45,11 +47,16 @@ class TrainingCheckpoint:
     params: dict
     optimizer: AdamW
     position: Position
-    rng: np.random.Generator                        # dropout's: the only randomness of a step
+    dropout_seed: int                               # a step's dropout is DropoutStream(dropout_seed, step)
     options: dict                                   # the run's options, as it was started
     backend: str = ""                               # the hot-op backend it ran on ("" in older checkpoints)
     extra: dict = field(default_factory=dict)       # the loop's and the job's running state (JSON)
     frozen: tuple = ()                              # parameters saved with the model but never updated
+    pcg64_dropout: bool = False                     # saved by an npbert whose dropout drew from NumPy's PCG64
+
+    def dropout(self) -> DropoutStream:
+        """The randomness of the next step: counter-based, a function of the seed and the step only."""
+        return DropoutStream(self.dropout_seed, self.position.step)
 
 
 def trained(params: dict, frozen) -> dict:
@@ -59,19 +66,19 @@ def trained(params: dict, frozen) -> dict:
 
 def start_training(config, params, opts, frozen=()) -> TrainingCheckpoint:
     """Step 0 of a run: a fresh AdamW over the parameters not frozen, the data at its start, the
-    dropout Generator (seeded by [seed, 1]: the only randomness of a step), and the options the
-    run is started with (less stop_after, which belongs to one invocation, not to the run)."""
+    dropout seed (the run's: the only randomness of a step), and the options the run is started
+    with (less stop_after, which belongs to one invocation, not to the run)."""
     options = dataclasses.asdict(opts)
     options.pop("stop_after", None)
     frozen = tuple(frozen)
     return TrainingCheckpoint(config, params, AdamW(trained(params, frozen), weight_decay=opts.weight_decay),
-                              Position(), np.random.default_rng([opts.seed, 1]), options, frozen=frozen)
+                              Position(), opts.seed, options, frozen=frozen)
 
 
 def save_training_checkpoint(directory, ckpt: TrainingCheckpoint, vocab) -> None:
     state = dict(position=vars(ckpt.position), optimizer_t=ckpt.optimizer.t, backend=ckpt.backend,
-                 rng_state=ckpt.rng.bit_generator.state, options=ckpt.options, frozen=list(ckpt.frozen),
-                 extra=ckpt.extra)
+                 dropout=dict(generator=DROPOUT, seed=ckpt.dropout_seed), options=ckpt.options,
+                 frozen=list(ckpt.frozen), extra=ckpt.extra)
     buf = io.BytesIO()
     np.savez(buf, **ckpt.optimizer.state_arrays())
     save_pretrained(directory, ckpt.config, ckpt.params, vocab,
@@ -99,10 +106,10 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
             moments = {k: z[k] for k in z.files}
         check_counts(state)
         check_extra(state.get("extra", {}))
-        rng = np.random.default_rng()
-        rng.bit_generator.state = state["rng_state"]
         position = Position(**state["position"])
         options = dict(state["options"])
+        pcg64 = "dropout" not in state                     # older npbert: PCG64's state, which this one no longer reads
+        dropout_seed = int(options["seed"] if pcg64 else state["dropout"]["seed"])
         frozen = tuple(state.get("frozen", ()))             # older checkpoints: nothing frozen
         unknown = [name for name in frozen if name not in loaded.params]
         if unknown:
@@ -112,8 +119,8 @@ def load_training_checkpoint(directory) -> TrainingCheckpoint:
     except (OSError, EOFError, KeyError, TypeError, ValueError, AttributeError, zipfile.BadZipFile,
             *JSON_ERRORS) as e:
         raise CheckpointError(f"{directory}: the training state is corrupt ({str(e)[:200]})") from None
-    return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, rng, options,
-                              state.get("backend", ""), state.get("extra", {}), frozen)
+    return TrainingCheckpoint(loaded.config, loaded.params, optimizer, position, dropout_seed, options,
+                              state.get("backend", ""), state.get("extra", {}), frozen, pcg64)
 
 
 def check_counts(state) -> None:
@@ -162,6 +169,17 @@ def check_extra(extra) -> None:
     for key, (fits, want) in EXTRA_FIELDS.items():
         if key in extra and not fits(extra[key]):
             raise TypeError(f"extra.{key} must be {want}")
+
+
+def note_dropout_change(ckpt: TrainingCheckpoint, log) -> None:
+    """A run started before dropout was counter-based resumes on the new masks: the same
+    distribution, so it continues correctly, but not bit for bit (without dropout nothing changes)."""
+    config = ckpt.config
+    rates = [getattr(config, k, 0.0) or 0.0 for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")]
+    if ckpt.pcg64_dropout and any(rates):
+        log(f"note: this run was started by an npbert whose dropout masks came from NumPy's PCG64; from step "
+            f"{ckpt.position.step + 1} on they are npbert's counter-based ones (docs/determinism.md): it continues "
+            "correctly, but not bit for bit as it would have")
 
 
 def note_backend_change(saved_backend: str, log) -> None:
