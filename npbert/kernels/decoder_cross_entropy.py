@@ -29,7 +29,7 @@ from numba import njit
 from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm, gemm_add
-from npbert.kernels.rowops import lanes_like, row_max, row_sum
+from npbert.kernels.rowops import LANES, lanes_like, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
@@ -56,9 +56,7 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
         bias = b[c0:c1]
         for i in range(m):
             row = tile[i]                                               # (cw,) a view: vectorises
-            for j in range(row.size):
-                row[j] += bias[j]
-            top_value = row_max(row, acc)                               # no argmax here: its branches cost
+            top_value = add_row_max(row, bias, acc)                     # no argmax here: its branches cost
             top = first_index(row, top_value)                           # 3x the max in 1,024-wide rows
             label = labels[i]
             if c0 <= label < c1:
@@ -69,6 +67,23 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
             chunk_sum[c, i] = row_sum(row)                              # float64
             row[top] = 1.0
             chunk_max[c, i], chunk_top[c, i] = top_value, c0 + top
+
+
+@njit(cache=True, inline="always")
+def add_row_max(x, y, acc):
+    """x += y, and the max of the new x (rowops.row_max's lanes, in the same pass); acc: lanes_like(x)."""
+    acc[:] = -np.inf
+    n = x.size - x.size % LANES
+    for j in range(0, n, LANES):
+        for u in range(LANES):
+            v = x[j + u] + y[j + u]
+            x[j + u] = v
+            acc[u] = max(acc[u], v)
+    m = acc.max()
+    for j in range(n, x.size):
+        x[j] += y[j]
+        m = max(m, x[j])
+    return m
 
 
 @njit(cache=True, inline="always")
@@ -122,12 +137,15 @@ def _gradient(lo, hi, address, t, w, labels, g, width, tiles, chunk_max, logsume
             factor[0] = math.exp(np.float64(chunk_max[c, i]) - logsumexp[i]) * g[i]   # p g = exp * factor
             f = factor[0]
             for j in range(row.size):
-                row[j] *= f
+                v = row[j] * f
+                row[j] = v
+                column_sums[j] += v
             label = labels[i]
-            if c0 <= label < c1:                                        # p - 1 without cancellation
-                row[label - c0] = math.expm1(np.float64(label_logit[i]) - logsumexp[i]) * g[i]
-            for j in range(row.size):
-                column_sums[j] += row[j]
+            if c0 <= label < c1:                                        # (p - 1) g, without p - 1's cancellation
+                k = label - c0
+                before = row[k]
+                row[k] = math.expm1(np.float64(label_logit[i]) - logsumexp[i]) * g[i]
+                column_sums[k] += np.float64(row[k]) - np.float64(before)
         if first_block:
             gemm(address, tile.T, t, dw[c0:c1])                         # (cw, H) dW_c = dlogits^T t
         else:
