@@ -5,9 +5,10 @@ Model Scoring"): mask each piece in turn and add up the log-probability of the t
 
 [CLS] and [SEP] are never masked. A sentence of n pieces is n masked copies of n + 2 tokens.
 
-The copies run through masked_lm_inference (npbert/inference.py): the packed forward with
+The copies run through masked_lm_log_probs (npbert/inference.py): the packed forward with
 no padding at all (sentences are grouped by length, so every copy in a batch is as long as the
-others), the last layer and the MLM decoder only at the one masked row of each copy. Sentences
+others), the last layer and the MLM decoder only at the one masked row of each copy, and only
+log p(target) of each row kept (the decoder a block of rows at a time: no (M, V) log-probs). Sentences
 with the same pieces are scored once, so two sentences that tokenize alike get the very same
 score (a tie, not two roundings of one number).
 """
@@ -18,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 
 from npbert.errors import InputError
-from npbert.inference import masked_lm_inference
+from npbert.inference import masked_lm_log_probs
 
 DEFAULT_BATCH_TOKENS = 4096   # tokens of masked copies per forward: big enough for BLAS, small in memory
 
@@ -35,14 +36,6 @@ def masked_copies(ids, mask_id):
     targets = copies[row, column].copy()                            # (S * n,)
     copies[row, column] = mask_id
     return copies, row * L + column, targets
-
-
-def log_softmax_at(logits, targets):
-    """logits: (M, V), targets: (M,) -> (M,) float64 log p(target) = logit - logsumexp(logits)."""
-    top = logits.max(axis=1, keepdims=True)                                         # (M, 1)
-    total = np.exp(logits - top).sum(axis=1, dtype=np.float64)                      # (M,)
-    picked = logits[np.arange(len(targets)), targets].astype(np.float64)            # (M,)
-    return picked - top[:, 0].astype(np.float64) - np.log(total)                     # (M,)
 
 
 def token_log_probs(params, config, sentences, special_ids, batch_tokens=DEFAULT_BATCH_TOKENS,
@@ -62,8 +55,8 @@ def token_log_probs(params, config, sentences, special_ids, batch_tokens=DEFAULT
             group = members[start:start + per_batch]
             ids = np.array([[cls_id, *unique[k], sep_id] for k in group])   # (S, n + 2)
             copies, positions, targets = masked_copies(ids, mask_id)         # (S * n, n + 2)
-            logits = masked_lm_inference(params, config, copies, mlm_positions=positions)   # (S * n, V)
-            logp = log_softmax_at(logits, targets).reshape(len(group), length)   # (S, n)
+            logp = masked_lm_log_probs(params, config, copies, mlm_positions=positions,
+                                       targets=targets).reshape(len(group), length)   # (S, n) float64
             for k, row in zip(group, logp):
                 scores[k] = row
             done += len(targets)
