@@ -15,7 +15,8 @@ _EXPORTS = {
     "npbert.model": ("bert_backward", "bert_forward", "count_params", "init_params", "packed_bert_backward",
                      "packed_bert_forward", "packed_pretraining_backward", "packed_pretraining_forward",
                      "param_shapes", "pretraining_backward", "pretraining_forward"),
-    "npbert.inference": ("bert_inference", "masked_lm_inference", "pretraining_inference", "task_inference"),
+    "npbert.inference": ("bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pretraining_inference",
+                         "task_inference"),
     "npbert.tokenizer": ("BasicTokenizer", "BertTokenizer"),
     "npbert.tokenizer.trainer": ("train_wordpiece_vocab",),
 }
