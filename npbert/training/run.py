@@ -30,7 +30,7 @@ from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
 from npbert.training.options import check_optimizer, given_options, resumed_options
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
-from npbert.training.state import (load_training_checkpoint, note_backend_change, note_dropout_change,
+from npbert.training.state import (check_dropout_resumable, load_training_checkpoint, note_backend_change,
                                    recover_checkpoint, save_training_checkpoint)
 
 
@@ -101,6 +101,7 @@ def resumed_checkpoint(out, log):
     ckpt_dir = os.path.join(out, CHECKPOINT_DIR)
     recover_checkpoint(ckpt_dir, log)
     saved = load_training_checkpoint(ckpt_dir)
+    check_dropout_resumable(saved, out)
     log(f"resuming {out} at step {saved.position.step}")
     return saved
 
@@ -111,7 +112,6 @@ def run_in_directory(recipe, opts, saved, overwrite, log, lock) -> dict:
         lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
         if resume:
             note_backend_change(saved.backend, log)
-            note_dropout_change(saved, log)
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=saved.position.step if resume else None, drop_kinds=FINAL_KINDS)
         started = recipe.start(opts, saved, metrics, log)

@@ -171,15 +171,18 @@ def check_extra(extra) -> None:
             raise TypeError(f"extra.{key} must be {want}")
 
 
-def note_dropout_change(ckpt: TrainingCheckpoint, log) -> None:
-    """A run started before dropout was counter-based resumes on the new masks: the same
-    distribution, so it continues correctly, but not bit for bit (without dropout nothing changes)."""
+def check_dropout_resumable(ckpt: TrainingCheckpoint, where) -> None:
+    """CheckpointError for a run started by an npbert whose dropout drew from NumPy's PCG64, when it
+    drops anything: this npbert's masks are counter-based (ops/dropout.py), so it could not
+    continue that run as it was. Without dropout a step has no randomness: it resumes as it was."""
     config = ckpt.config
     rates = [getattr(config, k, 0.0) or 0.0 for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")]
+    rates.append(float(getattr(config, "extra", {}).get("classifier_dropout") or 0.0))
     if ckpt.pcg64_dropout and any(rates):
-        log(f"note: this run was started by an npbert whose dropout masks came from NumPy's PCG64; from step "
-            f"{ckpt.position.step + 1} on they are npbert's counter-based ones (docs/determinism.md): it continues "
-            "correctly, but not bit for bit as it would have")
+        raise CheckpointError(f"{where} was started by an older npbert whose dropout masks came from NumPy's PCG64 "
+                              "generator, and this npbert's are counter-based (docs/determinism.md): it cannot "
+                              "continue that run as it was; finish it with the npbert that started it, or start "
+                              "again with --overwrite")
 
 
 def note_backend_change(saved_backend: str, log) -> None:
