@@ -68,6 +68,7 @@ DESCRIPTIONS = {
     "bert_for_question_answering": "BertForQuestionAnswering: span loss over every position",
     "bert_for_multiple_choice": "BertForMultipleChoice, 2 choices run as B*C sequences, scores (B, C)",
 }
+DERIVED = ("mlm_predictions",)     # outputs that are the argmax of another (mlm_logits): not BERT's, not golden
 OPS = ("linear", "embedding", "layernorm", "gelu", "linear_gelu", "dropout", "dropout_uniforms", "softmax",
        "attention_core", "cross_entropy", "mse", "span_loss")
 
@@ -160,7 +161,8 @@ def model_tensors(m: ModelCall) -> tuple:
     out, cache = m.forward(m.params, m.config, **m.inputs, trace=trace)
     grads = m.backward(cache)
     dtype = m.params["bert.embeddings.word_embeddings.weight"].dtype
-    outputs = {k: ("output", np.asarray(v)) for k, v in out.items() if v is not None and k not in m.inputs}
+    outputs = {k: ("output", np.asarray(v)) for k, v in out.items()
+               if v is not None and k not in m.inputs and k not in DERIVED}
     tensors = {k: ("input", np.asarray(v)) for k, v in m.inputs.items()}          # in the order a port meets them:
     tensors.update({k: ("param", v) for k, v in m.params.items()})
     tensors.update({k: ("intermediate", v) for k, v in trace.forward.items() if k not in outputs})  # the forward,
