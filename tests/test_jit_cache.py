@@ -102,9 +102,28 @@ def test_a_users_numba_cache_dir_holds_the_digests_directory(tmp_path):
 def test_an_empty_or_missing_cache_is_cold_and_one_with_an_index_file_is_not(tmp_path):
     from npbert.kernels.jit_cache import cache_is_cold
     assert cache_is_cold(tmp_path / "missing") and cache_is_cold(tmp_path)
+    (tmp_path / "ops_def").mkdir()
+    (tmp_path / "ops_def" / "erf.erf-11.py311.nbi").write_bytes(b"")     # compiled at import: not a kernel
+    assert cache_is_cold(tmp_path)
     (tmp_path / "kernels_abc").mkdir()
     (tmp_path / "kernels_abc" / "gelu._forward-10.py311.nbi").write_bytes(b"")
     assert not cache_is_cold(tmp_path)
+
+
+def cold_start(cache_dir) -> str:
+    """stderr of a fresh process that imports npbert, picks the numba backend and runs one kernel,
+    with NUMBA_CACHE_DIR=cache_dir."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), NPBERT_BACKEND="numba")
+    code = "import numpy as np; from npbert import backend; backend.sum_of_squares(np.ones(3, np.float32))"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return r.stderr
+
+
+def test_a_truly_empty_cache_says_the_kernels_compile_and_then_says_nothing(tmp_path):
+    from npbert.kernels.jit_cache import COMPILE_MESSAGE
+    assert COMPILE_MESSAGE in cold_start(tmp_path)              # no stub: the import compiles erf first
+    assert COMPILE_MESSAGE not in cold_start(tmp_path)          # a kernel is in the cache now
 
 
 def test_the_first_kernel_call_on_a_cold_cache_says_the_kernels_compile_once(monkeypatch, capsys):
