@@ -2,9 +2,8 @@
 reference (npbert/ops/packed_attention.py) and the padded attention core kernel
 (npbert/kernels/attention_core.py) on the same batch: B sequences of lengths uniform in
 [T/2, T], every row a query, attention dropout 0.1, float32, one thread, CPU time of this
-thread, best of --repeats. The packed calls get the (B, A, T, T) uniforms as an argument (the
-training step draws them once, as the padded kernel does inside its forward: the draw is
-timed on its own line).
+thread, best of --repeats. Dropout's uniforms are counter-based (ops/dropout.py): each
+implementation computes those of the weights it has, inside its forward (one key a call).
 
     python benchmarks/packed_attention.py
 """
@@ -36,7 +35,7 @@ def best(f, repeats):
 
 
 def problem(B, T, H, A, seed=0):
-    """A padded (B, A, T, D) batch, its packed (N, H) rows, the layout and the uniforms."""
+    """A padded (B, A, T, D) batch, its packed (N, H) rows, the layout and the mask bias."""
     rng = np.random.default_rng(seed)
     lengths = rng.integers(T // 2, T + 1, B)                                      # (B,)
     mask = np.arange(T)[None, :] < lengths[:, None]                               # (B, T)
@@ -44,30 +43,28 @@ def problem(B, T, H, A, seed=0):
     padded = [ops.split_heads(t, A) for t in x]                                   # (B, A, T, D) each
     packed = [np.ascontiguousarray(t[mask]) for t in x]                           # (N, H) each
     positions = np.nonzero(mask)[1]                                               # (N,)
-    layout = AttentionLayout(lengths, lengths, positions, positions)
-    u = rng.random((B, A, T, T), dtype=np.float32)
-    return padded, packed, layout, u, ops.attention_mask_bias(mask, np.float32)
+    layout = AttentionLayout(lengths, lengths, positions, positions, T)
+    return padded, packed, layout, ops.attention_mask_bias(mask, np.float32)
 
 
 def measure(name, B, T, p_drop, repeats):
     H, A = PRESETS[name]
-    (q, k, v, dc), (pq, pk, pv, pdc), layout, u, bias = problem(B, T, H, A)
+    (q, k, v, dc), (pq, pk, pv, pdc), layout, bias = problem(B, T, H, A)
+    key = 0x5EED                                                                  # one dropout call's key
     dc = np.ascontiguousarray(dc)
     rows = {}
     for impl, forward, backward in (("kernel", kernels.packed_attention_forward, kernels.packed_attention_backward),
                                     ("reference", ops.packed_attention_forward, ops.packed_attention_backward)):
-        cache = forward(pq, pk, pv, layout, A, u, p_drop)[1]
-        rows[impl] = (best(lambda: forward(pq, pk, pv, layout, A, u, p_drop), repeats),
+        cache = forward(pq, pk, pv, layout, A, p_drop, key)[1]
+        rows[impl] = (best(lambda: forward(pq, pk, pv, layout, A, p_drop, key), repeats),
                       best(lambda: backward(pdc, cache), repeats))
     rng = np.random.default_rng(1)
     cache = kernels.attention_core_forward(q, k, v, bias, p_drop, rng)[1]
     rows["padded kernel"] = (best(lambda: kernels.attention_core_forward(q, k, v, bias, p_drop, rng), repeats),
                              best(lambda: kernels.attention_core_backward(dc, cache), repeats))
-    draw = best(lambda: kernels.dropout_uniforms(u.shape, rng), repeats)
     print(f"{name} (H {H}, A {A}), B {B}, T {T}, {len(pq)} of {B * T} rows real, dropout {p_drop}, float32, 1 thread")
     for impl, (f, b) in rows.items():
         print(f"  {impl:14s} forward {f * 1e3:7.2f} ms  backward {b * 1e3:7.2f} ms")
-    print(f"  {'(uniforms)':14s} draw    {draw * 1e3:7.2f} ms")
 
 
 def main(argv=None):
