@@ -46,7 +46,9 @@ def options(micro, tmp_path, task, n, epochs, **kw):
 
 # task -> (training examples, epochs, metric, how far above chance it must end, a line for `npbert predict`)
 BUDGETS = {
-    "builtin-sentence": (2000, 2, "accuracy", 0.1, "Anna bakes fresh bread every morning."),
+    # 6 epochs: at 2 the accuracy was a lottery over the dropout masks (seeds 0-5: 0.20-0.68 here; 0.20 at
+    # seed 1 with the older PCG64 masks too); at 6 every one of those seeds reached 0.91-1.0
+    "builtin-sentence": (2000, 6, "accuracy", 0.1, "Anna bakes fresh bread every morning."),
     "builtin-pair": (1000, 3, "accuracy", 0.15, "Anna Smith is a baker.\tAnna has a dog."),
     "builtin-tagging": (1000, 2, "entity_f1", 0.5, "Anna Smith lives in Paris ."),
     "builtin-qa": (800, 3, "f1", 0.15, "How old is Anna?\tAnna Smith is a baker. She is 42 years old."),
