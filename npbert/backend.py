@@ -31,7 +31,7 @@ HOT_OPS = ("linear_forward", "linear_backward", "linear_gelu_forward", "linear_g
            "packed_attention_backward", "dropout_rows_forward", "decoder_cross_entropy_forward",
            "decoder_cross_entropy_backward", "decoder_log_softmax_at")
 _numba = None                       # True: the kernels; None: not chosen yet (the default on first use)
-_compile_announced = False          # choosing the kernels has checked once for an empty kernel cache
+_compile_announced = False          # the first kernel call has checked once for an empty kernel cache
 
 
 def set_backend(name: str) -> None:
@@ -43,8 +43,6 @@ def set_backend(name: str) -> None:
         raise NpbertError("NUMBA_DISABLE_JIT=1: the numba backend's kernels cannot run as plain Python (they call "
                           "BLAS through Numba's intrinsics); unset it, or run the reference with --backend numpy")
     _numba = name == "numba"
-    if _numba and not _compile_announced:             # once, here: not in every hot op's call
-        _announce_compile()
 
 
 def numba_jit_disabled() -> bool:
@@ -53,7 +51,7 @@ def numba_jit_disabled() -> bool:
 
 
 def get_backend() -> str:
-    return "numba" if _kernels() else "numpy"
+    return "numba" if _chosen() else "numpy"
 
 
 @contextlib.contextmanager
@@ -67,15 +65,23 @@ def use_backend(name: str):
         set_backend(previous)
 
 
-def _kernels() -> bool:
+def _chosen() -> bool:
     """The numba backend is in force (chosen on first use from NPBERT_BACKEND if not set)."""
     if _numba is None:
         set_backend(backend_from_environment() or "numpy")
     return _numba
 
 
+def _kernels() -> bool:
+    """_chosen(), for a hot op about to run: the first kernel call says so if the kernels compile now
+    (not the choice of the backend: a command that stops at bad input compiles nothing)."""
+    if _chosen() and not _compile_announced:
+        _announce_compile()
+    return _numba
+
+
 def _announce_compile() -> None:
-    """When the kernels are first chosen: with an empty kernel cache, say that they compile now
+    """At the first kernel call: with an empty kernel cache, say that they compile now
     (half a minute without a word otherwise). On stderr: a command's stdout may be its data."""
     global _compile_announced
     _compile_announced = True

@@ -44,6 +44,15 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.quick)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _compile_message_not_in_every_test():
+    """The first kernel call of a process on an empty kernel cache prints one line on stderr
+    (backend._announce_compile); in the suite's own process it would land in whichever test ran
+    a kernel first, one that may compare stderr exactly. test_jit_cache.py tests the line (its own
+    process on an empty NUMBA_CACHE_DIR, and here with the flag put back)."""
+    backend._compile_announced = True
+
+
 @pytest.fixture(autouse=True)
 def _restore_backend():
     """A test that runs a training command switches the process to that command's backend
