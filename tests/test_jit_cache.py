@@ -115,7 +115,7 @@ def cold_start(cache_dir) -> str:
     with NUMBA_CACHE_DIR=cache_dir."""
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), NPBERT_BACKEND="numba")
     code = "import numpy as np; from npbert import backend; backend.sum_of_squares(np.ones(3, np.float32))"
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert r.returncode == 0, r.stderr
     return r.stderr
 
