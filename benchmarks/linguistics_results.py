@@ -263,6 +263,8 @@ def agreement_lines(r: Runner, quick: bool) -> list:
         paradigms = [g["name"] for g in runs[0]["groups"] if g["level"] == "paradigm"]
         mean = {scorer: [statistics.mean(accuracy_of(run, "paradigm", g, scorer) for run in runs) for g in paradigms]
                 for scorer in ("bert", "random", "unigram", "3-gram")}
+        if len(set(mean["bert"])) < 2:                 # no spread: Pearson's r is undefined
+            continue
         cells = [f"{scorer} {statistics.correlation(mean['bert'], mean[scorer]):+.2f}"
                  for scorer in ("random", "unigram", "3-gram") if len(set(mean[scorer])) > 1]
         lines.append(f"\nblimp, {name}: Pearson's r of the BERT's {len(paradigms)} paradigm accuracies with "
