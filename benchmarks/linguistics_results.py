@@ -285,17 +285,20 @@ def costs_lines(r: Runner, quick: bool) -> list:
 
 
 def probe_lines(r: Runner, quick: bool) -> list:
+    """A table per model and task: test accuracy per layer, pretrained beside its random-init control."""
     lines = []
-    for task in ("rt-polarity", "builtin-tagging"):
-        runs = [load(p) for name, _ in models(quick)[1:] or models(quick)
-                for p in (r.path("probes", f"{task}-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
-        if not runs:
-            continue
-        lines += [f"\nprobe {task}: test accuracy % per layer, mean ± sd over seeds (majority class "
-                  f"{100 * runs[0]['majority'][2]:.1f})\n", "| layer | pretrained | random-init control |", "|---|---|---|"]
-        for i in range(len(runs[0]["layers"]["pretrained"])):
-            cells = [mean_sd([run["layers"][m][i]["test_accuracy"] for run in runs]) for m in ("pretrained", "random-init")]
-            lines.append(f"| {i} | {cells[0]} | {cells[1]} |")
+    for name, _ in models(quick)[1:] or models(quick):
+        for task in ("rt-polarity", "builtin-tagging"):
+            runs = [load(p) for p in (r.path("probes", f"{task}-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
+            if not runs:
+                continue
+            lines += [f"\nprobe {task}, {name} ({len(runs)} seed{'s' * (len(runs) > 1)}): test accuracy % per layer, "
+                      f"mean ± sd over seeds (majority class {100 * runs[0]['majority'][2]:.1f})\n",
+                      "| layer | pretrained | random-init control |", "|---|---|---|"]
+            for i in range(len(runs[0]["layers"]["pretrained"])):
+                cells = [mean_sd([run["layers"][m][i]["test_accuracy"] for run in runs])
+                         for m in ("pretrained", "random-init")]
+                lines.append(f"| {i} | {cells[0]} | {cells[1]} |")
     return lines
 
 

@@ -64,3 +64,22 @@ def test_the_report_correlates_paradigm_accuracies_with_each_baseline(tmp_path):
         s.ONLY = None
     assert lines == ["\nblimp, default: Pearson's r of the BERT's 3 paradigm accuracies with random +0.24, "
                      "unigram +1.00, 3-gram -1.00"]
+
+
+def test_the_probe_tables_keep_each_model_apart(tmp_path):
+    """Two budgets' probes are two tables, each the mean over its own seeds: pooling them would give
+    a mean of models that answer different questions."""
+    import json
+    s = script()
+    (tmp_path / "probes").mkdir()
+    for name, accuracy in (("imdb-1200", (0.5, 0.7)), ("imdb-4800", (0.9, 0.9))):
+        for seed, a in enumerate(accuracy):
+            layers = {m: [{"test_accuracy": a if m == "pretrained" else 0.6}] for m in ("pretrained", "random-init")}
+            run = {"majority": ["test", 1, 0.5], "layers": layers}
+            (tmp_path / "probes" / f"rt-polarity-{name}-s{seed}.json").write_text(json.dumps(run))
+    lines = s.probe_lines(s.Runner(str(tmp_path), 1), quick=False)
+    tables = "\n".join(lines).split("\nprobe ")[1:]
+    assert [t.splitlines()[0].split(":")[0] for t in tables] == ["rt-polarity, imdb-1200 (2 seeds)",
+                                                               "rt-polarity, imdb-4800 (2 seeds)"]
+    assert tables[0].splitlines()[-1] == "| 0 | 60.0 ± 14.1 | 60.0 ± 0.0 |"
+    assert tables[1].splitlines()[-1] == "| 0 | 90.0 ± 0.0 | 60.0 ± 0.0 |"
