@@ -63,7 +63,7 @@ def compare_on(name, paths: dict, rounds) -> None:
 
 
 def finetuned_evaluation(args) -> None:
-    from npbert.finetuned import check_max_length, encode, load_finetuned, run_model
+    from npbert.finetuned import check_max_length, load_finetuned, run_model
     from npbert.tasks.registry import get_task, read_examples
     from npbert.task_model import task_model_forward
 
@@ -76,7 +76,7 @@ def finetuned_evaluation(args) -> None:
         max_len = task.max_seq_length
         check_max_length(config, max_len)
         examples = read_examples(task, args.split)
-        return task, config, params, tokenizer, labels, encode(task, examples, tokenizer, max_len, labels)
+        return task, config, params, tokenizer, labels, task.format.encode(examples, tokenizer, max_len, labels)
     t0 = time.thread_time()
     task, config, params, tokenizer, labels, encoded = prepare()
     print(f"a. npbert evaluate --task {args.task} --checkpoint {args.checkpoint}: {len(encoded.features)} "
@@ -84,7 +84,7 @@ def finetuned_evaluation(args) -> None:
           f"{time.thread_time() - t0:.3f} s (CPU)")
 
     def run(forward):
-        outputs, loss = run_model(params, config, task.kind, encoded.features, args.batch_size,
+        outputs, loss = run_model(params, config, task.head, encoded.features, args.batch_size,
                                   tokenizer.pad_token_id, forward)
         return f"loss {loss:.6f}, first logits {np.round(outputs[0], 5).tolist()}"
     from npbert.inference import task_inference

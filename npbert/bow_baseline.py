@@ -103,8 +103,7 @@ def bow_baseline(train, dev, test=None, labels=None, l2_grid=L2_GRID, log=print)
 
 def main(argv=None) -> int:
     from npbert.errors import NpbertError
-    from npbert.heads import sequence
-    from npbert.heads.registry import head_of
+    from npbert.tasks.formats import SENTENCES
     from npbert.tasks.registry import get_task, read_examples
     p = argparse.ArgumentParser(prog="python -m npbert.bow_baseline", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="rt-polarity", help="a sequence classification task (default rt-polarity)")
@@ -116,9 +115,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         task = get_task(args.task)
-        if head_of(task.kind) is not sequence.HEAD or task.regression:
+        if task.format is not SENTENCES:
             raise NpbertError(f"the bag-of-words baseline classifies sentences or sentence pairs; {task.name} "
-                              f"is a {'regression' if task.regression else task.kind.replace('_', ' ')} task")
+                              f"is a {task.format.about} task")
         train, dev, test = [read_examples(task, s) for s in (args.train, args.dev, args.test)]
     except NpbertError as e:
         print(f"{p.prog}: error: {e}", file=sys.stderr)

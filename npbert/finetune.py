@@ -26,13 +26,12 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.model import init_params
 from npbert.feature_based import CHOICES, FEATURES, FIELD, FINE_TUNE, features_named, frozen_names, with_features
-from npbert.finetuned import (check_max_length, encode, evaluate_checkpoint, evaluate_encoded, format_scores,
-                              has_gold, label_names, majority_baseline)
+from npbert.finetuned import (check_max_length, evaluate_checkpoint, evaluate_encoded, format_scores, label_names,
+                              majority_baseline)
 from npbert.heads.params import check_head, finetuned_config, init_head, label_names_of
-from npbert.heads.registry import head_of
-from npbert.heads.span import QAOptions
 from npbert.task_model import model_of
 from npbert.tasks.encoding import make_batch, train_batches
+from npbert.tasks.qa import QAOptions
 from npbert.tasks.registry import get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Job, Schedule
@@ -43,7 +42,6 @@ from npbert.training.run_dir import CHECKPOINT_DIR
 from npbert.training.state import start_training
 
 BEST_DIR = "best"
-REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
 
 
 @dataclass
@@ -113,7 +111,7 @@ class FinetuningRecipe(Recipe):
         self.train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
         self.dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
         for examples, split in ((self.train_examples, "training"), (self.dev_examples, "dev")):
-            if not has_gold(task, examples):
+            if not task.format.has_gold(examples):
                 raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
         self.labels = labels = label_names(task, self.train_examples)
         if saved is not None:
@@ -121,12 +119,11 @@ class FinetuningRecipe(Recipe):
                 os.path.join(opts.out, CHECKPOINT_DIR))
         else:
             config, params, tokenizer = start_model(opts, task, labels, log)
-        self.config = finetuned_config(config, head_of(task.kind), REGRESSION_LABELS if task.regression else labels,
-                                       opts.features)
+        self.config = finetuned_config(config, task.head, task.format.saved_names(labels), opts.features)
         self.params, self.tokenizer = params, tokenizer
         check_max_length(self.config, self.max_len)
-        self.train_set = encode(task, self.train_examples, tokenizer, self.max_len, labels, opts.qa())
-        self.dev_set = encode(task, self.dev_examples, tokenizer, self.max_len, labels, opts.qa())
+        self.train_set = task.format.encode(self.train_examples, tokenizer, self.max_len, labels, opts.qa())
+        self.dev_set = task.format.encode(self.dev_examples, tokenizer, self.max_len, labels, opts.qa())
         return opts
 
     def inputs(self, opts):
@@ -179,7 +176,7 @@ class FinetuningJob(Job):
         self.metrics, self.log = metrics, log
         self.train_set, self.dev_examples, self.dev_set, self.labels = train_set, dev_examples, dev_set, labels
         self.batches_per_epoch = math.ceil(len(train_set.features) / opts.batch_size)
-        self.model_forward, self.model_backward = model_of(ckpt.config, task.kind)
+        self.model_forward, self.model_backward = model_of(ckpt.config, task.head)
 
     def batches(self, epoch, start):
         features, pad_id = self.train_set.features, self.tokenizer.pad_token_id
@@ -236,13 +233,13 @@ def _default_split(task, split):
 
 def describe_head(task, labels) -> str:
     """What the run trains, for its first line: "BertForSequenceClassification, 12 labels"."""
-    outputs = "regression" if task.regression else f"{count(len(labels), 'label')}" if labels else None
-    return ", ".join(x for x in (head_of(task.kind).architecture, outputs) if x)
+    outputs = task.format.outputs_about or (count(len(labels), "label") if labels else None)
+    return ", ".join(x for x in (task.head.architecture, outputs) if x)
 
 
 def sequences(task, features) -> int:
     """The sequences the model reads: one per feature, C per feature for a head with choices."""
-    return sum(len(f["input_ids"]) for f in features) if head_of(task.kind).choices else len(features)
+    return sum(len(f["input_ids"]) for f in features) if task.head.choices else len(features)
 
 
 def count(n, noun) -> str:
@@ -257,7 +254,7 @@ def start_model(opts, task, labels, log):
     new one. The config records --features (and the model must have the hidden states it takes)."""
     if (opts.model is None) == (opts.from_scratch is None):
         raise NpbertError("give exactly one of --model CHECKPOINT_DIR and --from-scratch PRESET")
-    num_labels = 1 if task.regression else len(labels) if labels else 2
+    num_labels = task.format.num_labels(labels)
     overrides = {k: getattr(opts, k) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")
                  if getattr(opts, k) is not None}
     if opts.from_scratch:
@@ -273,7 +270,7 @@ def start_model(opts, task, labels, log):
         params = {k: v for k, v in loaded.params.items() if k.startswith("bert.")}   # drop MLM/NSP heads
         saved = {k: v for k, v in loaded.params.items() if not k.startswith(("bert.", "cls."))}   # its task head
     features_named(opts.features, config.num_hidden_layers, "--features", NpbertError)   # states it has
-    head = head_of(task.kind)
+    head = task.head
     if saved and keeps_head(saved, config, head, labels, num_labels, opts, log):
         params.update(saved)
         return config, params, tokenizer

@@ -1,41 +1,31 @@
 """A fine-tuned model at work: loaded for a task, run over encoded examples, its outputs turned
 into predictions and metrics. `npbert evaluate`, `npbert predict` and the fine-tuning loop's dev
 and test evaluations all go through here, on the inference path (npbert/inference.py's
-task_inference); what differs between heads is asked of the head (npbert/heads/).
+task_inference); what differs between tasks is asked of the task's head (npbert/heads/: the model)
+and format (npbert/tasks/formats.py: encoding, decoding, metrics).
 """
 from __future__ import annotations
 
 from npbert.checkpoint import load_pretrained
 from npbert.errors import CheckpointError, DataError
 from npbert.heads.params import check_head, label_names_of
-from npbert.heads.registry import head_of
 from npbert.inference import task_inference
 from npbert.tasks.encoding import eval_batches, make_batch
 from npbert.tasks.registry import get_task, read_examples
 
 
 def label_names(task, train_examples) -> list | None:
-    """The task's label names: fixed ones, else what its head reads from the training examples
-    (tags with "O" first, numbers in numeric order). None for a head whose outputs have no names."""
-    return list(task.labels) if task.labels is not None else head_of(task.kind).label_names(task, train_examples)
-
-
-def has_gold(task, examples) -> bool:
-    key = head_of(task.kind).gold_key
-    return all(ex.get(key) not in (None, []) for ex in examples)
+    """The task's label names: fixed ones, else what its format reads from the training examples
+    (tags with "O" first, numbers in numeric order). None for outputs that have no names."""
+    return list(task.labels) if task.labels is not None else task.format.label_names(train_examples)
 
 
 def majority_baseline(task, train_examples, dev_examples, labels=None) -> dict:
     """The task's metrics on dev for a model that ignores its input and always gives the most
-    frequent training answer (the head says which: a label, a tag for every word, a choice, an
+    frequent training answer (the format says which: a label, a tag for every word, a choice, an
     answer text; the mean for regression): the bar fine-tuning has to clear."""
-    head = head_of(task.kind)
-    return head.score(task, dev_examples, head.baseline(task, train_examples, dev_examples), labels)
-
-
-def encode(task, examples, tokenizer, max_seq_length, labels, options=None):
-    """The examples as the task's head feeds them to the model (an Encoded: features, QA's contexts)."""
-    return head_of(task.kind).encode(task, examples, tokenizer, max_seq_length, labels, options)
+    guesses = task.format.baseline(train_examples, dev_examples)
+    return task.format.score(dev_examples, guesses, labels, task.metrics)
 
 
 def check_max_length(config, max_len):
@@ -48,12 +38,11 @@ def format_scores(scores) -> str:
     return " | ".join(f"{k} {v:.4f}" for k, v in scores.items())
 
 
-def run_model(params, config, kind, features, batch_size, pad_id, forward=task_inference) -> tuple:
+def run_model(params, config, head, features, batch_size, pad_id, forward=task_inference) -> tuple:
     """The model's outputs for every feature (without padding), in feature order, and the mean
     loss over the batches (None without labels). No dropout: the inference path (packed, no
     caches). forward(head, params, config, **batch) -> outputs: another path to compare with
     (benchmarks/eval_speed.py times the padded training forward against it)."""
-    head = head_of(kind)
     outputs, loss_sum, loss_n = [None] * len(features), 0.0, 0
     for rows in eval_batches(features, batch_size):
         feats = [features[i] for i in rows]
@@ -67,10 +56,9 @@ def run_model(params, config, kind, features, batch_size, pad_id, forward=task_i
 
 def evaluate_encoded(params, config, task, examples, encoded, labels, batch_size, pad_id, options=None):
     """-> (metrics, predictions) of the model on encoded examples (metrics empty without gold)."""
-    head = head_of(task.kind)
-    outputs, loss = run_model(params, config, task.kind, encoded.features, batch_size, pad_id)
-    predictions = head.decode(task, examples, encoded, outputs, labels, options)
-    scores = head.score(task, examples, predictions, labels) if has_gold(task, examples) else {}
+    outputs, loss = run_model(params, config, task.head, encoded.features, batch_size, pad_id)
+    predictions = task.format.decode(examples, encoded, outputs, labels, options)
+    scores = task.format.score(examples, predictions, labels, task.metrics) if task.format.has_gold(examples) else {}
     if loss is not None and scores:
         scores["loss"] = loss
     return scores, predictions
@@ -78,16 +66,12 @@ def evaluate_encoded(params, config, task, examples, encoded, labels, batch_size
 
 def load_finetuned(directory, task):
     """A fine-tuned checkpoint for task: (config, params, tokenizer, labels), with clear errors."""
-    head = head_of(task.kind)
     loaded = load_pretrained(directory, strict=False)
     if loaded.tokenizer is None:
         raise CheckpointError(f"{directory} has no vocab.txt, so texts cannot be tokenized")
-    num_labels = check_head(loaded.params, loaded.config, head, directory)
+    num_labels = check_head(loaded.params, loaded.config, task.head, directory)
     labels = label_names_of(loaded.config)
-    if head.labelled and not task.regression and (labels is None or len(labels) != num_labels):
-        raise CheckpointError(f"{directory}/config.json has no id2label for its {num_labels} outputs")
-    if task.regression and num_labels != 1:
-        raise CheckpointError(f"{directory} has {num_labels} outputs; the regression task {task.name} needs 1")
+    task.format.check_outputs(num_labels, labels, directory, task.name)
     return loaded.config, loaded.params, loaded.tokenizer, labels
 
 
@@ -99,7 +83,7 @@ def evaluate_checkpoint(directory, task_name, source, batch_size=64, max_seq_len
     examples = read_examples(task, source)[:max_examples]
     max_len = max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
-    encoded = encode(task, examples, tokenizer, max_len, labels, options)
+    encoded = task.format.encode(examples, tokenizer, max_len, labels, options)
     scores, predictions = evaluate_encoded(params, config, task, examples, encoded, labels, batch_size,
                                            tokenizer.pad_token_id, options)
     return scores, examples, predictions

@@ -15,7 +15,7 @@ was trained on the last layer's [CLS] only): a head on a sentence reads the chos
                                           attention_mask, rng=None, trace=None, **targets)
     grads            = task_model_backward(dloss, cache)
 
-outputs["loss"] is None without targets. model_of(config, kind) -> (forward, backward) for that
+outputs["loss"] is None without targets. model_of(config, head) -> (forward, backward) for that
 head on what config describes (fine-tuned, or the feature-based choice it records).
 """
 from __future__ import annotations
@@ -29,7 +29,6 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
 from npbert.heads.head import CLS, Head
-from npbert.heads.registry import head_of
 from npbert.model import (IGNORE_INDEX, BertCache, bert_model_backward, bert_model_forward, check_inputs, make_layout,
                           require_pooler)
 
@@ -108,11 +107,11 @@ def check_unscored_padding(targets, attention_mask) -> None:
                              f"{IGNORE_INDEX}; the packed encoder does not compute padding")
 
 
-def model_of(config: BertConfig, kind: str) -> tuple:
-    """(forward, backward) of the model config describes, for the head of kind: BertFor<kind>
+def model_of(config: BertConfig, head: Head) -> tuple:
+    """(forward, backward) of the model config describes, for head: BertFor<head>
     (packed where the head allows), or, when it records a feature-based choice, the head on the
     frozen encoder's features."""
-    return functools.partial(task_model_forward, head_of(kind), packed=True), task_model_backward
+    return functools.partial(task_model_forward, head, packed=True), task_model_backward
 
 
 def flatten_choices(input_ids, token_type_ids, attention_mask):

@@ -22,7 +22,7 @@ from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.model import init_params
 from npbert.heads.params import finetuned_config, init_head
-from npbert.heads.registry import head_of
+from npbert.heads.registry import HEADS
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
 from hostile import NPBERT, env, npbert as run_npbert, run_unwritable
@@ -36,8 +36,8 @@ def random_finetuned(directory, kind, labels):
                         intermediate_size=32, max_position_embeddings=128)
     rng = np.random.default_rng(0)
     params = init_params(config, rng, heads=False)
-    params.update(init_head(config, head_of(kind), len(labels) if labels else 2, rng))
-    save_pretrained(str(directory), finetuned_config(config, head_of(kind), labels), params, tokenizer)
+    params.update(init_head(config, HEADS[kind], len(labels) if labels else 2, rng))
+    save_pretrained(str(directory), finetuned_config(config, HEADS[kind], labels), params, tokenizer)
     return str(directory)
 
 

@@ -22,7 +22,7 @@ from npbert.gradcheck import Dims, op_cases, run_gradchecks
 from npbert.layers.scalar_mix import GAMMA, W
 from npbert.model import bert_forward, bert_hidden_states, init_params
 from npbert.heads.params import head_shapes, init_head
-from npbert.heads.registry import HEADS, head_of
+from npbert.heads.registry import HEADS
 from npbert.task_model import model_of
 from npbert.tasks.registry import TASKS
 from npbert.trace import Trace
@@ -69,7 +69,7 @@ def test_features_are_the_hidden_states_combined_as_chosen(name):
     else:
         expected = np.concatenate([states[i] for i in chosen], axis=-1)
         assert np.array_equal(x, expected)                                  # the same ops on the same backend
-    assert x.shape[-1] == head_shapes(fconfig, head_of("token_classification"), 3)["classifier.weight"][1]
+    assert x.shape[-1] == head_shapes(fconfig, HEADS["token_classification"], 3)["classifier.weight"][1]
     cls, _ = features_forward({**params, **mix}, fconfig, **batch, at_cls=True)
     assert np.array_equal(cls, x[:, 0])
 
@@ -116,8 +116,8 @@ ZERO_IN_EXACT_ARITHMETIC = {"question_answering": {"qa_outputs.bias"},
 def test_the_frozen_encoder_runs_without_dropout_while_the_head_has_its_own():
     config, params, batch = small_model()                          # hidden and attention dropout 0.3
     fconfig = with_features(config, "last")
-    params.update(init_head(fconfig, head_of("sequence_classification"), 3, np.random.default_rng(1), np.float64))
-    forward, _ = model_of(fconfig, "sequence_classification")
+    params.update(init_head(fconfig, HEADS["sequence_classification"], 3, np.random.default_rng(1), np.float64))
+    forward, _ = model_of(fconfig, HEADS["sequence_classification"])
     traces = [Trace(), Trace()]
     outs = [forward(params, fconfig, **batch, rng=rng, trace=t)[0]
             for rng, t in zip((None, np.random.default_rng(5)), traces)]
@@ -127,10 +127,10 @@ def test_the_frozen_encoder_runs_without_dropout_while_the_head_has_its_own():
 
 def test_a_new_head_starts_from_the_plain_mean_and_fits_its_features():
     config = with_features(small_model()[0], "weighted-all")
-    head = init_head(config, head_of("token_classification"), 5, np.random.default_rng(0))
+    head = init_head(config, HEADS["token_classification"], 5, np.random.default_rng(0))
     assert np.array_equal(head[W], np.zeros(4)) and np.array_equal(head[GAMMA], np.ones(1))
     assert head["classifier.weight"].shape == (5, 8)
-    assert head_shapes(with_features(config, "concat-last-four"), head_of("question_answering"))["qa_outputs.weight"] == (2, 32)
+    assert head_shapes(with_features(config, "concat-last-four"), HEADS["question_answering"])["qa_outputs.weight"] == (2, 32)
 
 
 # --- npbert finetune --features ---------------------------------------------------------------------------
@@ -157,7 +157,7 @@ def test_a_run_trains_only_the_head_records_its_choice_and_evaluate_reproduces_i
                                                                                   features, metric, line):
     result = finetune(feature_options(micro3, tmp_path / "run", task, features), **QUIET)
     start = params_of(micro3)
-    head = set(head_shapes(with_features(load_pretrained(micro3).config, features), head_of(TASKS[task].kind)))   # names
+    head = set(head_shapes(with_features(load_pretrained(micro3).config, features), TASKS[task].head))   # names
     for sub in ("best", "checkpoint"):
         saved = params_of(tmp_path / "run" / sub)
         assert all(np.array_equal(saved[k], start[k]) for k in start), "the encoder is frozen"

@@ -13,7 +13,9 @@ from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.finetune import FinetuneOptions, finetune
+from npbert.heads.registry import HEADS
 from npbert.model import init_params
+from npbert.tasks.formats import SCORES
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import BertTokenizer
 
@@ -229,7 +231,7 @@ def test_file_tasks_run_end_to_end(micro, tmp_path, capsys):
         result = finetune(FinetuneOptions(task=task, model=micro, train=str(path), dev=str(path), out=str(out),
                                           epochs=1, batch_size=8, max_seq_length=64), log=lambda *a: None)
         first = result[TASKS[task].metrics[0]]
-        if TASKS[task].regression:   # Spearman's rho: a correlation, and 0 only for constant predictions
+        if TASKS[task].format is SCORES:   # Spearman's rho: a correlation, and 0 only for constant predictions
             assert -1 <= first <= 1 and first != 0, (task, result)
         else:                        # accuracy, F1
             assert 0 <= first <= 1, (task, result)
@@ -287,9 +289,9 @@ def test_save_every_bounds_what_a_kill_loses_and_resumes_bit_exactly(micro, tmp_
         steps["n"] += kwargs["rng"] is not None          # training steps; the dev evaluation has no dropout
         if steps["n"] == 9:
             raise KeyboardInterrupt                      # as SIGKILL would, minus the process
-        forward, _ = real(args[1], "sequence_classification")
+        forward, _ = real(args[1], HEADS["sequence_classification"])
         return forward(*args, **kwargs)
-    monkeypatch.setattr(finetune_module, "model_of", lambda config, kind: (killed_at_step_9, real(config, kind)[1]))
+    monkeypatch.setattr(finetune_module, "model_of", lambda config, head: (killed_at_step_9, real(config, head)[1]))
     with pytest.raises(KeyboardInterrupt):
         finetune(FinetuneOptions(out=str(tmp_path / "b"), **kw), log=lambda *a: None)
     state = json.loads((tmp_path / "b" / "checkpoint" / "training_state.json").read_text())

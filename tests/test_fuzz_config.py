@@ -18,7 +18,8 @@ from npbert.config import HEAD_FIELD_TYPES
 from npbert.errors import CheckpointError
 from npbert.feature_based import FIELD
 from npbert.heads.head import classifier_dropout
-from npbert.heads.params import HEAD_FIELDS, check_head_fits_task, label_names_of
+from npbert.heads.params import HEAD_FIELDS, label_names_of
+from npbert.tasks.checkpoint_fit import check_head_fits_task
 from npbert.tasks.registry import TASKS
 
 

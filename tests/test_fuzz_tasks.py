@@ -15,7 +15,6 @@ from fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
 from npbert.errors import DataError
 from npbert.tasks.encoding import encode_sequences
 from npbert.finetuned import label_names
-from npbert.heads.registry import HEADS, head_of
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
@@ -94,7 +93,7 @@ def check_file(task_name, path, data: bytes):
         assert str(path) in str(result), str(result)
     else:
         examples, labels = result
-        check_examples(TASKS[task_name].kind, examples)
+        check_examples(TASKS[task_name].head.name, examples)
         assert labels is None or (isinstance(labels, list) and all(isinstance(s, str) for s in labels))
 
 
@@ -103,7 +102,7 @@ def test_the_valid_files_are_valid(tmp_path, task_name, name, text):
     # the seeds of the mutation fuzzing must be read, or the mutations test only the error paths
     (tmp_path / name).write_text(text, "utf-8")
     examples, _ = read(task_name, tmp_path / name)
-    check_examples(TASKS[task_name].kind, examples)
+    check_examples(TASKS[task_name].head.name, examples)
 
 
 # --- hand-written cases ---------------------------------------------------------------------------
@@ -257,15 +256,15 @@ def test_random_bytes(work, task_format, data):
 
 
 @fuzz
-@given(kind=st.sampled_from(list(HEADS)),
+@given(task=st.sampled_from(list({t.format: t for t in TASKS.values()}.values())),   # a task of each format
        text=st.text(st.sampled_from("ab \t\n\r\x0b\x0c\x1c\x85\u2028\u3000\x00é中") | st.characters(), max_size=80))
-def test_lines_to_predict_on(kind, text):
+def test_lines_to_predict_on(task, text):
     """npbert predict's lines (read with readlines(), universal newlines): one example per line
     (None for a blank one, which predict answers "(empty)"), or a DataError."""
     lines = io.StringIO(text, newline=None).readlines()
-    result = outcome(examples_from_lines, head_of(kind), lines, "input.txt")
+    result = outcome(examples_from_lines, task.format, lines, "input.txt")
     if isinstance(result, DataError):
         assert "input.txt" in str(result)
     else:
         assert len(result) == len(lines) and all((ex is None) == (not line.strip()) for ex, line in zip(result, lines))
-        check_examples(kind, [ex for ex in result if ex is not None])
+        check_examples(task.head.name, [ex for ex in result if ex is not None])

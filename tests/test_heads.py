@@ -15,12 +15,12 @@ from npbert.errors import CheckpointError, InputError
 from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gradchecks
 from npbert.model import init_params
 from npbert.heads.params import check_head, finetuned_config, head_shapes, init_head, label_names_of
-from npbert.heads.registry import HEADS, head_of
+from npbert.heads.registry import HEADS
 from npbert.task_model import model_of, task_model_backward, task_model_forward
 
 
 def model_forward(kind):
-    forward, _ = model_of(BertConfig(), kind)        # a config without a feature-based choice: BertFor<kind>
+    forward, _ = model_of(BertConfig(), HEADS[kind])        # a config without a feature-based choice: BertFor<kind>
     return forward
 
 
@@ -69,7 +69,7 @@ def test_every_parameter_of_a_tiny_model_with_head(kind):
     d = Dims(B=2, T=3, heads=1, head_size=2, I=3, V=5, layers=1, dropout=0.2, lengths=(2, 3))
     config, rng = d.config(), np.random.default_rng(1)
     params = {k: v for k, v in init_params(config, rng, np.float64).items() if not k.startswith("cls.")}
-    params.update(init_head(config, head_of(kind), 3, rng, np.float64))
+    params.update(init_head(config, HEADS[kind], 3, rng, np.float64))
     params = {k: v * 20 if v.ndim == 2 else v + 0.1 * rng.standard_normal(v.shape) for k, v in params.items()}
     ids, mask = rng.integers(0, 5, (2, 3)), d.attention_mask()
     if kind == "multiple_choice":
@@ -81,7 +81,7 @@ def test_every_parameter_of_a_tiny_model_with_head(kind):
     else:
         data = dict(input_ids=ids, attention_mask=mask,
                     labels=np.array([[0, 2, -100], [1, 1, 0]]) if kind == "token_classification" else np.array([2, 0]))
-    forward, backward = model_of(config, kind)
+    forward, backward = model_of(config, HEADS[kind])
 
     def run(p):
         out, cache = forward(p, config, **data, rng=d.rng())
@@ -112,7 +112,7 @@ def test_loss_logits_and_every_gradient_match_transformers(prefix, packed):
     prediction or metric reads) and is compared at the real tokens."""
     kind, config, params, hf_grads, inputs, hf_out = fixture_case(prefix)
     backward = task_model_backward
-    forward = model_of(config, kind)[0] if packed else functools.partial(task_model_forward, head_of(kind))
+    forward = model_of(config, HEADS[kind])[0] if packed else functools.partial(task_model_forward, HEADS[kind])
     out, cache = forward(params, config, **inputs)
     assert abs(float(out["loss"]) - float(hf_out["loss"])) < 1e-12
     real = np.asarray(inputs.get("attention_mask", 1)) == 1
@@ -136,7 +136,7 @@ def tiny(kind, num_labels=3, seed=0, dtype=np.float64):
                         max_position_embeddings=12, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
     rng = np.random.default_rng(seed)
     params = {k: v for k, v in init_params(config, rng, dtype).items() if not k.startswith("cls.")}
-    params.update(init_head(config, head_of(kind), num_labels, rng, dtype))
+    params.update(init_head(config, HEADS[kind], num_labels, rng, dtype))
     return config, params
 
 
@@ -188,7 +188,7 @@ def test_float32_heads_agree_with_float64():
         ids = np.random.default_rng(5).integers(0, 20, (2, 2, 5) if kind == "multiple_choice" else (2, 5))
         labels = dict(question_answering=dict(start_positions=[1, 2], end_positions=[2, 3]),
                       token_classification=dict(labels=np.zeros((2, 5), int))).get(kind, dict(labels=[1, 0]))
-        forward, backward = model_of(c, kind)
+        forward, backward = model_of(c, HEADS[kind])
         o64, c64 = forward(p64, c, ids, **labels)
         o32, c32 = forward(p32, c, ids, **labels)
         assert o32["loss"].dtype == np.float32
@@ -229,28 +229,28 @@ def test_bad_labels_are_clear_errors():
     with pytest.raises(InputError, match="3-D"):
         multiple_choice_forward(params, config, ids, labels=[0, 1])
     with pytest.raises(InputError, match="both start_positions and end_positions"):
-        question_answering_forward({**params, **init_head(config, head_of("question_answering"), 2, np.random.default_rng(0))},
+        question_answering_forward({**params, **init_head(config, HEADS["question_answering"], 2, np.random.default_rng(0))},
                                    config, ids, start_positions=[0, 1])
 
 
 def test_check_head_names_the_checkpoint_when_the_hidden_size_does_not_fit():
     config, params = tiny("sequence_classification")
-    assert check_head(params, config, head_of("sequence_classification"), "ckpt") == 3
+    assert check_head(params, config, HEADS["sequence_classification"], "ckpt") == 3
     params["classifier.weight"] = np.zeros((3, 7))
     with pytest.raises(CheckpointError, match="ckpt: classifier.weight has shape .*hidden_size 8"):
-        check_head(params, config, head_of("sequence_classification"), "ckpt")
+        check_head(params, config, HEADS["sequence_classification"], "ckpt")
     with pytest.raises(CheckpointError, match="no qa_outputs"):
-        check_head(params, config, head_of("question_answering"), "ckpt")
+        check_head(params, config, HEADS["question_answering"], "ckpt")
 
 
 def test_finetuned_config_uses_hugging_face_fields():
     config = BertConfig(vocab_size=20, hidden_size=8, num_attention_heads=2)
-    c = finetuned_config(config, head_of("sequence_classification"), ["neg", "pos"])
+    c = finetuned_config(config, HEADS["sequence_classification"], ["neg", "pos"])
     d = c.to_dict()
     assert d["architectures"] == ["BertForSequenceClassification"] and d["num_labels"] == 2
     assert d["id2label"] == {"0": "neg", "1": "pos"} and d["label2id"] == {"neg": 0, "pos": 1}
     assert d["problem_type"] == "single_label_classification"
     assert label_names_of(BertConfig.from_dict(json.loads(c.to_json_string()))) == ["neg", "pos"]
-    assert finetuned_config(config, head_of("sequence_classification"), ["score"]).extra["problem_type"] == "regression"
-    assert finetuned_config(config, head_of("question_answering")).extra["architectures"] == ["BertForQuestionAnswering"]
-    assert head_shapes(config, head_of("multiple_choice")) == {"classifier.weight": (1, 8), "classifier.bias": (1,)}
+    assert finetuned_config(config, HEADS["sequence_classification"], ["score"]).extra["problem_type"] == "regression"
+    assert finetuned_config(config, HEADS["question_answering"]).extra["architectures"] == ["BertForQuestionAnswering"]
+    assert head_shapes(config, HEADS["multiple_choice"]) == {"classifier.weight": (1, 8), "classifier.bias": (1,)}

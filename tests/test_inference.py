@@ -244,7 +244,7 @@ def test_the_commands_run_the_packed_forward(monkeypatch):
     params = head_models(head, 3, 0)[1]
     features = [dict(input_ids=[2] + [5 + i] * n + [3], token_type_ids=[0] * (n + 2), labels=n % 3)
                 for i, n in enumerate((3, 9, 1, 6, 6))]
-    outputs, loss = run_model(params, CONFIG, head.kind, features, 2, 0)
+    outputs, loss = run_model(params, CONFIG, head, features, 2, 0)
     assert len(outputs) == 5 and outputs[0].shape == (3,) and np.isfinite(loss)
 
     class Heldout:

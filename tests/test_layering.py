@@ -20,7 +20,7 @@ LAYERS = [
     ("npbert.backend", 4),
     ("npbert.layers", 5), ("npbert.optim", 5),
     ("npbert.model", 6),
-    ("npbert.feature_based", 7), ("npbert.tasks.encoding", 7), ("npbert.tasks.qa", 7),
+    ("npbert.feature_based", 7),
     ("npbert.heads", 8), ("npbert.checkpoint", 8),
     ("npbert.task_model", 8.5),
     ("npbert.inference", 8.7), ("npbert.fill_mask", 8.8),

@@ -164,11 +164,12 @@ def test_params_without_a_pooler_are_a_clear_error_for_the_heads_that_need_one()
     """A BertModel saved without a pooler (HF's add_pooling_layer=False) runs as BertModel and
     for token-level heads; NSP and sequence classification say what is missing, instead of an
     AttributeError on None deep inside."""
+    from npbert.heads.registry import HEADS
     from npbert.task_model import model_of
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, max_position_embeddings=8)
     (sequence_classification_forward, _), (token_classification_forward, _) = (
-        model_of(config, kind) for kind in ("sequence_classification", "token_classification"))
+        model_of(config, HEADS[kind]) for kind in ("sequence_classification", "token_classification"))
     params = {k: v for k, v in init_params(config, np.random.default_rng(0)).items() if "pooler" not in k}
     ids = np.array([[1, 2, 3], [4, 5, 6]])
     (h, pooled), _ = bert_forward(params, config, ids)

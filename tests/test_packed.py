@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import npbert
 from npbert.config import BertConfig
 from npbert.errors import InputError
-from npbert.heads.registry import head_of
+from npbert.heads.registry import HEADS
 from npbert.heads.params import init_head
 from npbert.layers.layout import Packed, Padded
 from npbert.model import (IGNORE_INDEX, init_params, packed_pretraining_backward, packed_pretraining_forward,
@@ -139,7 +139,7 @@ def head_batch(kind, seed, B, T, gaps):
 @SETTINGS
 @given(seed=st.integers(0, 999), B=st.integers(1, 3), T=st.integers(2, 10), gaps=st.booleans())
 def test_packed_task_model_is_the_padded_one(kind, seed, B, T, gaps):
-    head = head_of(kind)
+    head = HEADS[kind]
     params = params_of(seed)
     params.update(init_head(CONFIG, head, 1 if kind == "multiple_choice" else 3, np.random.default_rng(seed), np.float64))
     inputs, targets = head_batch(kind, seed, B, T, gaps)

@@ -62,13 +62,13 @@ def test_model_without_pretraining_heads_gets_new_ones(tmp_path, data_dir, first
     heads start random, a task head is left out, and the run saves a pretraining config."""
     from npbert.checkpoint import save_pretrained
     from npbert.heads.params import finetuned_config
-    from npbert.heads.registry import head_of
+    from npbert.heads.registry import HEADS
     ckpt, _ = first_run
     loaded = load_pretrained(ckpt)
     encoder = {k: v for k, v in loaded.params.items() if k.startswith("bert.")}
     head = {"classifier.weight": np.zeros((2, SMALL["hidden_size"]), np.float32),
             "classifier.bias": np.zeros(2, np.float32)}
-    save_pretrained(str(tmp_path / "ft"), finetuned_config(loaded.config, head_of("sequence_classification"), ["a", "b"]),
+    save_pretrained(str(tmp_path / "ft"), finetuned_config(loaded.config, HEADS["sequence_classification"], ["a", "b"]),
                     {**encoder, **head}, loaded.tokenizer)
     said = []
     pretrain(options(tmp_path, data_dir, model=str(tmp_path / "ft"), model_overrides=None, steps=2,

@@ -12,7 +12,7 @@ from npbert.tasks import qa
 from npbert.data.builtin_tasks import read as read_builtin
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
 from npbert.finetuned import label_names, majority_baseline
-from npbert.heads.registry import head_of
+from npbert.tasks.formats import CHOICES, SCORES, SENTENCES, SPANS
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, get_task, read_examples
 from npbert.tokenizer import BertTokenizer
@@ -48,7 +48,7 @@ def test_glue_layouts(tmp_path):
     assert (r["text"], r["text_pair"], r["label"]) == ('A "quoted" one', "B", "neutral")
     sts = write(tmp_path, "sts.tsv", "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2"
                                      "\tscore\n0\tg\tf\t2012\t1\ts\ts\ta cat\tthe cat\t4.250\n")
-    assert TASKS["sts-b"].regression and read_examples(TASKS["sts-b"], sts)[0]["label"] == "4.250"
+    assert TASKS["sts-b"].format is SCORES and read_examples(TASKS["sts-b"], sts)[0]["label"] == "4.250"
     test = write(tmp_path, "test.tsv", "index\tquestion\tsentence\n0\twho\tthe cat\n")
     assert read_examples(TASKS["qnli"], test)[0]["label"] is None            # test files: no labels
 
@@ -342,15 +342,15 @@ def test_qa_errors(tok):
 # --- decode and score per kind --------------------------------------------------------------------------
 
 def encode(task, *args):
-    return head_of(task.kind).encode(task, *args)
+    return task.format.encode(*args)
 
 
 def decode(task, *args):
-    return head_of(task.kind).decode(task, *args)
+    return task.format.decode(*args)
 
 
 def score(task, *args):
-    return head_of(task.kind).score(task, *args)
+    return task.format.score(*args, metrics=task.metrics)
 
 
 def test_decode_and_score_each_kind(tok):
@@ -391,7 +391,7 @@ def test_majority_baseline_repeats_the_most_frequent_training_answer():
 
 
 def test_lines_for_predict():
-    sequence, choice, span = (head_of(k) for k in ("sequence_classification", "multiple_choice", "question_answering"))
+    sequence, choice, span = SENTENCES, CHOICES, SPANS
     examples = examples_from_lines(sequence, ["a\tb\n", "\n", "c\n"])
     assert examples[1] is None and examples[2]["text_pair"] is None      # a blank line keeps its place
     assert examples_from_lines(choice, ["ctx\te1\te2\n"])[0]["endings"] == ["e1", "e2"]

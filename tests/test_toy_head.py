@@ -9,7 +9,7 @@ from test_finetune import micro, random_checkpoint  # noqa: F401  (the fixture)
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.finetune import FinetuneOptions, finetune
-from npbert.gradcheck import check
+from npbert.gradcheck import Dims, check, run_gradchecks
 from npbert.heads.registry import HEADS
 from npbert.model import init_params
 from npbert.task_model import model_of
@@ -29,9 +29,9 @@ def read_toy(split):
 
 @pytest.fixture
 def toy(monkeypatch):
-    monkeypatch.setitem(HEADS, toy_head.HEAD.kind, toy_head.HEAD)          # the one line a new head adds
-    task = Task("toy-length", toy_head.HEAD.kind, read_toy, ("accuracy",), ("short", "long"), generated=True,
-                max_seq_length=16)
+    monkeypatch.setitem(HEADS, toy_head.HEAD.name, toy_head.HEAD)          # the one line a new head adds
+    task = Task("toy-length", toy_head.HEAD, toy_head.ToyLines(), read_toy, ("accuracy",), ("short", "long"),
+                generated=True, max_seq_length=16)
     monkeypatch.setitem(TASKS, task.name, task)                            # and a task that uses it
     return task
 
@@ -56,11 +56,18 @@ def test_the_toy_head_is_a_layer_pair_that_passes_the_gradient_check(toy):
                         attention_probs_dropout_prob=0.0)
     params = {k: v * 10 if v.ndim == 2 else v for k, v in init_params(config, rng, np.float64, heads=False).items()}
     params.update({"toy.weight": rng.standard_normal((2, 4)), "toy.bias": rng.standard_normal(2)})
-    forward, model_backward = model_of(config, toy.kind)
+    forward, model_backward = model_of(config, toy.head)
     ids = rng.integers(0, 12, (2, 5))
     r = check("bert_for_toy", params, lambda p: _loss(forward(p, config, ids, labels=np.array([1, 0]))),
               model_backward)
     assert r.passed and r.max_error < 1e-6, r.errors
+
+
+def test_npbert_gradcheck_takes_its_rows_from_the_list_of_heads(toy):
+    # the entry in HEADS is all it takes: the head alone, over BertModel, and on frozen features
+    rows = ["toy_head", "bert_for_toy_length", "feature_based[toy_length]"]
+    for r in run_gradchecks(Dims(), names=rows):
+        assert r.passed and r.max_error < 1e-6, (r.name, r.errors)
 
 
 def _loss(out_and_cache):

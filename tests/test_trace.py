@@ -20,7 +20,7 @@ from npbert.layers.pooler import pooler_forward
 from npbert.model import bert_forward, init_params, pretraining_backward, pretraining_forward
 from npbert.ops import cross_entropy_forward, softmax_forward
 from npbert.heads.params import init_head
-from npbert.heads.registry import head_of
+from npbert.heads.registry import HEADS
 from npbert.task_model import model_of
 from npbert.trace import Trace
 
@@ -162,11 +162,11 @@ def test_the_numba_trace_matches_the_reference():
 ])
 def test_every_task_model_traces_its_head(kind, labels, head_names):
     p = {k: v for k, v in params().items() if k.startswith("bert.")}
-    p.update(init_head(CONFIG, head_of(kind), 3, np.random.default_rng(3), np.float64))
+    p.update(init_head(CONFIG, HEADS[kind], 3, np.random.default_rng(3), np.float64))
     b = {k: batch()[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
     if kind == "multiple_choice":
         b = {k: np.stack([v, v[::-1]], axis=1) for k, v in b.items()}             # (B, C=2, T)
-    forward, backward = model_of(CONFIG, kind)
+    forward, backward = model_of(CONFIG, HEADS[kind])
     for backend_name in ("numpy", "numba"):
         with backend.use_backend(backend_name):
             trace = Trace()

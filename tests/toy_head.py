@@ -1,6 +1,8 @@
 """A toy head, written as docs/heads.md says a new head is written: this one file (plus one
 entry in HEADS, which tests/test_toy_head.py makes). It guesses from the [CLS] position whether
-a text is "short" or "long", with a linear layer of its own ("toy") and no dropout.
+a text is "short" or "long", with a linear layer of its own ("toy") and no dropout. Its task's
+examples are sentences (npbert/tasks/formats.py's Sentences, reused), read one per line and
+printed with their length.
 
     logits = x W^T + b        x: (B, F) at [CLS] -> logits: (B, 2);  loss = CE(logits, labels)
 """
@@ -8,13 +10,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numpy as np
-
 from npbert import backend
-from npbert.heads.choice import baseline, gold, score   # one label per example, scored by accuracy: reused
-from npbert.heads.head import CLS, Encoded, Head, int_labels, label_fields
+from npbert.heads.head import CLS, Head, int_labels, label_fields
 from npbert.ops import CrossEntropyCache, LinearCache
-from npbert.tasks.encoding import encode_sequences
+from npbert.tasks.formats import Sentences
 
 W = "toy"
 
@@ -44,19 +43,18 @@ def toy_head_backward(dloss, cache: ToyHeadCache, trace):
     return dx, {W + ".weight": dw, W + ".bias": db}
 
 
-def encode(task, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
-    return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels))
-
-
-def decode(task, examples, encoded, outputs, labels, options=None) -> list:
-    return [labels[int(np.argmax(o))] for o in outputs]
-
-
 HEAD = Head(
-    kind="toy_length", architecture="BertForToyLength", weight=W, reads=CLS, choices=False, targets=("labels",),
+    name="toy_length", architecture="BertForToyLength", weight=W, reads=CLS, choices=False, targets=("labels",),
     num_outputs=lambda num_labels: 2, forward=toy_head_forward, backward=toy_head_backward,
-    output_of=lambda out, b, T: out["logits"][b], encode=encode, decode=decode, gold_key="label", gold=gold,
-    score=score, baseline=baseline, label_names=lambda task, train_examples: ["short", "long"],
-    line_fields="a text", from_line=lambda fields, line, n, where: dict(text=line, text_pair=None, where=where),
-    format=lambda task, example, output, prediction: f"{prediction} ({len(example['text'].split())} words)",
-    labelled=True, config_fields=label_fields)          # its outputs have names: saved as id2label
+    output_of=lambda out, b, T: out["logits"][b], config_fields=label_fields)   # its outputs have names: id2label
+
+
+class ToyLines(Sentences):
+    """A text per line, whatever its tabs; a prediction printed with the text's length in words."""
+    line_fields = "a text"
+
+    def from_line(self, fields, line, n, where):
+        return dict(text=line, text_pair=None, where=where)
+
+    def format(self, example, output, prediction):
+        return f"{prediction} ({len(example['text'].split())} words)"

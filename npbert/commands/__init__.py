@@ -44,5 +44,5 @@ def check_checkpoint_task(directory, task) -> None:
     """Refuse a fine-tuned checkpoint whose head or labels do not fit task, from its config.json
     alone (before the weights are read): a classifier's logits decoded as tags are nonsense."""
     from npbert.checkpoint import load_config
-    from npbert.heads.params import check_head_fits_task
+    from npbert.tasks.checkpoint_fit import check_head_fits_task
     check_head_fits_task(load_config(directory), task, directory)

@@ -8,7 +8,7 @@ from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
-    from npbert.heads.registry import HEADS
+    from npbert.tasks.formats import FORMATS
     from npbert.tasks.registry import TASKS
     p = sub.add_parser("predict", help="predict with a fine-tuned checkpoint on texts (one per line, or stdin)",
                        description="Predict with a fine-tuned checkpoint: one output line per input line (a label, "
@@ -18,7 +18,7 @@ def register(sub):
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (it fixes the input format)")
     p.add_argument("--input", default="-", help="text file, one example per line: "
-                   + " | ".join(h.line_fields for h in HEADS.values()) + " (default: stdin)")
+                   + " | ".join(dict.fromkeys(f.line_fields for f in FORMATS)) + " (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
     p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout)")
     p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
@@ -30,31 +30,30 @@ def register(sub):
 def run(args):
     from npbert.errors import DataError
     from npbert.finetuned import check_max_length, load_finetuned, run_model
-    from npbert.heads.registry import head_of
     from npbert.reading import read_stream
     from npbert.tasks.files import decode_lines, read_lines
     from npbert.tasks.lines import EMPTY, examples_from_lines
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
-    head = head_of(task.kind)
+    format = task.format
     check_checkpoint_task(args.checkpoint, task)
     config, params, tokenizer, labels = load_finetuned(args.checkpoint, task)
     if args.task_file:
         lines = read_examples(task, args.input)
     elif args.input == "-":
         if sys.stdin.isatty():                          # someone typing: say what to type, and how to finish
-            print(f"npbert predict: type one example per line ({head.line_fields}), then Ctrl-D to end",
+            print(f"npbert predict: type one example per line ({format.line_fields}), then Ctrl-D to end",
                   file=sys.stderr, flush=True)
-        lines = examples_from_lines(head, decode_lines(read_stream(sys.stdin.buffer, "<stdin>", "input"), "<stdin>"))
+        lines = examples_from_lines(format, decode_lines(read_stream(sys.stdin.buffer, "<stdin>", "input"), "<stdin>"))
     else:
-        lines = examples_from_lines(head, read_lines(args.input, "input file"), args.input)
+        lines = examples_from_lines(format, read_lines(args.input, "input file"), args.input)
     examples = [ex for ex in lines if ex is not None]   # a blank line: no example, EMPTY in its place
     max_len = args.max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
-    encoded = head.encode(task, examples, tokenizer, max_len, labels)
-    outputs, _ = run_model(params, config, task.kind, encoded.features, args.batch_size, tokenizer.pad_token_id)
-    predictions = iter(zip(examples, outputs, head.decode(task, examples, encoded, outputs, labels)))
-    text = "".join((EMPTY if ex is None else head.format(task, *next(predictions))) + "\n" for ex in lines)
+    encoded = format.encode(examples, tokenizer, max_len, labels)
+    outputs, _ = run_model(params, config, task.head, encoded.features, args.batch_size, tokenizer.pad_token_id)
+    predictions = iter(zip(examples, outputs, format.decode(examples, encoded, outputs, labels)))
+    text = "".join((EMPTY if ex is None else format.format(*next(predictions))) + "\n" for ex in lines)
     if args.output == "-":
         sys.stdout.write(text)
     else:

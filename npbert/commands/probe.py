@@ -32,6 +32,7 @@ def run(args):
     from npbert.commands.minimal_pairs import check_output_files, require_tokenizer
     from npbert.linguistics.minimal_pairs import random_like
     from npbert.linguistics.probes import probe_layers
+    from npbert.tasks.formats import TAGS
     check_output_files([p for p in (args.json,) if p])
     task, splits, names = probe_task(args)
     loaded = load_pretrained(args.checkpoint, strict=False)
@@ -44,7 +45,7 @@ def run(args):
         results[name] = probe_layers(*features, num_classes=len(names))
     majority = majority_share(features)
     print(f"probing {task.name}: {len(features[0].labels):,} train / {len(features[1].labels):,} dev / "
-          f"{len(features[2].labels):,} test {'words' if task.kind == 'token_classification' else 'sentences'}; "
+          f"{len(features[2].labels):,} test {'words' if task.format is TAGS else 'sentences'}; "
           f"majority class: dev {majority[1]:.3f}, test {majority[2]:.3f}")
     print("\n".join(format_results(results)))
     if args.json:
@@ -58,11 +59,11 @@ def probe_task(args):
     """The task, its train / dev / test examples and its label names (a DataError for a task a
     probe cannot read)."""
     from npbert.errors import DataError
+    from npbert.tasks.formats import SENTENCES, TAGS
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
-    if task.kind not in ("sequence_classification", "token_classification") or task.regression:
-        raise DataError(f"a probe classifies sentences or tokens; {task.name} is a "
-                        f"{'regression' if task.regression else task.kind.replace('_', ' ')} task")
+    if task.format not in (SENTENCES, TAGS):
+        raise DataError(f"a probe classifies sentences or tokens; {task.name} is a {task.format.about} task")
     if not task.generated and task.name != "rt-polarity":
         raise DataError(f"{task.name} reads files; a probe needs a task with train/dev/test splits built in "
                         "(rt-polarity, builtin-*)")
@@ -74,8 +75,9 @@ def probe_task(args):
 
 def features_of(task, params, config, tokenizer, examples, names, args):
     from npbert.linguistics.probes import sentence_features, token_features
+    from npbert.tasks.formats import TAGS
     length = args.max_seq_length or task.max_seq_length
-    make = token_features if task.kind == "token_classification" else sentence_features
+    make = token_features if task.format is TAGS else sentence_features
     return make(params, config, tokenizer, examples, names, length)
 
 

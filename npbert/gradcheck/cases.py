@@ -34,9 +34,10 @@ from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
 from npbert.layers.scalar_mix import W as MIX_W
 from npbert.feature_based import with_features
-from npbert.heads import choice, sequence, span, token
-from npbert.heads.head import CLS
+from npbert.heads import sequence, span
+from npbert.heads.head import CLS, TOKENS
 from npbert.heads.params import init_head
+from npbert.heads.registry import HEADS
 from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.layers.layout import Packed, Padded
 from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
@@ -461,6 +462,7 @@ def select_checks(names, patterns, what="gradient check") -> list:
 # --- the fine-tuning heads (npbert/heads/) and models (npbert/task_model.py) ------------------------------------------------------
 
 NUM_LABELS, NUM_CHOICES = 3, 2
+FEATURE_ROWS = ("weighted-last-four", "concat-last-four", "weighted-all", "second-to-last")   # one head each
 
 
 def head_cases(d: Dims, params, batch, rng):
@@ -486,18 +488,9 @@ def head_cases(d: Dims, params, batch, rng):
     inputs3["input_ids"][:, 1] = rng.integers(1, d.V, (B, T))             # the choices differ (no [PAD])
     token_labels = rng.integers(0, K, (B, T))
     token_labels[(np.arange(T) == 0) | (batch["attention_mask"] == 0)] = ops.IGNORE_INDEX   # [CLS], padding
-    models = [
-        ("bert_for_sequence_classification", sequence.HEAD, K,
-         dict(labels=rng.integers(0, K, B)), f"({B},{T}) -> ({B},{K})"),
-        ("bert_for_sequence_regression", sequence.HEAD, 1,
-         dict(labels=_normal(rng, B).astype(d.dtype)), f"({B},{T}) -> ({B},1), MSE"),
-        ("bert_for_token_classification", token.HEAD, K,
-         dict(labels=token_labels), f"({B},{T}) -> ({B},{T},{K})"),
-        ("bert_for_question_answering", span.HEAD, 2,
-         dict(start_positions=start, end_positions=end), f"({B},{T}) -> ({B},{T},2)"),
-        ("bert_for_multiple_choice", choice.HEAD, 1,
-         dict(labels=rng.integers(0, C, B)), f"({B},{C},{T}) -> ({B},{C})"),
-    ]
+    pool = dict(token_labels=token_labels, start=start, end=end)
+    models = [(f"bert_for_{name}", head, k, labels, _model_shapes(d, head, k))
+              for name, head, k, labels in _head_rows(d, pool, rng)]
 
     def inputs_of(head):                                                  # (B, C, T) for a head with choices
         return inputs3 if head.choices else {k2: batch[k2] for k2 in inputs3}
@@ -509,17 +502,53 @@ def head_cases(d: Dims, params, batch, rng):
         pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and head.reads == CLS]
         # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
         # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
-        emb = [k2 for k2 in far_end if not (head is span.HEAD and k2 == WORD)]
+        emb = [k2 for k2 in far_end if not (head.reads_padding and k2 == WORD)]
         add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
             functools.partial(_task_model_run, forward, fixed, config, {**data, **labels}, d.rng),
             lambda dl, c: task_model_backward(dl, c), f"{shapes} head,{'pooler,' if pooler else ''}emb",
             model=ModelCall(forward, backward, config, fixed, {**data, **labels}))
 
-    same_as = {head.kind: (labels, shapes) for name, head, k, labels, shapes in models
-               if name != "bert_for_sequence_regression"}                 # each head's targets and shapes
+    same_as = {head.name: (labels, shapes) for name, head, k, labels, shapes in models
+               if name == f"bert_for_{head.name}"}                        # each head's targets and shapes
     feature_based_cases(d, add, head_params, inputs_of, same_as, rng)
-    cases.update(head_alone_cases(d, config, head_params, token_labels, start, end, rng))
+    cases.update(head_alone_cases(d, config, head_params, pool, rng))
     return cases
+
+
+def _head_rows(d: Dims, pool, rng) -> list:
+    """(name, head, K, targets) for each head of HEADS, and for a head whose one-output form is a
+    regression, that form too: every head of the one list is checked, drawing its targets from
+    what it reads (the pool: token labels and answer positions drawn before)."""
+    rows = []
+    for head in HEADS.values():
+        k = head.num_outputs(NUM_LABELS)
+        rows.append((head.name, head, k, _targets(d, head, k, pool, rng)))
+        if head.regression:
+            rows.append((head.regression, head, 1, _targets(d, head, 1, pool, rng)))
+    return rows
+
+
+def _targets(d: Dims, head, k, pool, rng) -> dict:
+    """Random targets of a head with k outputs: answer positions, a label per token, the right
+    choice, a class per sequence, or (one output: a regression, as Hugging Face's) a number."""
+    B = d.B
+    if "start_positions" in head.targets:
+        return dict(start_positions=pool["start"], end_positions=pool["end"])
+    if head.reads == TOKENS:
+        return dict(labels=pool["token_labels"])
+    if head.choices:
+        return dict(labels=rng.integers(0, NUM_CHOICES, B))
+    return dict(labels=rng.integers(0, k, B) if k > 1 else _normal(rng, B).astype(d.dtype))
+
+
+def _model_shapes(d: Dims, head, k) -> str:
+    """The row's description: input ids -> the head's logits."""
+    B, T, C = d.B, d.T, NUM_CHOICES
+    if head.choices:
+        return f"({B},{C},{T}) -> ({B},{C})"
+    if head.reads == TOKENS:
+        return f"({B},{T}) -> ({B},{T},{k})"
+    return f"({B},{T}) -> ({B},{k})" + (", MSE" if k == 1 else "")
 
 
 def head_layer_cases(d: Dims, add, head_params, rng) -> tuple:
@@ -563,39 +592,37 @@ def feature_based_cases(d: Dims, add, head_params, inputs_of, same_as, rng) -> N
         dict(states=np.stack(states)), golden=False)
     frozen_config = dataclasses.replace(d, layers=max(d.layers, 3)).config()
     frozen = {k: v for k, v in _case_params(frozen_config, rng, d.dtype).items() if not k.startswith("cls.")}
-    for head, k, features in ((sequence.HEAD, K, "weighted-last-four"), (token.HEAD, K, "concat-last-four"),
-                              (span.HEAD, 2, "weighted-all"), (choice.HEAD, 1, "second-to-last")):
+    for i, head in enumerate(HEADS.values()):
+        k, features = head.num_outputs(K), FEATURE_ROWS[i % len(FEATURE_ROWS)]
         fconfig = with_features(frozen_config, features)
         hp = head_params(head, k, fconfig)
         if MIX_W in hp:
             hp[MIX_W] = _normal(rng, *hp[MIX_W].shape).astype(d.dtype)     # unequal layer weights
         data = inputs_of(head)
         forward = functools.partial(task_model_forward, head)
-        labels, shapes = same_as[head.kind]
-        add(f"feature_based[{head.kind}]", hp,
+        labels, shapes = same_as[head.name]
+        add(f"feature_based[{head.name}]", hp,
             functools.partial(_task_model_run, forward, frozen, fconfig, {**data, **labels}, d.rng),
             lambda dl, c: task_model_backward(dl, c),
             f"{features}: {shapes} L={fconfig.num_hidden_layers}", dict(data, **labels),
             golden=False)
 
 
-def head_alone_cases(d: Dims, config, head_params, token_labels, start, end, rng) -> dict:
+def head_alone_cases(d: Dims, config, head_params, pool, rng) -> dict:
     """Each head of npbert/heads/ as a layer with its loss, on random encoder outputs x (the rows
-    above reach them through the models too). Not golden vectors, drawn from rng after every
-    other case, so those stay as they were."""
-    B, T, H, K, C = d.B, d.T, d.H, NUM_LABELS, NUM_CHOICES
-    rows = [("sequence_head", sequence.HEAD, K, (B, H), dict(labels=rng.integers(0, K, B))),
-            ("sequence_head[regression]", sequence.HEAD, 1, (B, H), dict(labels=_normal(rng, B).astype(d.dtype))),
-            ("token_head", token.HEAD, K, (B, T, H), dict(labels=token_labels)),
-            ("span_head", span.HEAD, 2, (B, T, H), dict(start_positions=start, end_positions=end)),
-            ("choice_head", choice.HEAD, 1, (B, C, H), dict(labels=rng.integers(0, C, B)))]
+    above reach them through the models too), named after its forward (sequence_head_forward:
+    sequence_head). Not golden vectors, drawn from rng after every other case, so those stay as
+    they were."""
+    B, T, H, C = d.B, d.T, d.H, NUM_CHOICES
     cases = {}
-    for name, head, k, x_shape, targets in rows:
+    for name, head, k, targets in _head_rows(d, pool, rng):
+        layer = head.forward.__name__.removesuffix("_forward") + ("[regression]" if name == head.regression else "")
+        x_shape = (B, C, H) if head.choices else (B, T, H) if head.reads == TOKENS else (B, H)
         inputs = {"x": _normal(rng, *x_shape), **head_params(head, k)}
-        cases[name] = Case({n: np.asarray(v, d.dtype) for n, v in inputs.items()},
-                           functools.partial(_head_run, head, config, targets, d.rng),
-                           functools.partial(_head_backward, head),
-                           f"({','.join(map(str, x_shape))}) -> loss", dict(targets), golden=False)
+        cases[layer] = Case({n: np.asarray(v, d.dtype) for n, v in inputs.items()},
+                            functools.partial(_head_run, head, config, targets, d.rng),
+                            functools.partial(_head_backward, head),
+                            f"({','.join(map(str, x_shape))}) -> loss", dict(targets), golden=False)
     return cases
 
 

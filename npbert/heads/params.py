@@ -10,7 +10,6 @@ import numpy as np
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.feature_based import FIELD, FINE_TUNE, feature_choice, feature_width, mix_shapes, with_features
-from npbert.heads.registry import HEADS, head_of
 from npbert.layers.scalar_mix import GAMMA
 from npbert.layers.scalar_mix import W as MIX_W
 from npbert.model import truncated_normal
@@ -65,27 +64,6 @@ def check_head(params, config: BertConfig, head, where) -> int:
 def _shapes_text(shapes: dict) -> str:
     found = [f"{n} {s}" for n, s in shapes.items() if s is not None]
     return ", ".join(found) if found else "none"
-
-
-def check_head_fits_task(config: BertConfig, task, where) -> None:
-    """A fine-tuned checkpoint's config.json fits task (a tasks.registry.Task): the same head
-    (architectures), what the head itself checks (a sequence head: regression or classification
-    alike), for a task that fixes its labels the same label names (in any order: the checkpoint's
-    order is the one used), and a feature-based choice npbert knows that fits its layers. A config
-    that names no head is left to check_head, which looks at the weights."""
-    feature_choice(config, where)
-    head = head_of(task.kind)
-    saved, wanted = config.extra.get("architectures") or [], head.architecture
-    if saved and wanted not in saved:
-        known = {h.architecture for h in HEADS.values()}
-        hint = "" if set(saved) & known else \
-            f" (it has no task head: fine-tune it first, npbert finetune --model {where} --task {task.name})"
-        raise CheckpointError(f"{where} is a {'/'.join(saved)} checkpoint{hint}; task {task.name} needs a {wanted}")
-    names = label_names_of(config)
-    head.check_config(config, names, task, where)
-    if task.labels is not None and names is not None and sorted(names) != sorted(task.labels):
-        raise CheckpointError(f"{where} was fine-tuned with the labels {', '.join(names)}; task {task.name} has "
-                              f"the labels {', '.join(task.labels)}")
 
 
 def finetuned_config(config: BertConfig, head, label_names=None, features=FINE_TUNE) -> BertConfig:

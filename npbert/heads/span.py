@@ -10,22 +10,19 @@ window cut off (position >= T) adds no loss and a negative position becomes 0 ([
 npbert's own QA encoding never hands out such positions: an answer not inside a window is
 labelled 0, 0 ([CLS]), as the original BERT run_squad.py does.
 
-Examples: SQuAD v1.1's {"id", "question", "context", "answers"}, read in windows of the context
-(tasks/qa.py); the answer is the best span over the windows. SQuAD's F1 and exact match.
+The windows of a long context and the best span over them are the SPANS format's
+(npbert/tasks/formats.py, npbert/tasks/qa.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from npbert import backend
-from npbert import metrics as m
 from npbert.errors import InputError
-from npbert.heads.head import TOKENS, Encoded, Head, most_common
+from npbert.heads.head import TOKENS, Head
 from npbert.ops import CrossEntropyCache, LinearCache
-from npbert.tasks import qa
 from npbert.trace import NO_TRACE
 
 W = "qa_outputs"
@@ -108,57 +105,8 @@ def _positions(name, positions, B):
     return positions
 
 
-# --- around the model --------------------------------------------------------------------------------
-
-@dataclass
-class QAOptions:
-    doc_stride: int = qa.DOC_STRIDE
-    max_query_length: int = qa.MAX_QUERY_LENGTH
-    n_best_size: int = qa.N_BEST_SIZE
-    max_answer_length: int = qa.MAX_ANSWER_LENGTH
-
-
-def encode(task, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
-    """Each example -> one feature per window of its context (a long context has several)."""
-    o = options or QAOptions()
-    return Encoded(*qa.qa_features(examples, tokenizer, max_seq_length, o.doc_stride, o.max_query_length))
-
-
-def decode(task, examples, encoded, outputs, labels, options=None) -> list:
-    """(start (T,), end (T,)) per window -> each example's best answer {"text", "probability", ...}."""
-    o = options or QAOptions()
-    return qa.decode_answers(examples, encoded.features, encoded.contexts, [s for s, _ in outputs],
-                             [e for _, e in outputs], o.n_best_size, o.max_answer_length)
-
-
-def gold(task, examples) -> list:
-    return [[a["text"] for a in ex["answers"]] for ex in examples]
-
-
-def score(task, examples, predictions, labels=None) -> dict:
-    return m.squad_scores([p["text"] for p in predictions], gold(task, examples))
-
-
-def baseline(task, train_examples, dev_examples) -> list:
-    """The most frequent training answer text, for every question."""
-    return [{"text": most_common(texts[0] for texts in gold(task, train_examples))}] * len(dev_examples)
-
-
-def from_line(fields, line, n, where):
-    if len(fields) != 2:
-        return None
-    return dict(id=str(n), question=fields[0], context=fields[1], answers=[], where=where)
-
-
-def format_prediction(task, example, output, prediction) -> str:
-    return f"{prediction['text']}\t{prediction['probability']:.3f}"
-
-
 HEAD = Head(
-    kind="question_answering", architecture="BertForQuestionAnswering", weight=W, reads=TOKENS, choices=False,
+    name="question_answering", architecture="BertForQuestionAnswering", weight=W, reads=TOKENS, choices=False,
     reads_padding=True, targets=("start_positions", "end_positions"), num_outputs=lambda num_labels: 2,
     forward=span_head_forward, backward=span_head_backward,
-    output_of=lambda out, b, T: (out["start_logits"][b, :T], out["end_logits"][b, :T]),
-    encode=encode, decode=decode, gold_key="answers", gold=gold, score=score, baseline=baseline,
-    label_names=lambda task, train_examples: None, line_fields="question<TAB>context", from_line=from_line,
-    format=format_prediction)
+    output_of=lambda out, b, T: (out["start_logits"][b, :T], out["end_logits"][b, :T]))

@@ -9,6 +9,7 @@ sentences cost short sequences.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -16,6 +17,12 @@ from npbert.errors import DataError
 from npbert.ops import IGNORE_INDEX
 
 TARGETS = ("labels", "start_positions", "end_positions")
+
+
+@dataclass
+class Encoded:
+    features: list                                 # one dict of lists per model input
+    contexts: list = field(default_factory=list)   # QA: each example's context token offsets
 
 
 def label_ids(example, index, regression):

@@ -1,5 +1,5 @@
 """Examples from plain lines of text, for `npbert predict`: one example per line, fields
-separated by tabs, in the form the task's head reads (npbert/heads/, its line_fields):
+separated by tabs, as the task's format reads them (formats.py, its line_fields):
 
     sequence classification   text            or  text<TAB>text_pair
     token classification      words separated by spaces
@@ -16,7 +16,7 @@ from npbert.errors import DataError
 EMPTY = "(empty)"                        # the prediction for a blank line
 
 
-def examples_from_lines(head, lines, source="<stdin>") -> list:
+def examples_from_lines(format, lines, source="<stdin>") -> list:
     """-> one example per line, None for a blank one (DataError if every line is blank)."""
     examples = []
     for n, line in enumerate(lines, start=1):
@@ -25,9 +25,9 @@ def examples_from_lines(head, lines, source="<stdin>") -> list:
             examples.append(None)
             continue
         where, fields = f"{source}:{n}", line.split("\t")
-        example = head.from_line(fields, line, n, where)
+        example = format.from_line(fields, line, n, where)
         if example is None:
-            raise DataError(f"{where}: expected {head.line_fields}, found {len(fields)} tab-separated field(s)")
+            raise DataError(f"{where}: expected {format.line_fields}, found {len(fields)} tab-separated field(s)")
         examples.append(example)
     if not any(examples):
         raise DataError(f"{source}: no text to predict on")

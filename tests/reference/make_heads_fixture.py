@@ -26,7 +26,7 @@ import transformers
 from npbert.checkpoint import save_pretrained
 from npbert.config import BertConfig
 from npbert.heads.params import finetuned_config
-from npbert.heads.registry import head_of
+from npbert.heads.registry import HEADS as NPBERT_HEADS
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "heads_gradients.npz")
 CONFIG = dict(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=20,
@@ -124,7 +124,7 @@ def check_npbert_checkpoint_opens_in_hf(prefix, cls, kind, num_labels, model, sh
     params = {n: p.detach().numpy() for n, p in model.named_parameters()}
     pooler = {n: p.numpy() for n, p in shared.items() if n.startswith("bert.pooler.")}
     labels = [f"label_{i}" for i in range(num_labels)] if kind.endswith("classification") else None
-    config = finetuned_config(BertConfig(**CONFIG), head_of(kind), labels)
+    config = finetuned_config(BertConfig(**CONFIG), NPBERT_HEADS[kind], labels)
     with tempfile.TemporaryDirectory() as tmp:
         save_pretrained(tmp, config, {**pooler, **params})
         reopened = cls.from_pretrained(tmp, torch_dtype=torch.float64)

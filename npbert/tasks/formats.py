@@ -1,0 +1,310 @@
+"""The shapes of a task's examples and what the code around the model does with them, one class
+each (google-research/bert's DataProcessor, with the post-processing that belongs to it). A Task
+(registry.py) holds one of these and its head (npbert/heads/: the layers, the loss, the Hugging
+Face names); the head never sees an example.
+
+    SENTENCES   {"text", "text_pair", "label"}                     a label per sequence or pair
+    SCORES      the same, a number as the label                    regression (one output, MSE)
+    TAGS        {"words", "tags"}                                  a tag per word
+    SPANS       {"id", "question", "context", "answers"}           an answer span in the context
+    CHOICES     {"context", "endings", "label"}                    which ending continues
+
+Each says how examples become features (encode) and the model's outputs predictions (decode),
+the gold answers and their metrics (score, the task's first metric first), the majority guess a
+run must beat (baseline), the label names, what a checkpoint's outputs must be, and the plain
+lines `npbert predict` reads and prints (line_fields, from_line, format).
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from npbert import metrics as m
+from npbert.errors import CheckpointError, DataError
+from npbert.ops import softmax_forward
+from npbert.tasks import qa
+from npbert.tasks.encoding import Encoded, encode_choices, encode_sequences, encode_tags
+
+REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
+
+
+class Format:
+    about = ""                           # what its tasks are, for messages ("a token classification task")
+    gold_key = "label"                   # the example field that holds the answer
+    line_fields = ""                     # what one line of `npbert predict`'s input holds
+    outputs_about = None                 # what the head's outputs are when they have no names ("regression")
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        raise NotImplementedError
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """The model's outputs (one per feature, without padding) -> one prediction per example."""
+        raise NotImplementedError
+
+    def gold(self, examples) -> list:
+        """The gold answers, in the predictions' form."""
+        raise NotImplementedError
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        raise NotImplementedError
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        """The most frequent training answer, as a prediction for every dev example."""
+        raise NotImplementedError
+
+    def from_line(self, fields, line, n, where) -> dict | None:
+        """A line's tab-separated fields -> an example, or None if they do not fit line_fields."""
+        raise NotImplementedError
+
+    def format(self, example, output, prediction) -> str:
+        """The line `npbert predict` prints for a prediction."""
+        raise NotImplementedError
+
+    def label_names(self, train_examples) -> list | None:
+        """Names of the outputs taken from the training examples, or None."""
+        return None
+
+    def num_labels(self, labels) -> int:
+        return len(labels) if labels else 2
+
+    def saved_names(self, labels):
+        """The output names a fine-tuned checkpoint records (config.json's id2label)."""
+        return labels
+
+    def has_gold(self, examples) -> bool:
+        return all(ex.get(self.gold_key) not in (None, []) for ex in examples)
+
+    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
+        """A fine-tuned checkpoint's outputs (num_labels, its id2label names) fit this format."""
+
+    def check_config(self, config, names, task_name, where) -> None:
+        """What else a saved config must agree on (a regression model for a regression task)."""
+
+
+class Sentences(Format):
+    about, line_fields = "sequence classification", "text[<TAB>text_pair]"
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels))
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """logits (K,) per example -> a label name."""
+        return [labels[int(np.argmax(o))] for o in outputs]
+
+    def gold(self, examples) -> list:
+        return [str(ex["label"]) for ex in examples]
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        y = self.gold(examples)
+        out = dict(accuracy=m.accuracy(y, predictions))
+        if "f1" in metrics:                            # binary F1 of the positive class (labels[1]), as GLUE
+            out["f1"] = m.f1(y, predictions, positive=labels[1])
+        if "macro_f1" in metrics:
+            out["macro_f1"] = m.macro_f1(y, predictions)
+        if "mcc" in metrics:
+            out["mcc"] = m.matthews_corrcoef(y, predictions)
+        return out
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        return [most_common(self.gold(train_examples))] * len(dev_examples)
+
+    def label_names(self, train_examples) -> list:
+        """The training examples' labels, numbers in numeric order."""
+        seen = {str(ex["label"]) for ex in train_examples if ex.get("label") is not None}
+        if not seen:
+            raise DataError(f"{train_examples[0]['where']}: the training examples have no labels")
+        try:
+            return sorted(seen, key=lambda s: (int(s), s))   # "2" before "10"; equal numbers ("1", "01") by text
+        except ValueError:                                   # not all integers
+            return sorted(seen)
+
+    def from_line(self, fields, line, n, where) -> dict | None:
+        if len(fields) > 2:
+            return None
+        return dict(text=fields[0], text_pair=fields[1] if len(fields) == 2 else None, where=where)
+
+    def format(self, example, output, prediction) -> str:
+        return f"{prediction}\t{top_probability(output):.3f}"
+
+    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
+        check_named_outputs(num_labels, labels, directory)
+
+    def check_config(self, config, names, task_name, where) -> None:
+        check_problem_type(config, names, False, task_name, where)
+
+
+class Scores(Sentences):
+    """Sentences (or pairs) with a number as the label: the sequence head with one output, whose
+    loss is then MSE (Hugging Face's problem_type "regression")."""
+    about, outputs_about = "regression", "regression"
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels, regression=True))
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """logits (1,) per example -> a number."""
+        return [float(o[0]) for o in outputs]
+
+    def gold(self, examples) -> list:
+        return [float(ex["label"]) for ex in examples]
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        y = self.gold(examples)
+        return dict(spearman=m.spearman(predictions, y), pearson=m.pearson(predictions, y))
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        """The mean training label (whose correlations are then 0)."""
+        return [float(np.mean(self.gold(train_examples)))] * len(dev_examples)
+
+    def label_names(self, train_examples) -> None:
+        return None
+
+    def num_labels(self, labels) -> int:
+        return 1
+
+    def saved_names(self, labels) -> list:
+        return REGRESSION_LABELS
+
+    def format(self, example, output, prediction) -> str:
+        return f"{prediction:.4f}"
+
+    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
+        if num_labels != 1:
+            raise CheckpointError(f"{directory} has {num_labels} outputs; the regression task {task_name} needs 1")
+
+    def check_config(self, config, names, task_name, where) -> None:
+        check_problem_type(config, names, True, task_name, where)
+
+
+class Tags(Format):
+    about, gold_key, line_fields = "token classification", "tags", "words separated by spaces"
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        return Encoded(encode_tags(examples, tokenizer, max_seq_length, labels))
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """logits (T, K) per example -> a tag per word, read at its first piece ("O" past the window)."""
+        return [[labels[int(np.argmax(o[s]))] if s >= 0 else "O" for s in f["word_starts"]]
+                for f, o in zip(encoded.features, outputs)]
+
+    def gold(self, examples) -> list:
+        return [ex["tags"] for ex in examples]
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        s = m.entity_scores(self.gold(examples), predictions)
+        return dict(entity_f1=s["f1"], precision=s["precision"], recall=s["recall"], token_accuracy=s["token_accuracy"])
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        """The most frequent training tag, for every word."""
+        guess = most_common(tag for tags in self.gold(train_examples) for tag in tags)
+        return [[guess] * len(ex["tags"]) for ex in dev_examples]
+
+    def label_names(self, train_examples) -> list:
+        """The training examples' tags, "O" first."""
+        seen = {t for ex in train_examples for t in (ex["tags"] or [])}
+        return (["O"] if "O" in seen else []) + sorted(seen - {"O"})
+
+    def from_line(self, fields, line, n, where) -> dict:
+        return dict(words=line.split(), tags=None, where=where)
+
+    def format(self, example, output, prediction) -> str:
+        return " ".join(f"{w}/{t}" for w, t in zip(example["words"], prediction))
+
+    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
+        check_named_outputs(num_labels, labels, directory)
+
+
+class Spans(Format):
+    """SQuAD v1.1 questions, read in windows of the context (qa.py); the answer is the best span
+    over the windows."""
+    about, gold_key, line_fields = "question answering", "answers", "question<TAB>context"
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        """Each example -> one feature per window of its context (a long context has several)."""
+        o = options or qa.QAOptions()
+        return Encoded(*qa.qa_features(examples, tokenizer, max_seq_length, o.doc_stride, o.max_query_length))
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """(start (T,), end (T,)) per window -> each example's best answer {"text", "probability", ...}."""
+        o = options or qa.QAOptions()
+        return qa.decode_answers(examples, encoded.features, encoded.contexts, [s for s, _ in outputs],
+                                 [e for _, e in outputs], o.n_best_size, o.max_answer_length)
+
+    def gold(self, examples) -> list:
+        return [[a["text"] for a in ex["answers"]] for ex in examples]
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        return m.squad_scores([p["text"] for p in predictions], self.gold(examples))
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        """The most frequent training answer text, for every question."""
+        return [{"text": most_common(texts[0] for texts in self.gold(train_examples))}] * len(dev_examples)
+
+    def from_line(self, fields, line, n, where) -> dict | None:
+        if len(fields) != 2:
+            return None
+        return dict(id=str(n), question=fields[0], context=fields[1], answers=[], where=where)
+
+    def format(self, example, output, prediction) -> str:
+        return f"{prediction['text']}\t{prediction['probability']:.3f}"
+
+
+class Choices(Format):
+    about, line_fields = "multiple choice", "context<TAB>ending<TAB>ending ..."
+
+    def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
+        return Encoded(encode_choices(examples, tokenizer, max_seq_length))
+
+    def decode(self, examples, encoded, outputs, labels, options=None) -> list:
+        """logits (C,) per example -> the index of the chosen ending."""
+        return [int(np.argmax(o)) for o in outputs]
+
+    def gold(self, examples) -> list:
+        return [ex["label"] for ex in examples]
+
+    def score(self, examples, predictions, labels=None, metrics=()) -> dict:
+        return dict(accuracy=m.accuracy(self.gold(examples), predictions))
+
+    def baseline(self, train_examples, dev_examples) -> list:
+        """The ending most often right in training, for every example."""
+        return [most_common(self.gold(train_examples))] * len(dev_examples)
+
+    def from_line(self, fields, line, n, where) -> dict | None:
+        if len(fields) < 3:
+            return None
+        return dict(context=fields[0], endings=fields[1:], label=None, where=where)
+
+    def format(self, example, output, prediction) -> str:
+        return f"{prediction}\t{top_probability(output):.3f}\t{example['endings'][prediction]}"
+
+
+SENTENCES, SCORES, TAGS, SPANS, CHOICES = Sentences(), Scores(), Tags(), Spans(), Choices()
+FORMATS = (SENTENCES, SCORES, TAGS, SPANS, CHOICES)
+
+
+# --- shared by the formats ------------------------------------------------------------------------------
+
+def check_named_outputs(num_labels, labels, directory) -> None:
+    if labels is None or len(labels) != num_labels:
+        raise CheckpointError(f"{directory}/config.json has no id2label for its {num_labels} outputs")
+
+
+def check_problem_type(config, names, regression: bool, task_name, where) -> None:
+    """A regression model for a regression task, a classifier for a classification task."""
+    if names is None:
+        return
+    problem = config.extra.get("problem_type") or ("regression" if len(names) == 1 else "classification")
+    if (problem == "regression") != regression:
+        raise CheckpointError(f"{where} is a {problem.replace('_', ' ')} model ({len(names)} output(s)); "
+                              f"task {task_name} is {'regression' if regression else 'classification'}")
+
+
+def top_probability(logits) -> float:
+    """The softmax probability of the highest of one example's logits (K,), in float64."""
+    return float(softmax_forward(np.asarray(logits, np.float64))[0].max())
+
+
+def most_common(values):
+    """The most frequent value (the first seen among equals: Counter's order)."""
+    return Counter(values).most_common(1)[0][0]
