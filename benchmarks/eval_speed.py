@@ -7,7 +7,7 @@ computed) against npbert.inference (packed, no caches), both called in this one 
     python benchmarks/eval_speed.py --checkpoint DIR --data DIR --rounds 7
 
 a. The model part of `npbert evaluate --task TASK --checkpoint DIR` (default: rt-polarity's dev
-   split): npbert.finetuned.run_model over the encoded examples (what `predict` and the
+   split): npbert.finetuning.evaluation.run_model over the encoded examples (what `predict` and the
    fine-tuning run's dev/test evaluations run too), with the padded forward, then the packed
    one; loading, reading and encoding, the same for both, are timed once beside them.
 b. npbert.pretraining.evaluation.evaluate over the whole held-out split of a prepared
@@ -63,9 +63,9 @@ def compare_on(name, paths: dict, rounds) -> None:
 
 
 def finetuned_evaluation(args) -> None:
-    from npbert.finetuned import check_max_length, load_finetuned, run_model
+    from npbert.finetuning.evaluation import check_max_length, load_finetuned, run_model
     from npbert.tasks.registry import get_task, read_examples
-    from npbert.task_model import task_model_forward
+    from npbert.heads.task_model import task_model_forward
 
     def padded(head, params, config, **batch):
         return task_model_forward(head, params, config, **batch, rng=None)[0]

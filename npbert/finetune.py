@@ -14,27 +14,20 @@ were tuned over {3e-4, 1e-4, 5e-5, 3e-5}; see docs/finetuning.md).
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 import os
 from dataclasses import dataclass
 
-import numpy as np
-
-from npbert.checkpoint import load_pretrained, save_pretrained
-from npbert.config import BertConfig
-from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.model import init_params
-from npbert.feature_based import CHOICES, FEATURES, FIELD, FINE_TUNE, features_named, frozen_names, with_features
-from npbert.finetuned import (check_max_length, evaluate_checkpoint, evaluate_encoded, format_scores, label_names,
-                              majority_baseline)
-from npbert.heads.params import check_head, finetuned_config, init_head, label_names_of
-from npbert.task_model import model_of
-from npbert.tasks.encoding import make_batch, train_batches
+from npbert.errors import DataError, NpbertError
+from npbert.finetuning.evaluation import (check_max_length, evaluate_checkpoint, format_scores, label_names,
+                                          majority_baseline)
+from npbert.finetuning.from_checkpoint import start_model
+from npbert.finetuning.job import FinetuningJob, TaskInputs
+from npbert.heads.feature_based import CHOICES, FEATURES, FINE_TUNE, frozen_names
+from npbert.heads.params import finetuned_config
 from npbert.tasks.qa import QAOptions
 from npbert.tasks.registry import get_task, read_examples
 from npbert.tokenizer import BertTokenizer
-from npbert.training.loop import Job, Schedule
+from npbert.training.loop import Schedule
 from npbert.training.options import check_numbers
 from npbert.training.progress import say
 from npbert.training.run import Recipe, Started, run_training
@@ -61,7 +54,7 @@ class FinetuneOptions:
     warmup_proportion: float = 0.1
     weight_decay: float = 0.01
     max_grad_norm: float = 1.0
-    features: str = FINE_TUNE            # or a feature-based choice (npbert/feature_based.py): encoder frozen
+    features: str = FINE_TUNE            # or a feature-based choice (npbert/heads/feature_based.py): encoder frozen
     hidden_dropout_prob: float | None = None        # default: the checkpoint's (HF's and the presets':
     attention_probs_dropout_prob: float | None = None  # 0.1; npbert pretrain saves 0, see docs/finetuning.md)
     max_train_examples: int | None = None           # the first n examples only (quick runs)
@@ -95,8 +88,8 @@ def finetune(opts: FinetuneOptions, resume=False, overwrite=False, log=say, give
 
 class FinetuningRecipe(Recipe):
     """Fine-tuning in the shared lifecycle: prepare() reads the task's examples and the model and
-    encodes them (nothing written), start() builds the job, finish() reports the best dev score
-    and scores --test once."""
+    encodes them (nothing written) and returns them, start() builds the job on them, finish()
+    reports the best dev score and scores --test once."""
     kind, changeable = "finetune", CHANGEABLE_ON_RESUME
 
     def check(self, opts):
@@ -106,112 +99,64 @@ class FinetuningRecipe(Recipe):
         return ("model", "vocab") if get_task(opts.task).generated else ("model", "vocab", "train", "dev", "test")
 
     def prepare(self, opts, saved, log):
-        self.task = task = get_task(opts.task)
-        self.max_len = opts.max_seq_length or task.max_seq_length
-        self.train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
-        self.dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
-        for examples, split in ((self.train_examples, "training"), (self.dev_examples, "dev")):
+        task = get_task(opts.task)
+        max_len = opts.max_seq_length or task.max_seq_length
+        train_examples = read_examples(task, opts.train or _default_split(task, "train"))[:opts.max_train_examples]
+        dev_examples = read_examples(task, opts.dev or _default_split(task, "dev"))[:opts.max_eval_examples]
+        for examples, split in ((train_examples, "training"), (dev_examples, "dev")):
             if not task.format.has_gold(examples):
                 raise DataError(f"{examples[0]['where']}: task {task.name} needs labelled {split} examples")
-        self.labels = labels = label_names(task, self.train_examples)
+        labels = label_names(task, train_examples)
         if saved is not None:
             config, params, tokenizer = saved.config, saved.params, BertTokenizer.from_pretrained(
                 os.path.join(opts.out, CHECKPOINT_DIR))
         else:
             config, params, tokenizer = start_model(opts, task, labels, log)
-        self.config = finetuned_config(config, task.head, task.format.saved_names(labels), opts.features)
-        self.params, self.tokenizer = params, tokenizer
-        check_max_length(self.config, self.max_len)
-        self.train_set = task.format.encode(self.train_examples, tokenizer, self.max_len, labels, opts.qa())
-        self.dev_set = task.format.encode(self.dev_examples, tokenizer, self.max_len, labels, opts.qa())
-        return opts
+        config = finetuned_config(config, task.head, task.format.saved_names(labels), opts.features)
+        check_max_length(config, max_len)
+        train_set = task.format.encode(train_examples, tokenizer, max_len, labels, opts.qa())
+        dev_set = task.format.encode(dev_examples, tokenizer, max_len, labels, opts.qa())
+        return opts, TaskInputs(task, max_len, labels, train_examples, dev_examples, train_set, dev_set, config, params,
+                                tokenizer)
 
     def inputs(self, opts):
         return [] if get_task(opts.task).generated else [opts.train, opts.dev]
 
-    def start(self, opts, saved, metrics, log):
-        task, labels = self.task, self.labels
-        ckpt = saved or start_training(self.config, self.params, opts, frozen_names(self.config, self.params))
-        ckpt.config = self.config
-        job = FinetuningJob(ckpt, task, self.tokenizer, self.train_set, self.dev_examples, self.dev_set, labels, opts,
-                            os.path.join(opts.out, BEST_DIR), metrics, log)
+    def start(self, opts, saved, prepared: TaskInputs, metrics, log):
+        task, labels = prepared.task, prepared.labels
+        ckpt = saved or start_training(prepared.config, prepared.params, opts,
+                                       frozen_names(prepared.config, prepared.params))
+        ckpt.config = prepared.config
+        job = FinetuningJob(ckpt, prepared, opts, os.path.join(opts.out, BEST_DIR), metrics, log)
         total = opts.epochs * job.batches_per_epoch
         schedule = Schedule(total, int(opts.warmup_proportion * total), opts.learning_rate, opts.max_grad_norm)
-        log(f"fine-tuning for {task.name} ({describe_head(task, labels)}) on {len(self.train_examples):,} "
-            f"examples ({count(sequences(task, self.train_set.features), 'sequence')}), dev "
-            f"{len(self.dev_examples):,}: {count(opts.epochs, 'epoch')} of {count(job.batches_per_epoch, 'step')} "
+        log(f"fine-tuning for {task.name} ({describe_head(task, labels)}) on {len(prepared.train_examples):,} "
+            f"examples ({count(sequences(task, prepared.train_set.features), 'sequence')}), dev "
+            f"{len(prepared.dev_examples):,}: {count(opts.epochs, 'epoch')} of {count(job.batches_per_epoch, 'step')} "
             f"of {opts.batch_size}, peak lr {opts.learning_rate:g}, warmup {schedule.warmup_steps}")
         if opts.features != FINE_TUNE:
             log(f"feature-based ({opts.features}): the encoder is frozen; the head reads "
                 f"{FEATURES[opts.features].about} and trains "
                 f"{sum(p.size for p in ckpt.optimizer.m.values()):,} parameters")
-        baseline = majority_baseline(task, self.train_examples, self.dev_examples, labels)
+        baseline = majority_baseline(task, prepared.train_examples, prepared.dev_examples, labels)
         log(f"dev baseline (always the most frequent training answer): {format_scores(baseline)}")
         if saved is None:
             metrics.write(kind="baseline", step=0, **baseline)
-        return Started(ckpt, job, schedule, self.tokenizer)
+        return Started(ckpt, job, schedule, prepared.tokenizer)
 
     def finish(self, opts, started, metrics, log):
-        task, ckpt, best_dir = self.task, started.ckpt, os.path.join(opts.out, BEST_DIR)
+        task, max_len = started.job.inputs.task, started.job.inputs.max_len
+        ckpt, best_dir = started.ckpt, os.path.join(opts.out, BEST_DIR)
         main = task.metrics[0]
         result = dict(ckpt.extra["best"], best=best_dir, checkpoint=os.path.join(opts.out, CHECKPOINT_DIR),
                       stopped=False, task=task.name)
         log(f"best dev {main} {result[main]:.4f} (epoch {result['epoch']}); model saved to {best_dir}")
         if opts.test:
-            result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, self.max_len,
+            result["test"] = evaluate_checkpoint(best_dir, task.name, opts.test, opts.eval_batch_size, max_len,
                                                  opts.qa(), opts.max_eval_examples)[0]
             log(f"test on {opts.test} with the best model (epoch {result['epoch']}): {format_scores(result['test'])}")
             metrics.write(kind="test", step=ckpt.position.step, split=opts.test, **result["test"])
         return result
-
-
-class FinetuningJob(Job):
-    """A task head trained end to end: the epoch's permutation of the training features, the
-    dev set scored at each epoch's end, the best model so far kept in OUT/best."""
-    name = "finetune"
-    save_at_epoch_end = True
-
-    def __init__(self, ckpt, task, tokenizer, train_set, dev_examples, dev_set, labels, opts, best_dir, metrics, log):
-        self.ckpt, self.task, self.tokenizer, self.opts, self.best_dir = ckpt, task, tokenizer, opts, best_dir
-        self.metrics, self.log = metrics, log
-        self.train_set, self.dev_examples, self.dev_set, self.labels = train_set, dev_examples, dev_set, labels
-        self.batches_per_epoch = math.ceil(len(train_set.features) / opts.batch_size)
-        self.model_forward, self.model_backward = model_of(ckpt.config, task.head)
-
-    def batches(self, epoch, start):
-        features, pad_id = self.train_set.features, self.tokenizer.pad_token_id
-        for rows in train_batches(len(features), self.opts.batch_size, self.opts.seed, epoch, start):
-            yield make_batch([features[i] for i in rows], pad_id)
-
-    def forward(self, params, batch, rng):
-        return self.model_forward(params, self.ckpt.config, **batch, rng=rng)
-
-    def backward(self, cache):
-        return self.model_backward(1.0, cache)
-
-    def step_metrics(self, out, batch):
-        return dict(loss=float(out["loss"]))
-
-    def describe(self, m, epoch):
-        return f"epoch {epoch + 1} | loss {m['loss']:.4f}"
-
-    def record(self, epoch):
-        return dict(epoch=epoch + 1)
-
-    def after_step(self, position, epoch_ended, done):
-        if not epoch_ended:
-            return
-        ckpt, main = self.ckpt, self.task.metrics[0]
-        scores, _ = evaluate_encoded(ckpt.params, ckpt.config, self.task, self.dev_examples, self.dev_set,
-                                     self.labels, self.opts.eval_batch_size, self.tokenizer.pad_token_id,
-                                     self.opts.qa())
-        best = ckpt.extra.get("best")
-        improved = best is None or scores[main] > best[main]
-        self.log(f"  dev after epoch {position.epoch}: {format_scores(scores)}{'  (best so far)' if improved else ''}")
-        self.metrics.write(kind="eval", step=position.step, epoch=position.epoch, **scores)
-        if improved:
-            ckpt.extra["best"] = dict(scores, epoch=position.epoch, step=position.step)
-            save_pretrained(self.best_dir, ckpt.config, ckpt.params, self.tokenizer)
 
 
 def check_options(opts: FinetuneOptions) -> None:
@@ -244,67 +189,3 @@ def sequences(task, features) -> int:
 
 def count(n, noun) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-# --- the model to start from -----------------------------------------------------------------------
-
-def start_model(opts, task, labels, log):
-    """(config, params with a head, tokenizer): a checkpoint's BertModel, or a random one
-    (--from-scratch); a checkpoint's own head is kept if it fits the task and --features, else a
-    new one. The config records --features (and the model must have the hidden states it takes)."""
-    if (opts.model is None) == (opts.from_scratch is None):
-        raise NpbertError("give exactly one of --model CHECKPOINT_DIR and --from-scratch PRESET")
-    num_labels = task.format.num_labels(labels)
-    overrides = {k: getattr(opts, k) for k in ("hidden_dropout_prob", "attention_probs_dropout_prob")
-                 if getattr(opts, k) is not None}
-    if opts.from_scratch:
-        tokenizer = scratch_tokenizer(opts, task)
-        config = BertConfig.from_preset(opts.from_scratch, vocab_size=tokenizer.vocab_size, **overrides)
-        params, saved = init_params(config, np.random.default_rng(opts.seed), np.float32, heads=False), {}
-        log(f"from scratch: {opts.from_scratch} preset, random weights, vocabulary of {tokenizer.vocab_size:,}")
-    else:
-        loaded = load_pretrained(opts.model, strict=False)
-        if loaded.tokenizer is None:
-            raise CheckpointError(f"{opts.model} has no vocab.txt, so the task's texts cannot be tokenized")
-        config, tokenizer = dataclasses.replace(loaded.config, **overrides), loaded.tokenizer
-        params = {k: v for k, v in loaded.params.items() if k.startswith("bert.")}   # drop MLM/NSP heads
-        saved = {k: v for k, v in loaded.params.items() if not k.startswith(("bert.", "cls."))}   # its task head
-    features_named(opts.features, config.num_hidden_layers, "--features", NpbertError)   # states it has
-    head = task.head
-    if saved and keeps_head(saved, config, head, labels, num_labels, opts, log):
-        params.update(saved)
-        return config, params, tokenizer
-    if opts.model:
-        log(f"from {opts.model}: {config.num_hidden_layers} layers, hidden {config.hidden_size}; new "
-            f"{head.architecture} head")
-    config = with_features(config, opts.features)
-    params.update(init_head(config, head, num_labels, np.random.default_rng([opts.seed, 2]), np.float32))
-    return config, params, tokenizer
-
-
-def keeps_head(saved, config, head, labels, num_labels, opts, log) -> bool:
-    """A fine-tuned checkpoint's head is trained further if it is the same head with the same labels,
-    reading the same features; another architecture's head, or one on other features, is dropped."""
-    where = opts.model
-    if config.extra.get("architectures") != [head.architecture]:
-        log(f"from {where}: dropping its {', '.join(config.extra.get('architectures') or ['unknown'])} head")
-        return False
-    if config.extra.get(FIELD, FINE_TUNE) != opts.features:
-        log(f"from {where}: dropping its head (--features {config.extra.get(FIELD, FINE_TUNE)}; this run: "
-            f"{opts.features})")
-        return False
-    k = check_head(saved, config, head, where)             # a head that does not fit: an error
-    same = k == num_labels and (labels is None or label_names_of(config) in (None, labels))
-    log(f"from {where}: {'continuing its' if same else 'replacing its'} {head.architecture} head "
-        f"({k} outputs{'' if same else f', the task has {num_labels}'})")
-    return same
-
-
-def scratch_tokenizer(opts, task):
-    if opts.vocab:
-        return BertTokenizer(opts.vocab)
-    if task.name.startswith("builtin-"):
-        from npbert.data.builtin_vocab import builtin_vocab
-        return BertTokenizer(builtin_vocab())
-    raise DataError(f"--from-scratch on {task.name} needs --vocab VOCAB_TXT (use the pretrained model's "
-                    "vocab.txt, so the comparison differs only in the weights)")

@@ -22,11 +22,11 @@ import numpy as np
 
 from npbert import backend
 from npbert.errors import InputError
+from npbert.heads.task_model import task_model_forward
 from npbert.layers.mlm_head import BIAS, WORD, mlm_transform_forward
 from npbert.model import (_check_range, bert_model_forward, check_inputs, check_labels, make_layout,
                           packed_bert_forward, packed_pretraining_forward)
 from npbert.ops import decoder_top_k
-from npbert.task_model import task_model_forward
 
 __all__ = ["bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pretraining_inference", "task_inference"]
 
@@ -52,7 +52,7 @@ def pretraining_inference(params, config, input_ids, token_type_ids=None, attent
 # --- the fine-tuning heads and the masked-LM head alone, on the packed forward -----------------------
 
 def task_inference(head, params, config, input_ids, token_type_ids=None, attention_mask=None, **targets) -> dict:
-    """task_model_forward(head, ..., rng=None)'s outputs (npbert/task_model.py) for inference: the
+    """task_model_forward(head, ..., rng=None)'s outputs (npbert/heads/task_model.py) for inference: the
     packed forward without caches, its last layer only at [CLS] for a head on [CLS]; a head on
     every token gets zeros at padding (which its loss must not score: IGNORE_INDEX there, as the
     encoding pads). A head whose loss reads padding (QA) and a feature-based model keep their

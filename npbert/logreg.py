@@ -1,5 +1,5 @@
 """Multinomial logistic regression, L2-regularised, trained full-batch with Adam: the classifier of
-the bag-of-words baseline (npbert/bow_baseline.py, on sparse tf-idf rows) and of the linear probes
+the bag-of-words baseline (npbert/finetuning/bow_baseline.py, on sparse tf-idf rows) and of the linear probes
 (npbert/linguistics/probes.py, on a frozen layer's features).
 
     p(y | x) = softmax(x W + b)      loss = mean cross-entropy + (l2 / 2) ||W||^2  (convex)

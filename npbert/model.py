@@ -254,7 +254,7 @@ def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention
     """Hugging Face's hidden_states in evaluation mode (no dropout): [the embeddings' output, layer
     1's output, ..., layer L's], L + 1 arrays (B, T, H); with `layers`, only the first layers + 1
     (the deeper layers are not run). Forward only, nothing kept for a backward: the frozen encoder
-    of the feature-based approach (npbert/feature_based.py)."""
+    of the feature-based approach (npbert/heads/feature_based.py)."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
     layout = make_layout(params, attention_mask)
     x, _ = bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, None)   # (N, H)

@@ -53,7 +53,7 @@ def clip_by_global_norm(grads: dict, max_norm: float) -> float:
 class AdamW:
     """Decoupled weight-decay Adam over a flat dict of parameters, updated in place. It updates
     the parameters it was made with: the others in the dict step() is given are left alone
-    (a frozen encoder, npbert/feature_based.py)."""
+    (a frozen encoder, npbert/heads/feature_based.py)."""
 
     def __init__(self, params: dict, weight_decay=0.01, betas=(0.9, 0.999), eps=1e-6, bias_correction=True):
         self.weight_decay, self.betas, self.eps, self.bias_correction = weight_decay, betas, eps, bias_correction

@@ -90,10 +90,18 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
     return run_training(PretrainingRecipe(), opts, resume, overwrite, log, given)
 
 
+@dataclass
+class PretrainingInputs:
+    """What prepare() read, for start(): --model's checkpoint, and the prepared data (train,
+    held-out), or None when start() prepares the corpus into OUT/data."""
+    loaded: object | None                # --model's checkpoint (checkpoint.py's Pretrained)
+    data: tuple | None
+
+
 class PretrainingRecipe(Recipe):
     """Pretraining in the shared lifecycle: prepare() loads --model and a prepared --data (or
-    checks the corpus exists), start() prepares the corpus into OUT/data and builds the model,
-    finish() evaluates on the whole held-out split."""
+    checks the corpus exists) and returns them, start() prepares the corpus into OUT/data and
+    builds the model, finish() evaluates on the whole held-out split."""
     kind, changeable = "pretrain", CHANGEABLE_ON_RESUME
 
     def check(self, opts):
@@ -103,17 +111,17 @@ class PretrainingRecipe(Recipe):
         return PATHS
 
     def prepare(self, opts, saved, log):
-        self.loaded = self.data = None
+        loaded = data = None
         if opts.model is not None and saved is None:
-            self.loaded = load_pretrained(opts.model, strict=False)
-            opts = checkpoint_options(opts, self.loaded)
+            loaded = load_pretrained(opts.model, strict=False)
+            opts = checkpoint_options(opts, loaded)
             note_learning_rate(opts, log)
         if opts.data is not None or saved is not None:
-            self.data = load_prepared(self.data_dir(opts))
-            opts = with_data_mask_mix(opts, self.data[0])
+            data = load_prepared(self.data_dir(opts))
+            opts = with_data_mask_mix(opts, data[0])
         else:
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
-        return opts
+        return opts, PretrainingInputs(loaded, data)
 
     def data_dir(self, opts):
         return opts.data or os.path.join(opts.out, DATA_DIR)
@@ -121,12 +129,13 @@ class PretrainingRecipe(Recipe):
     def inputs(self, opts):
         return [self.data_dir(opts)]
 
-    def start(self, opts, saved, metrics, log):
-        if self.data is None:
-            self.data = prepare_corpus(opts, log)
-            opts = with_data_mask_mix(opts, self.data[0])
-        train_data, heldout_data = self.data
-        ckpt = saved or new_checkpoint(opts, self.loaded, train_data, log)
+    def start(self, opts, saved, prepared: PretrainingInputs, metrics, log):
+        data = prepared.data
+        if data is None:
+            data = prepare_corpus(opts, log)
+            opts = with_data_mask_mix(opts, data[0])
+        train_data, heldout_data = data
+        ckpt = saved or new_checkpoint(opts, prepared.loaded, train_data, log)
         where = os.path.join(opts.out, CHECKPOINT_DIR) if saved else opts.model or f"the {opts.preset} preset"
         check_data_fits(ckpt.config, train_data, where)
         schedule = pretraining_schedule(opts)

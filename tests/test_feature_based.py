@@ -1,4 +1,4 @@
-"""The feature-based approach (npbert/feature_based.py, `npbert finetune --features`): the features
+"""The feature-based approach (npbert/heads/feature_based.py, `npbert finetune --features`): the features
 are the encoder's own hidden states combined as each choice says (checked against the trace of
 bert_forward and a plain NumPy mix), the backward never reaches the encoder, a run leaves the
 encoder's weights as they were and records its choice, evaluate and predict reproduce it,
@@ -15,15 +15,15 @@ from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, NpbertError
-from npbert.feature_based import FEATURES, FIELD, features_forward, with_features
 from npbert.finetune import FinetuneOptions, finetune
-from npbert.finetuned import load_finetuned
+from npbert.finetuning.evaluation import load_finetuned
 from npbert.gradcheck import Dims, op_cases, run_gradchecks
-from npbert.layers.scalar_mix import GAMMA, W
-from npbert.model import bert_forward, bert_hidden_states, init_params
+from npbert.heads.feature_based import FEATURES, FIELD, features_forward, with_features
 from npbert.heads.params import head_shapes, init_head
 from npbert.heads.registry import HEADS
-from npbert.task_model import model_of
+from npbert.heads.task_model import model_of
+from npbert.layers.scalar_mix import GAMMA, W
+from npbert.model import bert_forward, bert_hidden_states, init_params
 from npbert.tasks.registry import TASKS
 from npbert.trace import Trace
 
@@ -87,7 +87,7 @@ FEATURE_CASES = [n for n in op_cases(Dims()) if n.startswith("feature_based[")]
 
 @pytest.mark.parametrize("kind", list(HEADS))
 def test_each_head_on_frozen_features_is_gradient_checked(kind):
-    # the row feature_based[<kind>] differences the loss of npbert/task_model.py's one model path
+    # the row feature_based[<kind>] differences the loss of npbert/heads/task_model.py's one model path
     # on a config that records a feature-based choice (float64 central differences, every head
     # parameter and the scalar mix): every head of the registry has one
     (result,) = run_gradchecks(Dims(), names=[f"feature_based[{kind}]"])

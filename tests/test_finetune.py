@@ -141,7 +141,7 @@ def test_saved_model_has_hugging_face_fields_and_refuses_a_mismatched_head(micro
     assert main(["evaluate", str(tmp_path / "bad"), "--task", "builtin-sentence"]) == 2
     assert "classifier.weight has shape (12, 16)" in capsys.readouterr().err
     with pytest.raises(CheckpointError, match="no qa_outputs"):
-        from npbert.finetuned import load_finetuned
+        from npbert.finetuning.evaluation import load_finetuned
         load_finetuned(result["best"], TASKS["builtin-qa"])
 
 
@@ -165,7 +165,7 @@ def test_clear_errors(micro, tmp_path):
 # --- the bag-of-words baseline ------------------------------------------------------------------------
 
 def test_bow_features_and_gradient():
-    from npbert.bow_baseline import Tfidf, ngrams
+    from npbert.finetuning.bow_baseline import Tfidf, ngrams
     from npbert.logreg import loss_and_grads
     from npbert.gradcheck import numerical_gradient, relative_error
     assert ngrams("The cat, sat") == ["the", "cat", ",", "sat", "the cat", "cat ,", ", sat"]
@@ -183,7 +183,7 @@ def test_bow_features_and_gradient():
 
 
 def test_bow_baseline_learns_a_task():
-    from npbert.bow_baseline import bow_baseline
+    from npbert.finetuning.bow_baseline import bow_baseline
     train = read_examples(TASKS["builtin-sentence"], "train")[:1500]
     dev = read_examples(TASKS["builtin-sentence"], "dev")[:300]
     r = bow_baseline(train, dev, dev, l2_grid=(1e-4,), log=lambda *a: None)
@@ -192,14 +192,14 @@ def test_bow_baseline_learns_a_task():
 
 
 def test_bow_baseline_command_takes_the_first_n_training_examples(capsys):
-    from npbert.bow_baseline import main as bow_main
+    from npbert.finetuning.bow_baseline import main as bow_main
     assert bow_main(["--task", "builtin-sentence", "--max-train-examples", "200"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("200 training examples\n") and "test accuracy" in out
 
 
 def test_bow_baseline_command_names_bad_input(capsys):
-    from npbert.bow_baseline import main as bow_main
+    from npbert.finetuning.bow_baseline import main as bow_main
     assert bow_main(["--task", "classification", "--train", "missing.jsonl"]) == 2
     assert "error: task file not found: missing.jsonl" in capsys.readouterr().err
     assert bow_main(["--task", "builtin-tagging"]) == 2
@@ -282,7 +282,7 @@ def test_save_every_bounds_what_a_kill_loses_and_resumes_bit_exactly(micro, tmp_
     kw = dict(task="builtin-pair", model=micro, epochs=2, max_train_examples=200, max_eval_examples=50,
               batch_size=32, log_every=3, save_every=4)
     finetune(FinetuneOptions(out=str(tmp_path / "a"), **kw), log=lambda *a: None)
-    import npbert.finetune as finetune_module
+    import npbert.finetuning.job as finetune_module
     real, steps = finetune_module.model_of, {"n": 0}
 
     def killed_at_step_9(*args, **kwargs):

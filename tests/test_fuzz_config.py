@@ -16,7 +16,7 @@ from npbert.checkpoint import check_checkpoint
 from npbert.commands.info import heads
 from npbert.config import HEAD_FIELD_TYPES
 from npbert.errors import CheckpointError
-from npbert.feature_based import FIELD
+from npbert.heads.feature_based import FIELD
 from npbert.heads.head import classifier_dropout
 from npbert.heads.params import HEAD_FIELDS, label_names_of
 from npbert.tasks.checkpoint_fit import check_head_fits_task

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
 from npbert.errors import DataError
+from npbert.finetuning.evaluation import label_names
 from npbert.tasks.encoding import encode_sequences
-from npbert.finetuned import label_names
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer

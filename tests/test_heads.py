@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, InputError
 from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gradchecks
-from npbert.model import init_params
 from npbert.heads.params import check_head, finetuned_config, head_shapes, init_head, label_names_of
 from npbert.heads.registry import HEADS
-from npbert.task_model import model_of, task_model_backward, task_model_forward
+from npbert.heads.task_model import model_of, task_model_backward, task_model_forward
+from npbert.model import init_params
 
 
 def model_forward(kind):

@@ -10,15 +10,15 @@ from hypothesis import strategies as st
 import npbert
 from npbert import BertConfig, InputError, init_params
 from npbert.gradcheck.checker import scaled_error
-from npbert.feature_based import with_features
+from npbert.heads.feature_based import with_features
 from npbert.heads.head import CLS, TOKENS
 from npbert.heads.params import init_head
 from npbert.heads.registry import HEADS
+from npbert.heads.task_model import task_model_forward
 from npbert.inference import (bert_inference, masked_lm_inference, masked_lm_log_probs, pretraining_inference,
                               task_inference)
 from npbert.layers.layout import Packed
 from npbert.model import IGNORE_INDEX, bert_forward, pretraining_forward
-from npbert.task_model import task_model_forward
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CONFIG = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,
@@ -233,7 +233,7 @@ def test_the_commands_run_the_packed_forward(monkeypatch):
     evaluation and fill-mask: none of them runs BertModel on the padded layout any more."""
     from npbert import model
     from npbert.fill_mask import fill_mask
-    from npbert.finetuned import run_model
+    from npbert.finetuning.evaluation import run_model
     from npbert.pretraining.evaluation import evaluate
     from npbert.tokenizer import BertTokenizer
 

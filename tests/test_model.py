@@ -165,7 +165,7 @@ def test_params_without_a_pooler_are_a_clear_error_for_the_heads_that_need_one()
     for token-level heads; NSP and sequence classification say what is missing, instead of an
     AttributeError on None deep inside."""
     from npbert.heads.registry import HEADS
-    from npbert.task_model import model_of
+    from npbert.heads.task_model import model_of
     config = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=16, max_position_embeddings=8)
     (sequence_classification_forward, _), (token_classification_forward, _) = (

@@ -1,5 +1,5 @@
 """The packed step (BertModel on the packed layout, npbert/layers/layout.py) against the padded
-reference (the same model on the padded layout: npbert/model.py, npbert/task_model.py): on
+reference (the same model on the padded layout: npbert/model.py, npbert/heads/task_model.py): on
 random batches with any right padding and gaps, with dropout on (the same keys: the same masks),
 the same losses and every parameter's gradient, float64 within 1e-12 of the gradients' scale,
 float32 within 2e-6 of it against the float64 reference (the packed step's decoder and loss
@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 import npbert
 from npbert.config import BertConfig
 from npbert.errors import InputError
-from npbert.heads.registry import HEADS
 from npbert.heads.params import init_head
+from npbert.heads.registry import HEADS
+from npbert.heads.task_model import task_model_backward, task_model_forward
 from npbert.layers.layout import Packed, Padded
 from npbert.model import (IGNORE_INDEX, init_params, packed_pretraining_backward, packed_pretraining_forward,
                           pretraining_backward, pretraining_forward)
-from npbert.task_model import task_model_backward, task_model_forward
 from npbert.trace import Trace
 
 CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,

@@ -6,12 +6,12 @@ import re
 import numpy as np
 import pytest
 
+from npbert.data.builtin_tasks import read as read_builtin
 from npbert.errors import DataError
+from npbert.finetuning.evaluation import label_names, majority_baseline
 from npbert.ops import IGNORE_INDEX
 from npbert.tasks import qa
-from npbert.data.builtin_tasks import read as read_builtin
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
-from npbert.finetuned import label_names, majority_baseline
 from npbert.tasks.formats import CHOICES, SCORES, SENTENCES, SPANS
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, get_task, read_examples

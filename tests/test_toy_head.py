@@ -11,8 +11,8 @@ from npbert.config import BertConfig
 from npbert.finetune import FinetuneOptions, finetune
 from npbert.gradcheck import Dims, check, run_gradchecks
 from npbert.heads.registry import HEADS
+from npbert.heads.task_model import model_of
 from npbert.model import init_params
-from npbert.task_model import model_of
 from npbert.tasks.registry import TASKS, Task
 from npbert.trace import NO_TRACE
 

@@ -10,7 +10,9 @@ import pytest
 from npbert import backend
 from npbert.config import BertConfig
 from npbert.gradcheck import numerical_gradient
-from npbert.ops import merge_heads, split_heads
+from npbert.heads.params import init_head
+from npbert.heads.registry import HEADS
+from npbert.heads.task_model import model_of
 from npbert.layers.encoder import layer_params
 from npbert.layers.encoder_layer import encoder_layer_forward
 from npbert.layers.layout import Padded
@@ -18,10 +20,8 @@ from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
 from npbert.model import bert_forward, init_params, pretraining_backward, pretraining_forward
+from npbert.ops import merge_heads, split_heads
 from npbert.ops import cross_entropy_forward, softmax_forward
-from npbert.heads.params import init_head
-from npbert.heads.registry import HEADS
-from npbert.task_model import model_of
 from npbert.trace import Trace
 
 DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "model.md")

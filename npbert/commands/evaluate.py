@@ -25,7 +25,7 @@ def register(sub):
 
 def run(args):
     from npbert.errors import DataError
-    from npbert.finetuned import evaluate_checkpoint, format_scores
+    from npbert.finetuning.evaluation import evaluate_checkpoint, format_scores
     from npbert.tasks.registry import get_task
     task = get_task(args.task)
     check_checkpoint_task(args.checkpoint, task)

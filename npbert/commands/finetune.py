@@ -2,7 +2,7 @@
 from npbert.commands.arg_types import positive_int, probability
 from npbert.commands.training_args import add_optimizer_arguments, add_run_arguments, track_typed
 from npbert.config import PRESETS
-from npbert.feature_based import CHOICES
+from npbert.heads.feature_based import CHOICES
 
 
 def register(sub):

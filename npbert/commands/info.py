@@ -42,7 +42,7 @@ def run(args):
 
 def heads(config, shapes) -> str:
     """The heads a checkpoint's tensors hold, by name, with a task head's class and labels."""
-    from npbert.feature_based import FIELD
+    from npbert.heads.feature_based import FIELD
     from npbert.heads.params import label_names_of
     found = [what for prefix, what in (("cls.predictions.", "masked LM"), ("cls.seq_relationship.", "next sentence"))
              if any(n.startswith(prefix) for n in shapes)]

@@ -29,7 +29,7 @@ def register(sub):
 
 def run(args):
     from npbert.errors import DataError
-    from npbert.finetuned import check_max_length, load_finetuned, run_model
+    from npbert.finetuning.evaluation import check_max_length, load_finetuned, run_model
     from npbert.reading import read_stream
     from npbert.tasks.files import decode_lines, read_lines
     from npbert.tasks.lines import EMPTY, examples_from_lines

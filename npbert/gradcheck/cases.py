@@ -21,25 +21,25 @@ from npbert import backend, ops
 from npbert.config import BertConfig
 from npbert.errors import NpbertError
 from npbert.gradcheck.checker import check
-from npbert.layers.classifier import classifier_backward, classifier_forward
+from npbert.heads import sequence, span
+from npbert.heads.feature_based import with_features
+from npbert.heads.head import CLS, TOKENS
+from npbert.heads.params import init_head
+from npbert.heads.registry import HEADS
+from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
 from npbert.layers.attention import self_attention_backward, self_attention_forward
+from npbert.layers.classifier import classifier_backward, classifier_forward
 from npbert.layers.embeddings import bert_embeddings_backward, bert_embeddings_forward
 from npbert.layers.encoder import encoder_backward, encoder_forward, layer_params
 from npbert.layers.encoder_layer import encoder_layer_backward, encoder_layer_forward
 from npbert.layers.feedforward import feedforward_backward, feedforward_forward
+from npbert.layers.layout import Packed, Padded
 from npbert.layers.mlm_head import (WORD, MlmHeadCache, mlm_head_backward, mlm_head_forward, mlm_loss_backward,
                                     mlm_loss_forward, mlm_transform_backward, mlm_transform_forward)
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
 from npbert.layers.scalar_mix import W as MIX_W
-from npbert.feature_based import with_features
-from npbert.heads import sequence, span
-from npbert.heads.head import CLS, TOKENS
-from npbert.heads.params import init_head
-from npbert.heads.registry import HEADS
-from npbert.heads.span import qa_head_backward, qa_head_forward, span_loss_backward, span_loss_forward
-from npbert.layers.layout import Packed, Padded
 from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
                           packed_pretraining_forward, pretraining_backward, pretraining_forward)
 from npbert.ops.dropout import DropoutStream, dropout_key
@@ -459,7 +459,7 @@ def select_checks(names, patterns, what="gradient check") -> list:
     return [name for name in names if name in chosen]
 
 
-# --- the fine-tuning heads (npbert/heads/) and models (npbert/task_model.py) ------------------------------------------------------
+# --- the fine-tuning heads and their models (npbert/heads/) --------------------------------------------------
 
 NUM_LABELS, NUM_CHOICES = 3, 2
 FEATURE_ROWS = ("weighted-last-four", "concat-last-four", "weighted-all", "second-to-last")   # one head each
@@ -471,7 +471,7 @@ def head_cases(d: Dims, params, batch, rng):
     the word and token-type embeddings and their LayerNorm: the far end of the chain, where a wrong
     dh or dpooled shows (bert_for_pretraining checks every encoder parameter; tests/test_heads.py
     every parameter of each model + head once)."""
-    from npbert.task_model import task_model_backward, task_model_forward
+    from npbert.heads.task_model import task_model_backward, task_model_forward
     B, T, K, C = d.B, d.T, NUM_LABELS, NUM_CHOICES
     config, cases = d.config(), {}
 
@@ -578,9 +578,9 @@ def head_layer_cases(d: Dims, add, head_params, rng) -> tuple:
 
 
 def feature_based_cases(d: Dims, add, head_params, inputs_of, same_as, rng) -> None:
-    """The scalar mix alone, then each head on a frozen encoder's features (npbert/feature_based.py).
+    """The scalar mix alone, then each head on a frozen encoder's features (npbert/heads/feature_based.py).
     same_as: each head kind's targets and shapes, as its bert_for_* row has them."""
-    from npbert.task_model import task_model_backward, task_model_forward
+    from npbert.heads.task_model import task_model_backward, task_model_forward
     B, T, H, K = d.B, d.T, d.H, NUM_LABELS
     # npbert's own, not BERT's: not golden vectors (and drawn from rng after every golden case, which
     # stay as they were). The frozen encoder has 3 layers or more (the last four hidden states must

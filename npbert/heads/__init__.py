@@ -1,12 +1,14 @@
-"""The fine-tuning heads, one module per kind, each holding everything that is that head's own
-(head.py: the record they fill in; registry.py: the list of them; docs/heads.md):
+"""The fine-tuning heads, one module per head, each its layer pair and loss, what it reads and its
+Hugging Face names (head.py: the record they fill in; registry.py: the list of them;
+docs/heads.md), and the model that runs any of them:
 
-    sequence.py   BertForSequenceClassification   a label (or a number) per sequence or pair
-    token.py      BertForTokenClassification      a tag per word
-    span.py       BertForQuestionAnswering        an answer span in a context
-    choice.py     BertForMultipleChoice           which of C endings
-    params.py     a head's parameters and config.json fields, and the checks a checkpoint's pass
+    sequence.py       BertForSequenceClassification   a label (or, with one output, a number) per sequence
+    token.py          BertForTokenClassification      a tag per token
+    span.py           BertForQuestionAnswering        an answer span's start and end
+    choice.py         BertForMultipleChoice           which of C sequences
+    params.py         a head's parameters and config.json fields, and the checks a checkpoint's pass
+    task_model.py     any head over BertModel (fine-tuning) or over a frozen encoder's features
+    feature_based.py  the feature-based approach: which hidden states the head reads, combined how
 
-npbert/task_model.py runs any of them over BertModel (fine-tuning) or over a frozen encoder's
-features (the feature-based approach).
+What a task's examples are (encoding, decoding, metrics) is its format: npbert/tasks/formats.py.
 """

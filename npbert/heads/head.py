@@ -9,7 +9,7 @@ classes:
 
 plus what the model around it needs to know: its Hugging Face class and parameter names, what
 it reads (the [CLS] position or every token, one sequence or C per example), its targets, and
-how one example's outputs are cut from a batch's. npbert/task_model.py runs any head over
+how one example's outputs are cut from a batch's. npbert/heads/task_model.py runs any head over
 BertModel or over a frozen encoder's features; what a task's examples are (encoding, decoding,
 metrics) is the task's format (npbert/tasks/formats.py), not the head's.
 """

@@ -9,7 +9,7 @@ import numpy as np
 
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
-from npbert.feature_based import FIELD, FINE_TUNE, feature_choice, feature_width, mix_shapes, with_features
+from npbert.heads.feature_based import FIELD, FINE_TUNE, feature_choice, feature_width, mix_shapes, with_features
 from npbert.layers.scalar_mix import GAMMA
 from npbert.layers.scalar_mix import W as MIX_W
 from npbert.model import truncated_normal
@@ -21,7 +21,7 @@ HEAD_FIELDS = ("architectures", "num_labels", "id2label", "label2id", "problem_t
 def head_shapes(config: BertConfig, head, num_labels: int = 2) -> dict:
     """name -> shape of the head's parameters: its linear layer (head.num_outputs rows: QA 2, multiple
     choice 1). A feature-based model's head reads its features (feature_width: 4H when four hidden
-    states are concatenated) and a weighted choice adds the scalar mix (npbert/feature_based.py)."""
+    states are concatenated) and a weighted choice adds the scalar mix (npbert/heads/feature_based.py)."""
     K, W = head.num_outputs(num_labels), head.weight
     return {W + ".weight": (K, feature_width(config)), W + ".bias": (K,), **mix_shapes(config)}
 

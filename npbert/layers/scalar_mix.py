@@ -4,7 +4,7 @@
     s = softmax(w)                      w = "scalar_mix.weights" (n,), initialised 0: equal weights
     y = gamma * sum_j s_j x_j           gamma = "scalar_mix.gamma" (1,), initialised 1
 
-The x_j are a frozen encoder's features (npbert/feature_based.py): the backward gives the
+The x_j are a frozen encoder's features (npbert/heads/feature_based.py): the backward gives the
 gradients of w and gamma only, none for the x_j.
 """
 from typing import NamedTuple

@@ -17,7 +17,6 @@ class PretrainingJob(Job):
     NSP labels are left out (no NSP loss, so zero gradients for the NSP head and the pooler,
     which are frozen as well, so that weight decay does not shrink them either), and nothing
     reports an NSP accuracy."""
-    name = "pretrain"
 
     def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
         self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
-from npbert.feature_based import feature_choice
+from npbert.heads.feature_based import feature_choice
 from npbert.heads.params import label_names_of
 from npbert.heads.registry import HEADS
 

@@ -46,7 +46,6 @@ class Schedule:
 
 class Job:
     """What a kind of training brings to the loop. Subclasses set these and override the methods."""
-    name = "train"                                     # the command, for "continue with `npbert NAME ...`"
     batches_per_epoch = 0
     save_at_epoch_end = False
 

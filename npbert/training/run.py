@@ -3,9 +3,9 @@
     check the flags and every option                     nothing read or written yet
     take the run directory's lock                        one writer per run (npbert/lock.py)
     check --out (put back an interrupted --overwrite); on --resume load the checkpoint and its options
-    recipe.prepare: read and check every input           still nothing written
+    recipe.prepare: read and check every input           still nothing written; returns what it read
     open the run (--overwrite moves the old one aside)   run_dir.py
-        recipe.start: the data, model, job, schedule     inputs pinned: absolute paths + SHA-256
+        recipe.start: the data, model, job, schedule     on what prepare read; inputs pinned (SHA-256)
         train, saving only finite models                 loop.py
     say how it ended: finished (recipe.finish), stopped (--stop-after), interrupted (Ctrl-C)
 
@@ -44,8 +44,8 @@ class Started:
 
 
 class Recipe:
-    """What a kind of training brings to the lifecycle. An instance is one run: prepare() may
-    keep what it read on self for start()."""
+    """What a kind of training brings to the lifecycle. It keeps no state of a run: what prepare()
+    reads it returns, and the lifecycle hands that to start()."""
     kind = "train"                                     # the command, and the run marker's kind
     changeable = ()                                    # options a --resume may change
 
@@ -56,15 +56,17 @@ class Recipe:
         """The options naming files or directories: made absolute before anything else."""
         return ()
 
-    def prepare(self, opts, saved, log):
-        """Read and check every input (nothing written); returns opts as the run will use them."""
-        return opts
+    def prepare(self, opts, saved, log) -> tuple:
+        """Read and check every input (nothing written) -> (opts as the run will use them, what
+        was read: start() receives it)."""
+        return opts, None
 
     def inputs(self, opts) -> list:
         """The files and directories whose contents the run trains on (pinned by SHA-256)."""
         return []
 
-    def start(self, opts, saved, metrics, log) -> Started:
+    def start(self, opts, saved, prepared, metrics, log) -> Started:
+        """The job on what prepare() read, and the checkpoint it trains (saved, or a new one)."""
         raise NotImplementedError
 
     def before_save(self, ckpt, job) -> None:
@@ -91,10 +93,10 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
             recipe.check(opts)
             check_optimizer(opts)
         check_pinnable(recipe.inputs(opts))
-        opts = recipe.prepare(opts, saved, log)
+        opts, prepared = recipe.prepare(opts, saved, log)
         if resume:
             check_same_inputs(saved.extra.get(INPUTS), recipe.inputs(opts), opts.out)
-        return run_in_directory(recipe, opts, saved, overwrite, log, lock)
+        return run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock)
 
 
 def resumed_checkpoint(out, log):
@@ -106,7 +108,7 @@ def resumed_checkpoint(out, log):
     return saved
 
 
-def run_in_directory(recipe, opts, saved, overwrite, log, lock) -> dict:
+def run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock) -> dict:
     resume = saved is not None
     with open_run(opts.out, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
         lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
@@ -114,7 +116,7 @@ def run_in_directory(recipe, opts, saved, overwrite, log, lock) -> dict:
             note_backend_change(saved.backend, log)
         metrics = MetricsLog(os.path.join(opts.out, METRICS_FILE),
                              keep_until_step=saved.position.step if resume else None, drop_kinds=FINAL_KINDS)
-        started = recipe.start(opts, saved, metrics, log)
+        started = recipe.start(opts, saved, prepared, metrics, log)
         ckpt = started.ckpt
         ckpt.backend = get_backend()
         if not resume:

@@ -2,8 +2,9 @@
 of Hugging Face's BertForSequenceClassification (classification and regression),
 BertForTokenClassification, BertForQuestionAnswering and BertForMultipleChoice, by PyTorch
 autograd in float64 on one small random model, in eval mode (no dropout). tests/test_heads.py
-holds npbert's heads (npbert/heads/, run by npbert/task_model.py) to them. The BertModel weights are shared by the five models and
-stored once, under seq/param/bert.*; each model's head under <prefix>/param/.
+holds npbert's heads (npbert/heads/, run by npbert/heads/task_model.py) to them. The BertModel
+weights are shared by the five models and stored once, under seq/param/bert.*; each model's
+head under <prefix>/param/.
 
 It also checks that a checkpoint npbert saves for each head (npbert.checkpoint.save_pretrained
 with npbert.heads.params.finetuned_config) opens in the matching transformers class with the same weights.

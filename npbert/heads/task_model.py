@@ -3,7 +3,7 @@ pretraining_forward/backward in model.py, for every head alike:
 
     fine-tuned (BertFor<head>)      BertModel -> pooled (head.reads CLS) or sequence output -> head
                                     (on the padded layout, or the packed one: the training step's)
-    feature-based                   a frozen encoder's features (npbert/feature_based.py) -> head
+    feature-based                   a frozen encoder's features (npbert/heads/feature_based.py) -> head
 
 A head with choices takes input_ids (B, C, T): the B*C sequences run through the encoder as one
 batch and the head reads x (B, C, F). Parameters and gradients are keyed by Hugging Face's names
@@ -27,7 +27,7 @@ import numpy as np
 
 from npbert.config import BertConfig
 from npbert.errors import InputError
-from npbert.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
+from npbert.heads.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
 from npbert.heads.head import CLS, Head
 from npbert.model import (IGNORE_INDEX, BertCache, bert_model_backward, bert_model_forward, check_inputs, make_layout,
                           require_pooler)

@@ -1,6 +1,6 @@
 """The feature-based approach (the BERT paper's section 5.3 and Table 7): the pretrained encoder
 frozen, features taken from a chosen combination of its hidden states, a small head trained on
-them (npbert/task_model.py runs any head on them; docs/finetuning.md, "Feature-based").
+them (npbert/heads/task_model.py runs any head on them; docs/finetuning.md, "Feature-based").
 
     states = bert_hidden_states(...)        evaluation mode: no dropout, nothing cached, no gradient
     x      = one state | scalar_mix(states) | concat(states)        at [CLS] or at every token

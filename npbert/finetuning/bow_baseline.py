@@ -11,7 +11,7 @@ The texts of a pair task are featurised separately and their features kept apart
 Documents are sparse: a matrix is three arrays (row, column, value) of its non-zeros, and
 products are bincounts over them, so 100k features cost nothing.
 
-    python -m npbert.bow_baseline --task rt-polarity
+    python -m npbert.finetuning.bow_baseline --task rt-polarity
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def main(argv=None) -> int:
     from npbert.errors import NpbertError
     from npbert.tasks.formats import SENTENCES
     from npbert.tasks.registry import get_task, read_examples
-    p = argparse.ArgumentParser(prog="python -m npbert.bow_baseline", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m npbert.finetuning.bow_baseline", description=__doc__.split("\n\n")[0])
     p.add_argument("--task", default="rt-polarity", help="a sequence classification task (default rt-polarity)")
     p.add_argument("--train", default="train")
     p.add_argument("--dev", default="dev")
