@@ -285,3 +285,19 @@ def test_a_training_state_that_freezes_an_unknown_tensor_is_refused(micro3, tmp_
     path.write_text(json.dumps(dict(state, frozen=state["frozen"] + ["bert.nothing"])))
     with pytest.raises(CheckpointError, match="the training state freezes bert.nothing, which the model lacks"):
         finetune(FinetuneOptions(out=str(tmp_path / "run")), resume=True, **QUIET)
+
+
+@pytest.mark.parametrize("task", ["builtin-sentence", "builtin-tagging", "builtin-qa", "builtin-choice"])
+def test_every_head_continues_from_its_own_fine_tuned_checkpoint(micro3, tmp_path, task):
+    """Fine-tuning again from a fine-tuned checkpoint of the same task keeps its head, weights and
+    all (at learning rate 0 they come back unchanged), for every head: the check compares the head's
+    rows (a choice head has 1 whatever the endings, a span head 2) with what the task needs."""
+    first = finetune(feature_options(micro3, tmp_path / "first", task, "fine-tune", n=32), **QUIET)
+    said = []
+    finetune(feature_options(first["best"], tmp_path / "again", task, "fine-tune", n=32, learning_rate=0.0),
+             log=said.append)
+    architecture = TASKS[task].head.architecture
+    assert any(f"continuing its {architecture} head" in s for s in said), said
+    again, before = params_of(tmp_path / "again" / "best"), params_of(first["best"])
+    head = [k for k in before if not k.startswith(("bert.", "cls."))]
+    assert head and all(np.array_equal(again[k], before[k]) for k in head)

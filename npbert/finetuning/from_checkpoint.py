@@ -62,9 +62,10 @@ def keeps_head(saved, config, head, labels, num_labels, opts, log) -> bool:
             f"{opts.features})")
         return False
     k = check_head(saved, config, head, where)             # a head that does not fit: an error
-    same = k == num_labels and (labels is None or label_names_of(config) in (None, labels))
+    wanted = head.num_outputs(num_labels)                  # rows, not labels: a choice head scores each ending (1)
+    same = k == wanted and (labels is None or label_names_of(config) in (None, labels))
     log(f"from {where}: {'continuing its' if same else 'replacing its'} {head.architecture} head "
-        f"({k} outputs{'' if same else f', the task has {num_labels}'})")
+        f"({k} outputs{'' if same else f', the task needs {wanted}'})")
     return same
 
 
