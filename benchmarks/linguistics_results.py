@@ -303,25 +303,32 @@ def probe_lines(r: Runner, quick: bool) -> list:
 
 
 def finetune_lines(r: Runner, quick: bool) -> list:
+    """Dev (the best epoch) and test accuracy from the pretrained mini and from scratch, and the
+    test gain paired by fine-tuning seed (only the seeds both sides have run)."""
     lines = []
     for labels in ("all", "500"):
-        cells = {}
-        for kind in ("pretrained", "scratch"):
-            dev, test = [], []
-            for k in FINETUNE_SEEDS:
-                path = r.path("finetune", f"{kind}-n{labels}-s{k}", "metrics.jsonl")
-                if os.path.exists(path):
-                    rows = [json.loads(line) for line in open(path) if line.strip()]
-                    dev.append(max(x["accuracy"] for x in rows if x["kind"] == "eval"))
-                    test.append(next(x["accuracy"] for x in rows if x["kind"] == "test"))
-            cells[kind] = (dev, test)
-        if cells["pretrained"][0]:
-            gap = [a - b for a, b in zip(cells["pretrained"][1], cells["scratch"][1])]
-            lines.append(f"\nrt-polarity, {labels} training sentences, seeds: {len(gap)}; pretrained dev "
-                         f"{mean_sd(cells['pretrained'][0])} test {mean_sd(cells['pretrained'][1])}; from scratch dev "
-                         f"{mean_sd(cells['scratch'][0])} test {mean_sd(cells['scratch'][1])}; paired test gain "
-                         f"{mean_sd(gap)}, ahead in {sum(g > 0 for g in gap)} of {len(gap)}")
+        runs = {kind: {k: finetune_result(r.path("finetune", f"{kind}-n{labels}-s{k}", "metrics.jsonl"))
+                       for k in FINETUNE_SEEDS} for kind in ("pretrained", "scratch")}
+        runs = {kind: {k: v for k, v in by_seed.items() if v} for kind, by_seed in runs.items()}
+        paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
+        if not paired:
+            continue
+        cells = [f"{kind} dev {mean_sd([v[0] for v in runs[kind].values()])} test "
+                 f"{mean_sd([v[1] for v in runs[kind].values()])} (seeds {','.join(map(str, sorted(runs[kind])))})"
+                 for kind in ("pretrained", "scratch")]
+        gap = [runs["pretrained"][k][1] - runs["scratch"][k][1] for k in paired]
+        lines.append(f"\nrt-polarity, {labels} training sentences: {cells[0]}; from {cells[1]}; test gain paired by "
+                     f"seed {mean_sd(gap)}, ahead in {sum(g > 0 for g in gap)} of {len(gap)}")
     return lines
+
+
+def finetune_result(path):
+    """(best dev accuracy, test accuracy of the best dev epoch) of a finished run, or None."""
+    if not os.path.exists(path):
+        return None
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    test = [x["accuracy"] for x in rows if x["kind"] == "test"]
+    return (max(x["accuracy"] for x in rows if x["kind"] == "eval"), test[0]) if test else None
 
 
 def heads_lines(r: Runner, quick: bool) -> list:

@@ -83,3 +83,23 @@ def test_the_probe_tables_keep_each_model_apart(tmp_path):
                                                                "rt-polarity, imdb-4800 (2 seeds)"]
     assert tables[0].splitlines()[-1] == "| 0 | 60.0 ± 14.1 | 60.0 ± 0.0 |"
     assert tables[1].splitlines()[-1] == "| 0 | 90.0 ± 0.0 | 60.0 ± 0.0 |"
+
+
+def test_the_fine_tuning_gain_is_paired_by_seed(tmp_path):
+    """Pretrained seeds 0 and 2 against from-scratch seeds 0, 1 and 2: the gain pairs seed with seed
+    (0.70 - 0.60 and 0.80 - 0.65), never the second run of one side with the second of the other;
+    an unfinished run (no test row) counts on neither side."""
+    import json
+    s = script()
+    runs = {("pretrained", 0): (0.72, 0.70), ("pretrained", 2): (0.81, 0.80), ("pretrained", 1): (0.9, None),
+            ("scratch", 0): (0.61, 0.60), ("scratch", 1): (0.5, 0.50), ("scratch", 2): (0.66, 0.65)}
+    for (kind, k), (dev, test) in runs.items():
+        d = tmp_path / "finetune" / f"{kind}-n500-s{k}"
+        d.mkdir(parents=True)
+        rows = [{"kind": "eval", "accuracy": dev - 0.1}, {"kind": "eval", "accuracy": dev}]
+        rows += [{"kind": "test", "accuracy": test}] if test is not None else []
+        (d / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
+    lines = s.finetune_lines(s.Runner(str(tmp_path), 1), quick=False)
+    assert lines == ["\nrt-polarity, 500 training sentences: pretrained dev 76.5 ± 6.4 test 75.0 ± 7.1 (seeds 0,2); "
+                     "from scratch dev 59.0 ± 8.2 test 58.3 ± 7.6 (seeds 0,1,2); test gain paired by seed 12.5 ± 3.5, "
+                     "ahead in 2 of 2"]
