@@ -29,7 +29,7 @@ from numba import njit
 from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm, gemm_add
-from npbert.kernels.rowops import LANES, lanes_like, row_sum
+from npbert.kernels.rowops import LANES, lanes_like, lanes_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
@@ -79,7 +79,7 @@ def add_row_max(x, y, acc):
             v = x[j + u] + y[j + u]
             x[j + u] = v
             acc[u] = max(acc[u], v)
-    m = acc.max()
+    m = lanes_max(acc)
     for j in range(n, x.size):
         x[j] += y[j]
         m = max(m, x[j])
@@ -155,10 +155,17 @@ def _gradient(lo, hi, address, t, w, labels, g, width, tiles, chunk_max, logsume
 
 @njit(nogil=True, cache=True)
 def _sum_shares(shares, out):
-    # out (m, H) = sum over chunks of shares (chunks, m, H), in chunk order
-    out[:] = shares[0]
-    for c in range(1, shares.shape[0]):
-        out += shares[c]
+    # out (m, H) = sum over chunks of shares (chunks, m, H), in chunk order; element loops, not
+    # `out += shares[c]`: Numba's broadcasting in-place add compiled its error-message string code (~2.5 s)
+    for i in range(out.shape[0]):
+        row = out[i]
+        first = shares[0, i]
+        for j in range(row.size):
+            row[j] = first[j]
+        for c in range(1, shares.shape[0]):
+            share = shares[c, i]
+            for j in range(row.size):
+                row[j] += share[j]
 
 
 def _block_stats(address, t, w, b, labels, keep_exps):

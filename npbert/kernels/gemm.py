@@ -52,7 +52,7 @@ def _row_major(m, n, s0, s1, item):
     return (s1 == item or n <= 1) and (m <= 1 or s0 >= item * n)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def _layout(x):
     # -> (CBLAS transpose flag, leading dimension) of a 2-D view `usable` accepts
     m, n = x.shape
@@ -62,21 +62,27 @@ def _layout(x):
     return TRANS, max(x.strides[1] // item, m, 1)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def gemm(address, a, b, c):
     """c = a @ b: a (m, k), b (k, n), each with unit stride along one axis (a transposed view
     is fine); c (m, n) with unit stride along its rows. Runs in the calling thread."""
-    _gemm(address, a, b, c, 0)
+    _gemm(address, a[:, :], b[:, :], c[:, :], 0.0)       # [:, :]: layout "A", see _gemm
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, inline="always")
 def gemm_add(address, a, b, c):
     """c += a @ b, as gemm."""
-    _gemm(address, a, b, c, 1)
+    _gemm(address, a[:, :], b[:, :], c[:, :], 1.0)
 
 
 @njit(nogil=True, cache=True)
-def _gemm(address, a, b, c, accumulate):
+def _gemm(address, a, b, c, beta):
+    # c = a b + beta c; a, b, c: 2-D views of layout "A" (any strides), beta 0.0 or 1.0. Why: the
+    # kernels call gemm with C, F (transposed) and A (sliced) views in many combinations, and each
+    # compiled as its own version cost ~0.3 s of a cold start (benchmarks/cold_start.py), while one
+    # version reads the strides at run time anyway; beta is a float because Numba compiles a
+    # function once per integer or bool constant it is called with (a float is never a literal)
+    accumulate = beta != 0.0
     m, k = a.shape
     n = b.shape[1]
     if m == 0 or n == 0 or k == 0 and accumulate:

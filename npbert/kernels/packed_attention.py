@@ -105,14 +105,11 @@ def _forward_units(lo, hi, address, q, k, v, num_heads, q_lengths, k_lengths, q_
         m, n, r0, k0, c0, p0 = q_lengths[s], k_lengths[s], q_starts[s], k_starts[s], a * D, offsets[unit]
         block = probs[p0:p0 + m * n].reshape((m, n))                   # (m, n) C-contiguous
         gemm(address, q[r0:r0 + m, c0:c0 + D], k[k0:k0 + n, c0:c0 + D].T, block)
-        if dropping:
-            dropped = buffer[:m * n].reshape((m, n))
-            _softmax_keep(block, scale, True, key, unit, T, q_positions[r0:r0 + m], k_positions[k0:k0 + n], threshold,
-                          drop_scale, keep[p0:p0 + m * n].reshape((m, n)), dropped)
-        else:
-            dropped = block
-            _softmax_keep(block, scale, False, key, unit, T, q_positions, k_positions, threshold,
-                          drop_scale, keep.reshape((0, 0)), block)
+        dropped = buffer[:m * n].reshape((m, n)) if dropping else block          # (m, n)
+        kept = keep[p0:p0 + m * n].reshape((m, n)) if dropping else keep.reshape((0, 0))
+        # `dropping` a runtime flag, not a literal True / False: one compiled _softmax_keep, not two
+        _softmax_keep(block, scale, dropping, key, unit, T, q_positions[r0:r0 + m], k_positions[k0:k0 + n],
+                      threshold, drop_scale, kept, dropped)
         gemm(address, dropped, v[k0:k0 + n, c0:c0 + D], context[r0:r0 + m, c0:c0 + D])
 
 

@@ -6,9 +6,13 @@ Python thread and getting the GIL back costs 230-350 us on these machines (measu
 of concurrent.futures running an empty kernel), more than most kernels take, so two threads
 were barely faster than one. A `prange` loop over the parts starts OpenMP's threads, which
 wait spinning for a moment after each loop, in 5-8 us (26 us after 2 ms idle), and never
-touch the GIL. The driver is `_template` below, compiled once per kernel under its own name
-so that Numba's disk cache keeps each (the cache is keyed by the function's code and name;
-a closure over the kernel would not be cached).
+touch the GIL. The driver, `_parallel_calls` below, calls the kernel through the address of
+its compiled code (`_call_at`), not by name: Numba links a callee's code into its caller and
+optimises and compiles it again there, so a driver per kernel that named it cost about as much
+again as the kernel itself (~1-3 s each, 14 s of a 2-thread cold start at tiny; benchmarks/
+cold_start.py). Through an address the driver is compiled once per argument types, without the
+kernel's code, and is cached as any other (the address is an argument: it changes between
+processes).
 
 While a loop runs, BLAS runs one thread (kernels/blas.py): the matmuls are split over these
 same threads (kernels/matmul.py, kernels/gemm.py), and OpenBLAS's own workers would
@@ -28,17 +32,21 @@ count only where a kernel says so. The thread count is the CPUs this process may
 (npbert/environment.py).
 """
 import os
-import types
 
 import numba
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba._dispatcher import compute_fingerprint
+from llvmlite import ir
+from numba.core import cgutils
+from numba.core.callconv import excinfo_t
+from numba.extending import intrinsic
 
 from npbert.environment import threads_from_environment
 from npbert.errors import NpbertError
 from npbert.kernels import blas
 
-_drivers = {}
+_addresses = {}                  # (kernel, argument fingerprints) -> its compiled code's address
 _ran_parallel = False            # a driver has run in this process
 _forked = False                  # this process is a fork() of one where a driver had run
 
@@ -60,20 +68,49 @@ def num_threads() -> int:
     return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
 
 
-def _template(bounds, *args):
+@intrinsic
+def _call_at(typingctx, address, lo, hi, args):
+    """kernel(lo, hi, *args), the kernel compiled at `address` (its Numba-ABI function for these
+    argument types: _kernel_address); a raised error propagates as from a direct call."""
+    arg_types = (lo, hi, *args.types)
+
+    def codegen(context, builder, signature, values):
+        address, lo, hi, packed = values
+        call_conv = context.call_conv
+        function_type = call_conv.get_function_type(types.none, arg_types)
+        function = builder.inttoptr(address, function_type.as_pointer())
+        unpacked = [lo, hi] + [builder.extract_value(packed, i) for i in range(len(args.types))]
+        # call_conv.call_function's steps (it reads the type off a declared function, not a pointer)
+        return_type = call_conv.get_return_type(types.none).pointee
+        returned = cgutils.alloca_once(builder, return_type)
+        builder.store(cgutils.get_null_value(return_type), returned)
+        excinfo = cgutils.alloca_once(builder, ir.PointerType(excinfo_t))
+        code = builder.call(function, [returned, excinfo,
+                                       *call_conv._get_arg_packer(arg_types).as_arguments(builder, unpacked)])
+        status = call_conv._get_return_status(builder, code, builder.load(excinfo))
+        with cgutils.if_unlikely(builder, status.is_error):
+            call_conv.return_status_propagate(builder, status)
+        return context.get_dummy_value()
+
+    return types.void(address, lo, hi, args), codegen
+
+
+@njit(parallel=True, cache=True)
+def _parallel_calls(bounds, address, *args):
     for p in prange(len(bounds) - 1):
-        kernel(bounds[p], bounds[p + 1], *args)  # noqa: F821  (bound per driver)
+        _call_at(address, bounds[p], bounds[p + 1], args)
 
 
-def _driver(kernel):
-    """kernel's parallel driver: _template's code with `kernel` bound, named after the kernel."""
-    driver = _drivers.get(kernel)
-    if driver is None:
-        name = f"parallel_{kernel.__name__}"
-        function = types.FunctionType(_template.__code__, {"prange": prange, "kernel": kernel}, name)
-        function.__qualname__, function.__module__ = name, kernel.py_func.__module__
-        driver = _drivers[kernel] = njit(parallel=True, cache=True)(function)
-    return driver
+def _kernel_address(kernel, args) -> int:
+    """The address of kernel's compiled code for (int64, int64, *args)' types, compiled (or loaded
+    from the cache) the first time; keyed by Numba's fingerprints of the arguments' types."""
+    key = (kernel, *map(compute_fingerprint, args))
+    address = _addresses.get(key)
+    if address is None:
+        signature = (types.int64, types.int64, *map(kernel.typeof_pyval, args))
+        compiled = kernel.get_compile_result(types.void(*signature))
+        address = _addresses[key] = compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name)
+    return address
 
 
 def numba_threads() -> int:
@@ -115,4 +152,4 @@ def parallel_for(kernel, n, *args, grain=1, cost=None):
                 numba.set_num_threads(parts)
             global _ran_parallel
             _ran_parallel = True
-            _driver(kernel)(part_bounds(n, parts, cost), *args)
+            _parallel_calls(part_bounds(n, parts, cost), _kernel_address(kernel, args), *args)
