@@ -4,8 +4,8 @@ is reproducible (same seed, same result). Explore new examples locally with
 import os
 
 # npbert's kernels on one thread unless a test asks for more: a parallel loop's driver is compiled
-# once per kernel and argument types (~1 s each, kernels/threads.py), which over the suite's many
-# shapes and dtypes would add minutes to a cold run. The tests that split work over threads set
+# once per argument types (~0.4 s each, kernels/threads.py), which over the suite's many dtypes
+# and layouts would add minutes to a cold run. The tests that split work over threads set
 # NPBERT_NUM_THREADS themselves (test_matmul.py, the thread-count tests of test_kernels.py, the
 # 2-thread training step and resume). Numba's pool is sized when Numba loads: 4 at least, so
 # those tests run 3 or 4 threads on a 2-CPU machine too.

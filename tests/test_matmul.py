@@ -9,6 +9,7 @@ Tolerances as in test_kernels.py: float64 1e-12, float32 1e-5 of the largest |te
 (a matmul's rounding scales with sum |a_ik b_kj|, not with the result)."""
 from unittest import mock
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -68,6 +69,21 @@ def test_gemm_is_numpys_matmul_for_every_layout(dtype, m, k, n, la, lb, wide_out
     out = np.full((m, n + 2 * wide_out), np.nan, dtype)[:, :n]        # rows of a wider array, like a head's
     gemm.gemm(gemm.address(dtype), a, b, out)
     assert_matmul_close(out, a, b, dtype)
+
+
+@needs_openblas
+def test_gemm_compiles_one_version_for_every_layout():
+    # C, transposed (F) and sliced (A) views all reach one compiled _gemm of layout A (a cold start
+    # compiled one per combination: benchmarks/cold_start.py), and gemm_add accumulates
+    a, b = normal(0, (6, 5), np.float32), normal(1, (5, 4), np.float32)
+    for la in ("C", "transposed", "columns", "rows"):
+        for lb in ("C", "transposed", "columns"):
+            out = np.zeros((6, 4), np.float32)
+            gemm.gemm(gemm.address(np.float32), layout(a, la), layout(b, lb), out)
+            gemm.gemm_add(gemm.address(np.float32), layout(a, la), layout(b, lb), out)
+            assert_matmul_close(out, 2 * a, b, np.float32)
+    float32 = [s for s in gemm._gemm.signatures if s[1].dtype == numba.float32]
+    assert [tuple(t.layout for t in s[1:4]) for s in float32] == [("A", "A", "A")]
 
 
 def test_usable_refuses_strides_blas_cannot_take():
@@ -171,8 +187,25 @@ def test_parts_by_cost_are_contiguous_and_balanced(cost, parts):
     assert list(part_bounds(10, 3)) == [0, 3, 6, 10]
 
 
+@njit(nogil=True, cache=True)
+def _count_twice(lo, hi, counts):
+    for i in range(lo, hi):
+        counts[i] += 2
+
+
+def test_one_parallel_driver_runs_every_kernel_with_the_same_argument_types(monkeypatch):
+    # the driver calls a kernel through its compiled code's address, so it is compiled per argument
+    # types, not per kernel (Numba compiled each kernel's code again into a driver that named it)
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "2")
+    counts = np.zeros(1000, np.int64)
+    parallel_for(_count, 1000, counts)
+    parallel_for(_count_twice, 1000, counts)
+    assert (counts == 3).all()
+    same_types = [s for s in threads._parallel_calls.signatures if s[2].types == (numba.typeof(counts),)]
+    assert len(same_types) == 1
+
+
 def test_thread_count_is_capped_by_numbas(monkeypatch):
-    import numba
     monkeypatch.setenv("NPBERT_NUM_THREADS", "1000")
     assert threads.num_threads() == numba.config.NUMBA_NUM_THREADS
     monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
