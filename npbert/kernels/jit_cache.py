@@ -53,7 +53,7 @@ def cache_is_cold(cache_dir=None) -> bool:
     return bool(cache_dir) and not any(p.parent.name.startswith(prefix) for p in Path(cache_dir).rglob("*.nbi"))
 
 
-COMPILE_MESSAGE = "compiling the Numba kernels (first run only, ~15-40 s; cached afterwards) ..."
+COMPILE_MESSAGE = "compiling the Numba kernels (first run only, ~10-20 s; cached afterwards) ..."
 
 
 def _writable(path: Path) -> bool:
