@@ -75,12 +75,16 @@ def test_gemm_is_numpys_matmul_for_every_layout(dtype, m, k, n, la, lb, wide_out
 def test_gemm_compiles_one_version_for_every_layout():
     # C, transposed (F) and sliced (A) views all reach one compiled _gemm of layout A (a cold start
     # compiled one per combination: benchmarks/cold_start.py), and gemm_add accumulates
+    @njit                                    # compiled here (not cached): it resolves _gemm's versions
+    def product_twice(address, a, b, out):
+        gemm.gemm(address, a, b, out)
+        gemm.gemm_add(address, a, b, out)
+
     a, b = normal(0, (6, 5), np.float32), normal(1, (5, 4), np.float32)
     for la in ("C", "transposed", "columns", "rows"):
         for lb in ("C", "transposed", "columns"):
             out = np.zeros((6, 4), np.float32)
-            gemm.gemm(gemm.address(np.float32), layout(a, la), layout(b, lb), out)
-            gemm.gemm_add(gemm.address(np.float32), layout(a, la), layout(b, lb), out)
+            product_twice(gemm.address(np.float32), layout(a, la), layout(b, lb), out)
             assert_matmul_close(out, 2 * a, b, np.float32)
     float32 = [s for s in gemm._gemm.signatures if s[1].dtype == numba.float32]
     assert [tuple(t.layout for t in s[1:4]) for s in float32] == [("A", "A", "A")]
