@@ -15,62 +15,25 @@ were tuned over {3e-4, 1e-4, 5e-5, 3e-5}; see docs/finetuning.md).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
-from npbert.errors import DataError, NpbertError
+from npbert.errors import DataError
 from npbert.finetuning.evaluation import (check_max_length, evaluate_checkpoint, format_scores, label_names,
                                           majority_baseline)
 from npbert.finetuning.from_checkpoint import start_model
 from npbert.finetuning.job import FinetuningJob, TaskInputs
-from npbert.heads.feature_based import CHOICES, FEATURES, FINE_TUNE, frozen_names
+from npbert.finetuning.options import FinetuneOptions
+from npbert.heads.feature_based import FEATURES, FINE_TUNE, frozen_names
 from npbert.heads.params import finetuned_config
-from npbert.tasks.qa import QAOptions
+from npbert.options import check_ranges
 from npbert.tasks.registry import get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Schedule
-from npbert.training.options import check_numbers
 from npbert.training.progress import say
 from npbert.training.run import Recipe, Started, run_training
 from npbert.training.run_dir import CHECKPOINT_DIR
 from npbert.training.state import start_training
 
 BEST_DIR = "best"
-
-
-@dataclass
-class FinetuneOptions:
-    task: str = "builtin-sentence"
-    model: str | None = None             # a checkpoint directory (npbert or Hugging Face)
-    from_scratch: str | None = None      # or a preset, randomly initialised (a baseline)
-    vocab: str | None = None             # vocab.txt for --from-scratch (builtin tasks: the built-in one)
-    train: str | None = None             # training file (generated tasks: a split name, default "train")
-    dev: str | None = None               # dev file (generated tasks: default "dev")
-    test: str | None = None              # scored once at the end with the best model, if given
-    out: str = "runs/finetune"
-    max_seq_length: int | None = None    # default: the task's (128; SQuAD 384; rt-polarity, built-in 64)
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 1e-4
-    warmup_proportion: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    features: str = FINE_TUNE            # or a feature-based choice (npbert/heads/feature_based.py): encoder frozen
-    hidden_dropout_prob: float | None = None        # default: the checkpoint's (HF's and the presets':
-    attention_probs_dropout_prob: float | None = None  # 0.1; npbert pretrain saves 0, see docs/finetuning.md)
-    max_train_examples: int | None = None           # the first n examples only (quick runs)
-    max_eval_examples: int | None = None
-    eval_batch_size: int = 64
-    doc_stride: int = QAOptions.doc_stride
-    max_query_length: int = QAOptions.max_query_length
-    n_best_size: int = QAOptions.n_best_size
-    max_answer_length: int = QAOptions.max_answer_length
-    seed: int = 0
-    log_every: int = 20
-    save_every: int = 200                # steps between resumable checkpoints (and at each epoch's end)
-    stop_after: int | None = None        # stop (and save) once the run reaches this step, counted from its start
-
-    def qa(self) -> QAOptions:
-        return QAOptions(self.doc_stride, self.max_query_length, self.n_best_size, self.max_answer_length)
 
 
 # Options a resumed run may change: what is logged and saved, when it stops, the evaluation
@@ -160,14 +123,9 @@ class FinetuningRecipe(Recipe):
 
 
 def check_options(opts: FinetuneOptions) -> None:
-    """The numbers a run needs, checked before anything is read or written."""
-    check_numbers(opts, positive=("epochs", "batch_size", "log_every", "eval_batch_size", "max_seq_length",
-                                  "max_train_examples", "max_eval_examples", "doc_stride", "max_query_length",
-                                  "n_best_size", "max_answer_length"),
-                  counts=("save_every", "seed"),
-                  fractions=("warmup_proportion", "hidden_dropout_prob", "attention_probs_dropout_prob"))
-    if opts.features not in CHOICES:
-        raise NpbertError(f"--features {opts.features!r} is not one of {', '.join(CHOICES)}")
+    """Every option in its range and choices (npbert/finetuning/options.py), checked before
+    anything is read or written."""
+    check_ranges(opts)
 
 
 def _default_split(task, split):

@@ -9,7 +9,8 @@ no_nsp: the same instances, no NSP loss, the NSP head and the pooler never updat
 
 The run's lifecycle (out dir, lock, resume, saving, the stop message) is npbert/training/run.py
 and the loop npbert/training/loop.py, both shared with fine-tuning; what is pretraining's own is
-here (its options, and the recipe putting them together) and in npbert/pretraining/: the data
+here (the recipe putting its options together) and in npbert/pretraining/: its options
+(pretraining/options.py, one declaration each), the data
 (a prepared directory, or a corpus prepared into OUT/data), the model (a preset, or a checkpoint
 with --model), and held-out MLM and NSP accuracy against their baselines.
 """
@@ -22,59 +23,25 @@ from dataclasses import dataclass
 import numpy as np
 
 from npbert.checkpoint import load_pretrained
-from npbert.config import PRESETS, BertConfig
+from npbert.config import BertConfig
 from npbert.data.instances import canonical_mask_mix
-from npbert.data.prepare import CorpusOptions
-from npbert.errors import NpbertError
 from npbert.model import NSP_ONLY_PARAMS, init_params
+from npbert.options import check_ranges
 from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
                                        prepare_corpus, with_data_mask_mix)
 from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretrain.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
+from npbert.pretraining.options import PretrainOptions
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Schedule
-from npbert.training.options import check_numbers
 from npbert.training.progress import say
 from npbert.training.run import Recipe, Started, run_training
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE
 from npbert.training.state import STATE_JSON, TrainingCheckpoint, start_training
 
 PATHS = ("corpus", "data", "vocab", "model")           # made absolute when a run starts (training/inputs.py)
-
-
-@dataclass
-class PretrainOptions(CorpusOptions):         # the corpus options: npbert/data/prepare.py, shared with prepare
-    out: str = "runs/pretrain"
-    data: str | None = None           # an already prepared directory (npbert prepare); overrides corpus
-    preset: str = "tiny"
-    model: str | None = None          # a checkpoint to pretrain further: its architecture and weights (instead of
-                                      # preset), a new optimizer and schedule; for a corpus, its vocab.txt and casing
-    model_overrides: dict | None = None  # BertConfig fields to change from the preset (e.g. a smaller test model)
-    no_nsp: bool = False              # masked LM only (the paper's "No NSP"): the same sentence-pair instances, no
-                                      # NSP loss; the NSP head and the pooler, which only NSP trains, never updated
-    # The default run's recipe, chosen over seeds (benchmarks/default_run_seeds.py, docs/pretraining.md):
-    # at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a
-    # plateau near 0.2 until a seed-dependent step); 2000 steps take every seed past it.
-    steps: int = 2000                 # the default run's time: docs/pretraining.md (measured there, once)
-    batch_size: int = 32
-    learning_rate: float = 2e-3
-    warmup_steps: int | None = None   # default: 25% of steps
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    # No dropout by default: a run this short underfits, and dropout only slows it down (on the
-    # earlier builtin corpus, 1200 steps: held-out MLM accuracy 0.40 without, 0.25 at step
-    # 1000 with 0.1; docs/pretraining.md).
-    # Pass 0.1 for BERT's own setting in long runs.
-    hidden_dropout_prob: float = 0.0
-    attention_probs_dropout_prob: float = 0.0
-    seed: int = 0
-    log_every: int = 50
-    eval_every: int = 100
-    eval_batches: int = 20
-    save_every: int = 200
-    stop_after: int | None = None     # stop (and save) once the run reaches this step, counted from its start
 
 
 # Options a resumed run may change: they decide what is logged, evaluated and saved, and when
@@ -222,12 +189,8 @@ def pretraining_schedule(opts: PretrainOptions) -> Schedule:
 
 
 def check_options(opts) -> None:
-    """The numbers a run needs, checked before anything is read or written (the optimizer's:
-    npbert/training/options.py)."""
-    check_numbers(opts, positive=("steps", "batch_size", "log_every"),
-                  counts=("eval_every", "save_every", "eval_batches", "warmup_steps", "seed"),
-                  fractions=("heldout_fraction", "hidden_dropout_prob", "attention_probs_dropout_prob"))
-    if opts.preset not in PRESETS:
-        raise NpbertError(f"unknown --preset {opts.preset!r}; choose one of {', '.join(PRESETS)}")
+    """Every option in its range (npbert/pretraining/options.py), checked before anything is
+    read or written, and the mask mix spelled as a mix."""
+    check_ranges(opts)
     if opts.mask_mix is not None:
         canonical_mask_mix(opts.mask_mix)              # a DataError naming it

@@ -33,7 +33,7 @@ def test_overwrite_with_bad_input_keeps_the_earlier_run(tmp_path, data_dir, trai
         pretrain(options(tmp_path, data_dir, data=None, corpus=str(tmp_path / "one.txt")), overwrite=True,
                  log=said.append)
     assert f"the earlier run in {trained} is back as it was" in said
-    with pytest.raises(NpbertError, match="--steps must be a positive integer"):
+    with pytest.raises(NpbertError, match="--steps must be an integer >= 1, got 0"):
         pretrain(options(tmp_path, data_dir, steps=0), overwrite=True, log=quiet)
     assert sorted(os.listdir(trained)) == before and saved_step(trained) == 7
     assert [e for e in os.listdir(tmp_path) if e.startswith(".")] == []

@@ -1,6 +1,5 @@
 """README.md's Python examples run as written (on a stand-in for the course model, and on MiniLM) and
 its commands exist: a newcomer copies them first."""
-import argparse
 import os
 import re
 import subprocess
@@ -102,22 +101,3 @@ def first_line_paragraphs() -> list:
     text = open(README, encoding="utf-8").read()
     after = text[text.index("```\n", text.index("```bash")) + 4:].lstrip("\n")
     return after.split("\n\n")[:2]
-
-
-def test_the_range_summary_names_every_option_whose_range_is_not_the_usual():
-    # before: "a size or count is an integer >= 1 ... a rate a finite number in [0, 1)", while
-    # --eval-every took 0 and --learning-rate 1
-    from npbert.cli import build_parser
-    parser = build_parser()
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices.values()
-    text = " ".join(open(README, encoding="utf-8").read().split())
-    summary = text[text.index("lists every option with its default"):text.index("A value out of its range")]
-    numbers = [a for c in commands for a in c._actions if a.option_strings and getattr(a.type, "range", None)
-               and a.type.__name__ != "comma_list"]                 # a list of names is not a number's range
-    usual = ("an integer >= 1", "a number in [0, 1)")               # the summary's rule; seeds, dropouts: named
-    unusual = {a.option_strings[0]: a.type.range for a in numbers
-               if a.type.range not in usual and a.dest != "seed" and "dropout" not in a.dest}
-    missing = [f"{option} ({rng})" for option, rng in sorted(unusual.items()) if f"`{option}`" not in summary]
-    assert not missing, f"README's range summary does not name: {', '.join(missing)}"
-    for rng in set(unusual.values()):
-        assert rng.replace("a number in ", "").replace("an integer ", "") in summary, rng

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from npbert.training.metrics_log import MetricsLog
-from npbert.training.options import check_numbers, resumed_options
+from npbert.options import check_ranges
+from npbert.training.options import resumed_options
 from npbert.training.overfitting import RisingLossWatch
 from npbert.errors import NpbertError
 from npbert.pretrain import PretrainOptions
@@ -36,15 +37,19 @@ def test_metrics_log_on_resume_drops_later_records_and_a_half_written_line(tmp_p
 
 
 def test_option_numbers_are_checked_with_the_flag_named():
-    for change, message in ((dict(steps=0), "--steps must be a positive integer, got 0"),
-                            (dict(learning_rate=-1.0), "--learning-rate must be a finite number >= 0"),
-                            (dict(hidden_dropout_prob=1.0), "--hidden-dropout-prob must be in \\[0, 1\\)"),
-                            (dict(max_grad_norm=float("nan")), "--max-grad-norm must be a finite number >= 0"),
-                            (dict(max_grad_norm=float("inf")), "--max-grad-norm must be a finite number >= 0")):
-        opts = PretrainOptions(**change)
+    nan, inf = float("nan"), float("inf")
+    for change, message in ((dict(steps=0), "--steps must be an integer >= 1, got 0"),
+                            (dict(steps=True), "--steps must be an integer >= 1, got True"),
+                            (dict(learning_rate=-1.0), r"--learning-rate must be a number in \[0, 1\], got -1.0"),
+                            (dict(learning_rate=None), r"--learning-rate must be a number in \[0, 1\], got None"),
+                            (dict(hidden_dropout_prob=1.0), r"--hidden-dropout-prob must be a number in \[0, 1\)"),
+                            (dict(max_grad_norm=nan), r"--max-grad-norm must be a number in \[0, 1e\+06\], got nan"),
+                            (dict(max_grad_norm=inf), r"--max-grad-norm must be a number in \[0, 1e\+06\], got inf"),
+                            (dict(vocab_size=8), "--vocab-size must be an integer >= 16, got 8"),
+                            (dict(preset="huge"), "--preset 'huge' is not one of tiny, ")):
         with pytest.raises(NpbertError, match=message):
-            check_numbers(opts, positive=("steps",), non_negative=("learning_rate", "max_grad_norm"),
-                          fractions=("hidden_dropout_prob",))
+            check_ranges(PretrainOptions(**change))
+    check_ranges(PretrainOptions(warmup_steps=None, learning_rate=1, eval_every=0))   # None: the default's
 
 
 def test_resumed_options_keep_the_saved_run_and_take_only_what_may_change():

@@ -1,5 +1,5 @@
-"""What `npbert pretrain` and `npbert finetune` share on the command line: the optimizer
-options, the run controls (seed, logging, stop, resume, overwrite, backend), which options
+"""What `npbert pretrain` and `npbert finetune` share on the command line beside their declared
+options (npbert/training/options.py): --resume, --overwrite, --backend, which options
 were typed (a resumed run refuses a typed option that would change it, even one typed with its
 default value), and how a parsed command line becomes an options dataclass and a run."""
 import argparse
@@ -9,8 +9,6 @@ import importlib
 
 from npbert.allocator import keep_freed_memory
 from npbert.commands import add_backend_argument, training_backend
-from npbert.commands.arg_types import finite_float, non_negative_int, positive_int, seed
-from npbert.training.options import OPTIMIZER_BOUNDS
 from npbert.training.progress import say
 from npbert.training.run_dir import free_run_dir
 
@@ -32,32 +30,16 @@ def _note_typed(base):
     return call
 
 
-def add_optimizer_arguments(p, defaults):
-    p.add_argument("--batch-size", type=positive_int, default=defaults.batch_size, help="sequences per step")
-    p.add_argument("--learning-rate", type=finite_float(0, OPTIMIZER_BOUNDS["learning_rate"]), default=defaults.learning_rate, help="peak learning rate")
-    p.add_argument("--weight-decay", type=finite_float(0, OPTIMIZER_BOUNDS["weight_decay"]), default=defaults.weight_decay,
-                   help="AdamW weight decay (not on LayerNorm weights or biases)")
-    p.add_argument("--max-grad-norm", type=finite_float(0, OPTIMIZER_BOUNDS["max_grad_norm"]), default=defaults.max_grad_norm,
-                   help="clip the gradients to this global norm")
-
-
-def add_run_arguments(p, defaults, save_every_help, train):
-    """The run controls, and func: train ("module:function", imported when the command runs) on
-    the options record of the same module named by its class's name in `train`'s module."""
-    p.add_argument("--save-every", type=non_negative_int, default=defaults.save_every, help=save_every_help)
-    p.add_argument("--seed", type=seed, default=defaults.seed,
-                   help="seed of the initialisation, batch order and dropout")
-    p.add_argument("--log-every", type=positive_int, default=defaults.log_every,
-                   help="print and log the training loss every N steps")
-    p.add_argument("--stop-after", type=positive_int, default=None, metavar="STEP",
-                   help="save and stop once the run reaches step STEP, counted from the run's start (on --resume "
-                        "too: --stop-after 30 on a run at step 20 trains 10 steps) (default: run to the end)")
+def add_run_arguments(p, train, options_name):
+    """What the command does with a run (not options of the run: npbert/training/options.py has
+    those), and func: train ("module:function", imported when the command runs) on the options
+    record of that module named options_name."""
     p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the npbert run in --out with a new one; the old run is kept until the new one "
                         "has saved, and put back if it fails before")
     add_backend_argument(p, help="hot-op backend (default: numba, or NPBERT_BACKEND)", default=training_backend())
-    p.set_defaults(func=functools.partial(run_training, train, type(defaults).__name__))
+    p.set_defaults(func=functools.partial(run_training, train, options_name))
 
 
 def run_training(train, options_name, args) -> int:

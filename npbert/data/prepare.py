@@ -17,7 +17,6 @@ import math
 import os
 import shutil
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +26,8 @@ from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
 from npbert.data.progress import Progress
+from npbert.data.options import (DEFAULT_HELDOUT_FRACTION, TOKENS_PER_SHARD, CorpusOptions,  # noqa: F401
+                                 PrepareOptions)
 from npbert.data.instances import DEFAULT_MASK_MIX, InstanceOptions, VocabIds, canonical_mask_mix, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
                                 id_dtype, pack_instances, read_manifest, read_shard, write_json,
@@ -37,38 +38,7 @@ from npbert.lock import run_lock
 from npbert.reading import regular_file
 
 SPLIT_CODES = {"train": 0, "heldout": 1}
-TOKENS_PER_SHARD = 1_000_000
-DEFAULT_HELDOUT_FRACTION = 0.02
 BUILTIN_MAX_SEQ_LENGTH = 64   # builtin stories are short: ~2 instances of 64 tokens per story
-
-
-@dataclass
-class CorpusOptions:
-    """The corpus options `npbert prepare` and `npbert pretrain` share, written once (and declared
-    to argparse once: npbert/commands/corpus_args.py). None means the default noted, resolved
-    when the data are prepared (resolved_options) and recorded resolved in the manifest."""
-    corpus: str = "builtin"            # builtin | imdb | a text file | a directory of .txt files
-    vocab: str | None = None           # vocab.txt; None: builtin's own, or train one of vocab_size
-    vocab_size: int = 8192
-    max_seq_length: int | None = None  # None: 64 for builtin, 128 otherwise
-    dupe_factor: int | None = None     # None: 5 for builtin, 2 otherwise (big corpora need fewer passes)
-    max_documents: int | None = None   # builtin: how many stories to generate (default 4000)
-    heldout_fraction: float | None = None  # documents held out for evaluation (None: 0.02)
-    mask_mix: str | None = None        # MASK/SAME/RND percentages of the chosen positions (the paper's Table 8;
-                                       # None: 80/10/10; pretrain --data: the data's, another is an error)
-    do_lower_case: bool | None = None  # None: lower-case (pretrain --model: the checkpoint's casing)
-
-
-@dataclass
-class PrepareOptions(CorpusOptions):
-    out: str = "data/pretraining"
-    corpus_format: str | None = None   # bert | raw | None: detect per file
-    max_predictions_per_seq: int = 20
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    whole_word_mask: bool = False
-    seed: int = 12345
-    tokens_per_shard: int = TOKENS_PER_SHARD
 
 
 def corpus_options(opts) -> dict:

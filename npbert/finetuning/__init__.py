@@ -2,6 +2,7 @@
 run of the shared lifecycle (npbert/training/run.py), as npbert/pretrain.py does with
 npbert/pretraining/:
 
+    options.py          its options, declared once (npbert/options.py): dataclass, argparse, checks
     from_checkpoint.py  the model a run starts from: a checkpoint (--model; its head kept if it
                         fits the task) or a preset's random weights (--from-scratch)
     job.py              the Job the shared loop runs: the task's examples read and encoded, the

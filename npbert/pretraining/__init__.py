@@ -1,6 +1,7 @@
 """What is pretraining's own, one idea per module; npbert/pretrain.py puts them together into a
 run of the shared lifecycle (npbert/training/run.py):
 
+    options.py          its options, declared once (npbert/options.py): dataclass, argparse, checks
     corpus.py           the data: a prepared directory, or a corpus prepared into OUT/data
     from_checkpoint.py  --model: pretraining a checkpoint further
     job.py              the Job the shared loop runs: MLM + NSP batches, held-out evaluation

@@ -18,22 +18,21 @@ the tokenizer's character offsets (as Hugging Face's run_qa.py):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from npbert.errors import DataError
+from npbert.options import POSITIVE, Option, options_record
 from npbert.tokenizer.truncation import windows as overflow_windows
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 384, 128, 64, 20, 30
 
-
-@dataclass
-class QAOptions:
-    doc_stride: int = DOC_STRIDE
-    max_query_length: int = MAX_QUERY_LENGTH
-    n_best_size: int = N_BEST_SIZE
-    max_answer_length: int = MAX_ANSWER_LENGTH
+QA_OPTIONS = (                                   # options of `npbert finetune` (and evaluate's record of them)
+    Option("doc_stride", DOC_STRIDE, "QA: tokens between window starts", POSITIVE),
+    Option("max_query_length", MAX_QUERY_LENGTH, "QA: question tokens kept", POSITIVE),
+    Option("n_best_size", N_BEST_SIZE, "QA: start/end candidates", POSITIVE),
+    Option("max_answer_length", MAX_ANSWER_LENGTH, "QA: longest answer in tokens", POSITIVE),
+)
+QAOptions = options_record("QAOptions", QA_OPTIONS, __name__)
 
 
 def windows(num_tokens, max_tokens, doc_stride) -> list:

@@ -1,5 +1,6 @@
-"""A training run's options: the numbers checked before anything is read or written, and which
-options a resumed run may change.
+"""A training run's options: those pretraining and fine-tuning share, declared once
+(npbert/options.py: the dataclass fields, argparse lines, range checks and README's table come
+from these), and which options a resumed run may change.
 
 A run resumes with the options it was started with
 (saved in its checkpoint); an option given again on --resume must either be one that does not
@@ -10,9 +11,9 @@ longer be the run that was stopped (use `pretrain --model` to go on past a run's
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from npbert.errors import NpbertError
+from npbert.options import COUNT, POSITIVE, PROBABILITY, Interval, Option, flag
 
 
 def given_options(opts) -> set:
@@ -39,48 +40,41 @@ def resumed_options(opts, saved: dict, given, changeable, where):
     return type(opts)(**options)
 
 
-def flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def _show(value) -> str:
     return "(not set)" if value is None else str(value)
-
-
-def check_numbers(opts, positive=(), counts=(), non_negative=(), fractions=()) -> None:
-    """NpbertError naming the option unless each of `positive` is an integer >= 1, each of
-    `counts` an integer >= 0 (a count, a step, a seed), each of `non_negative` a number >= 0, and
-    each of `fractions` in [0, 1); None means "default"."""
-    for name in positive + counts + non_negative + fractions:
-        value = getattr(opts, name)
-        if value is None:
-            continue
-        if name in positive + counts:
-            low = 1 if name in positive else 0
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-            want = "a positive integer" if low else "an integer >= 0"
-        elif name in non_negative:
-            ok, want = _is_number(value) and value >= 0, "a finite number >= 0"
-        else:
-            ok, want = _is_number(value) and 0.0 <= value < 1.0, "in [0, 1)"
-        if not ok:
-            raise NpbertError(f"{flag(name)} must be {want}, got {value!r}")
 
 
 # The optimizer's numbers, bounded where a larger value can only diverge (docs/pretraining.md,
 # "Options"): AdamW moves every weight by about lr per step, and the weights start near 0.02, so
 # a learning rate above 1 destroys the model in one step; a weight decay above 1 shrinks the
 # weights by more than the step itself. The gradient norm's bound only needs to be a number.
-OPTIMIZER_BOUNDS = dict(learning_rate=1.0, weight_decay=1.0, max_grad_norm=1e6)
+def optimizer_options(learning_rate: float) -> tuple:
+    return (
+        Option("batch_size", 32, "sequences per step", POSITIVE),
+        Option("learning_rate", learning_rate, "peak learning rate", Interval(0, 1)),
+        Option("weight_decay", 0.01, "AdamW weight decay (not on LayerNorm weights or biases)", Interval(0, 1)),
+        Option("max_grad_norm", 1.0, "clip the gradients to this global norm", Interval(0, 1e6)),
+    )
 
 
-def check_optimizer(opts) -> None:
-    """NpbertError naming the first optimizer option that is not a finite number in [0, bound]."""
-    for name, bound in OPTIMIZER_BOUNDS.items():
-        value = getattr(opts, name)
-        if not (_is_number(value) and 0 <= value <= bound):
-            raise NpbertError(f"{flag(name)} must be a number from 0 to {bound:g}, got {value!r}")
+def dropout_options(default, default_help="") -> tuple:
+    """The model's two dropout rates (default_help: what None means, for a default of None)."""
+    return (
+        Option("hidden_dropout_prob", default, "dropout on the embeddings' and every sublayer's output" + default_help,
+               PROBABILITY),
+        Option("attention_probs_dropout_prob", default, "dropout on the attention probabilities" + default_help,
+               PROBABILITY),
+    )
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def run_options(log_every: int, save_every_help: str) -> tuple:
+    """The run controls that are options of the run (--resume, --overwrite and --backend are the
+    command's: npbert/commands/training_args.py)."""
+    return (
+        Option("save_every", 200, save_every_help, COUNT),
+        Option("seed", 0, "seed of the initialisation, batch order and dropout", COUNT),
+        Option("log_every", log_every, "print and log the training loss every N steps", POSITIVE),
+        Option("stop_after", None, "save and stop once the run reaches step STEP, counted from the run's start (on "
+                                   "--resume too: --stop-after 30 on a run at step 20 trains 10 steps) (default: run "
+                                   "to the end)", POSITIVE, metavar="STEP"),
+    )

@@ -28,7 +28,7 @@ from npbert.lock import run_lock
 from npbert.training.inputs import INPUTS, absolute_paths, check_pinnable, check_same_inputs, fingerprint
 from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
-from npbert.training.options import check_optimizer, given_options, resumed_options
+from npbert.training.options import given_options, resumed_options
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
 from npbert.training.state import (check_dropout_resumable, load_training_checkpoint, note_backend_change,
                                    recover_checkpoint, save_training_checkpoint)
@@ -50,7 +50,7 @@ class Recipe:
     changeable = ()                                    # options a --resume may change
 
     def check(self, opts) -> None:
-        """The options' own numbers and choices (the optimizer's are checked by the lifecycle)."""
+        """Every option's range and choices (npbert/options.py's check_ranges), and what else they must satisfy."""
 
     def paths(self, opts) -> tuple:
         """The options naming files or directories: made absolute before anything else."""
@@ -80,9 +80,8 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     """Run (or resume) one training run of `recipe` in opts.out. given: the options the user set
     (the CLI's typed flags); default, those that differ from the options' defaults."""
     check_out_flags(opts.out, resume, overwrite)
-    recipe.check(opts)
+    recipe.check(opts)                                 # every option's range first (npbert/options.py)
     opts = absolute_paths(opts, recipe.paths(opts))
-    check_optimizer(opts)
     with run_lock(opts.out) as lock:
         check_out(opts.out, resume, overwrite, recipe.kind)
         saved = None
@@ -91,7 +90,6 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
             opts = resumed_options(opts, saved.options, given_options(opts) if given is None else given,
                                    recipe.changeable, opts.out)
             recipe.check(opts)
-            check_optimizer(opts)
         check_pinnable(recipe.inputs(opts))
         opts, prepared = recipe.prepare(opts, saved, log)
         if resume:
