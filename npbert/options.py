@@ -77,7 +77,7 @@ class Option:
     default: object
     help: str
     range: Integer | Interval | None = None
-    choices: tuple | None = None
+    choices: tuple | dict | None = None                # a dict: its keys, as they are when checked
     flag: str | None = None
     action: str | None = None                          # "store_true" / "store_false": a flag without a value
     metavar: str | None = None

@@ -14,7 +14,8 @@ from npbert.training.options import dropout_options, optimizer_options, run_opti
 # The paper's recipe (batch 32, 3 epochs, 10% warmup, weight decay 0.01, clip 1.0) except the
 # learning rate: npbert/finetune.py says why 1e-4.
 FINETUNE_OPTIONS = (
-    Option("task", "builtin-sentence", "the task (listed above)", choices=tuple(TASKS), metavar="TASK"),
+    # the registry itself, not a copy: a task registered later (tests/test_toy_head.py) is a choice too
+    Option("task", "builtin-sentence", "the task (listed above)", choices=TASKS, metavar="TASK"),
     Option("model", None, "checkpoint directory to start from (npbert or Hugging Face); this or --from-scratch "
                           "(default: none)"),
     Option("from_scratch", None, "start from random weights of this preset instead of --model (default: none)",
