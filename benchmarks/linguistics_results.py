@@ -303,9 +303,9 @@ def probe_lines(r: Runner, quick: bool) -> list:
 
 
 def finetune_lines(r: Runner, quick: bool) -> list:
-    """Dev (the best epoch) and test accuracy from the pretrained mini and from scratch, and the
-    test gain paired by fine-tuning seed (only the seeds both sides have run)."""
-    lines = []
+    """A table: dev (the best epoch) and test accuracy from the pretrained mini and from scratch, and
+    the test gain paired by fine-tuning seed (only the seeds both sides have run)."""
+    rows = []
     for labels in ("all", "500"):
         runs = {kind: {k: finetune_result(r.path("finetune", f"{kind}-n{labels}-s{k}", "metrics.jsonl"))
                        for k in FINETUNE_SEEDS} for kind in ("pretrained", "scratch")}
@@ -313,13 +313,14 @@ def finetune_lines(r: Runner, quick: bool) -> list:
         paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
         if not paired:
             continue
-        cells = [f"{kind} dev {mean_sd([v[0] for v in runs[kind].values()])} test "
-                 f"{mean_sd([v[1] for v in runs[kind].values()])} (seeds {','.join(map(str, sorted(runs[kind])))})"
-                 for kind in ("pretrained", "scratch")]
+        cells = [f"{mean_sd([v[i] for v in runs[kind].values()])} ({len(runs[kind])})"
+                 for kind in ("pretrained", "scratch") for i in (0, 1)]
         gap = [runs["pretrained"][k][1] - runs["scratch"][k][1] for k in paired]
-        lines.append(f"\nrt-polarity, {labels} training sentences: {cells[0]}; from {cells[1]}; test gain paired by "
-                     f"seed {mean_sd(gap)}, ahead in {sum(g > 0 for g in gap)} of {len(gap)}")
-    return lines
+        rows.append(f"| {labels} | " + " | ".join(cells) + f" | {mean_sd(gap)} | {sum(g > 0 for g in gap)} of {len(gap)} |")
+    head = ["\nrt-polarity fine-tuned (accuracy %, mean ± sd (seeds); the gain paired by fine-tuning seed)\n",
+            "| training sentences | pretrained dev | pretrained test | from scratch dev | from scratch test | "
+            "test gain | pretrained ahead |", "|---|---|---|---|---|---|---|"]
+    return head + rows if rows else []
 
 
 def finetune_result(path):
