@@ -28,7 +28,7 @@ settings.load_profile("deterministic")
 
 # `pytest -m quick`, the subset README offers before the whole suite: every op, layer, head and
 # model against finite differences and the numbers that must be right, without the data packages,
-# the subprocesses, the training runs and the notebooks (about a minute of CPU; tests/suite_cost.py).
+# the subprocesses, the training runs and the notebooks (about a minute of CPU; tests/support/suite_cost.py).
 QUICK = ("test_numbers.py", "test_layering.py", "test_gradcheck.py", "test_model.py", "test_heads.py",
          "test_trace.py", "test_optim.py", "test_training.py", "test_safetensors.py", "test_checkpoint.py",
          "test_metrics.py", "test_data_shards.py", "test_patience.py")

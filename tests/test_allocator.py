@@ -3,7 +3,7 @@ import subprocess
 import sys
 
 import pytest
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 pytest.importorskip("resource")
 

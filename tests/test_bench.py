@@ -297,7 +297,7 @@ def test_bench_batches_builtin_prepares_once_and_tells_every_worker(monkeypatch,
 
 
 def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(capsys):
-    from scripts import load_script
+    from support.scripts import load_script
     ab = load_script("benchmarks/ab.py", "npbert_ab_script")
     for argv, message in ((["--batches", "imdb", "--seq", "64"], "--batches imdb has the data's own lengths"),
                           (["--impls", "numba,numba-packed"], "unknown impl numba-packed")):

@@ -25,8 +25,8 @@ from npbert.heads.params import finetuned_config, init_head
 from npbert.heads.registry import HEADS
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
-from hostile import NPBERT, env, npbert as run_npbert, run_unwritable
-from patience import HANG_SECONDS
+from support.hostile import NPBERT, env, npbert as run_npbert, run_unwritable
+from support.patience import HANG_SECONDS
 
 
 def random_finetuned(directory, kind, labels):

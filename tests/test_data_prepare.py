@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from hostile import LIMIT, npbert as run_npbert
+from support.hostile import LIMIT, npbert as run_npbert
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab

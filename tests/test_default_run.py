@@ -1,7 +1,7 @@
 """The default run's figures in the docs come from benchmarks/default_run_seeds.py (the default
 recipe over seeds). Its --quick mode, 60 steps of the same recipe on 500 documents, must end in
 the range docs/pretraining.md states; the full run takes minutes and is not a test."""
-from scripts import load_script
+from support.scripts import load_script
 
 
 def script():

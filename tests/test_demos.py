@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMOS = sorted((ROOT / "demos").glob("[0-9][0-9]_*.py"))

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from npbert.data.prepare import PrepareOptions, prepare
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from test_finetune import random_checkpoint
+from support.random_models import random_checkpoint
 
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main

@@ -18,21 +18,8 @@ from npbert.model import init_params
 from npbert.tasks.formats import SCORES
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import BertTokenizer
-
-
-def random_checkpoint(directory, layers, hidden):
-    """Save a randomly initialised BERT (2 heads, FFN 2 x hidden) with the built-in vocabulary."""
-    tokenizer = BertTokenizer(builtin_vocab())
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=128)
-    save_pretrained(directory, config, init_params(config, np.random.default_rng(0), heads=False), tokenizer)
-    return directory
-
-
-@pytest.fixture(scope="module")
-def micro(tmp_path_factory):
-    """A randomly initialised 1-layer BERT (hidden 32) with the built-in vocabulary, as a checkpoint."""
-    return random_checkpoint(str(tmp_path_factory.mktemp("micro")), layers=1, hidden=32)
+from support.optimizer_spy import spy_on_updates
+from support.random_models import micro  # noqa: F401  (a fixture)
 
 
 def majority_share(task, examples):
@@ -265,7 +252,6 @@ def test_finetuning_uses_the_checkpoints_dropout_unless_told(tmp_path):
 # --- the shared training loop, from fine-tuning's side --------------------------------------------------
 
 def test_every_step_uses_the_schedule_and_clipped_gradients(micro, tmp_path, monkeypatch):
-    from test_pretrain_loop import spy_on_updates
     seen = spy_on_updates(monkeypatch)
     opts = options(micro, tmp_path, "builtin-sentence", 96, 2, batch_size=16, learning_rate=1e-3,
                    warmup_proportion=0.25, max_grad_norm=0.01)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_cli_errors import random_finetuned
 
-from fuzzing import JSON, fuzz, json_mutated, outcome
+from support.fuzzing import JSON, fuzz, json_mutated, outcome
 import npbert.checkpoint
 from npbert.checkpoint import check_checkpoint
 from npbert.commands.info import heads

@@ -8,12 +8,12 @@ import shutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_data_shards import write
 
-from fuzzing import fuzz, json_mutated, outcome
 from npbert.data.pretraining_data import PretrainingData
 from npbert.data.shards import MANIFEST
 from npbert.errors import DataError
+from support.fuzzing import fuzz, json_mutated, outcome
+from support.shard_corpus import write
 
 
 @pytest.fixture(scope="module")

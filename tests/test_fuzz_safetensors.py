@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fuzzing import JSON, fuzz, mutated, outcome, peak_bytes
 from npbert.errors import CheckpointError
 from npbert.safetensors import DTYPES, load_file, load_metadata, save_file
+from support.fuzzing import JSON, fuzz, mutated, outcome, peak_bytes
 
 SMALL = 1 << 20   # more memory than any of these small files needs (a 2^63-byte claim needs 2^63)
 

@@ -11,13 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
 from npbert.errors import DataError
 from npbert.finetuning.evaluation import label_names
 from npbert.tasks.encoding import encode_sequences
 from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
+from support.fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
 
 SQUAD = {"version": "1.1", "data": [{"title": "t", "paragraphs": [
     {"context": "The cat sat on the mat. A dog ran in Paris.",

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fuzzing import fuzz, json_mutated, mutated, outcome
 from npbert.errors import DataError
 from npbert.tokenizer import CONTINUATION, SPECIAL_TOKENS, BasicTokenizer, BertTokenizer, \
     clean_up_tokenization
 from npbert.tokenizer.vocab import UNK
+from support.fuzzing import fuzz, json_mutated, mutated, outcome
 
 TRICKY = ["\x00", "\ufffd", "\x01", "\x1f", "\x7f", "\x85", "\u200b", "\u200d", "\ufeff", "\u00ad", "\u202e",
           "\u2066", "\u0301", "\u0300\u0327", "\u20dd", "\u3000", "\u2028", "\u00a0", "\t", "\n", "\r", "\x0b",

@@ -8,11 +8,11 @@ import resource
 import shutil
 import subprocess
 
-import broken_ports  # tests/ is on sys.path (conftest)
+from support import broken_ports  # tests/ is on sys.path (pytest puts a conftest.py folder there)
 import numpy as np
 import pytest
-from hostile import NPBERT, env, run_on_full_disk, run_unwritable
-from patience import call_beside_fifos
+from support.hostile import NPBERT, env, run_on_full_disk, run_unwritable
+from support.patience import call_beside_fifos
 
 from npbert import safetensors
 from npbert.cli import main
@@ -127,7 +127,7 @@ def test_each_broken_port_fails_at_the_first_intermediate_it_breaks(bug, broken)
 def test_porting_guide_table_is_what_the_broken_ports_produce(broken):
     page = open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8").read()
     table = broken_ports.symptoms_table(broken)
-    assert table in page, "regenerate the table in docs/porting.md: python tests/broken_ports.py\n" + table
+    assert table in page, "regenerate the table in docs/porting.md: python tests/support/broken_ports.py\n" + table
 
 
 def test_the_same_seed_writes_byte_identical_files(golden, tmp_path):
@@ -585,7 +585,7 @@ def test_every_verdict_matches_one_pattern(broken, broken_optimizers, golden, ow
 def test_porting_guide_training_table_is_what_the_broken_optimizers_produce(broken_optimizers):
     page = open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8").read()
     table = broken_ports.training_symptoms_table(broken_optimizers)
-    assert table in page, "regenerate the table in docs/porting.md: python tests/broken_ports.py\n" + table
+    assert table in page, "regenerate the table in docs/porting.md: python tests/support/broken_ports.py\n" + table
 
 
 def test_a_packaged_checkpoint_is_named_by_its_package_and_path():

@@ -10,7 +10,7 @@ import numba
 import npbert
 import npbert.kernels  # noqa: F401  (sets the cache directory)
 from npbert.kernels.jit_cache import KERNELS_DIR, kernel_sources_digest
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 PACKAGE = {
     "__init__.py": """

@@ -3,7 +3,7 @@
 end to end here; the full sweep takes hours and is not a test."""
 import os
 
-from scripts import load_script
+from support.scripts import load_script
 
 
 def script():

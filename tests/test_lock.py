@@ -11,13 +11,13 @@ import sys
 
 import pytest
 
-from hostile import NPBERT, Background, env, npbert, run_on_full_disk, run_unwritable
+from support.hostile import NPBERT, Background, env, npbert, run_on_full_disk, run_unwritable
 from npbert.cli import main
 from npbert.errors import NpbertError
 from npbert.data.pretraining_data import PretrainingData
 from npbert.lock import lock_path, run_lock
-from patience import call_beside_fifos
-from pretraining_runs import data_dir, options, pretrain, quiet, saved_step  # noqa: F401  (data_dir: a fixture)
+from support.patience import call_beside_fifos
+from support.pretraining_runs import data_dir, options, pretrain, quiet, saved_step  # noqa: F401  (data_dir: a fixture)
 
 FOREVER = ["--steps", "1000000", "--batch-size", "4", "--preset", "tiny", "--eval-every", "0", "--log-every", "50",
            "--backend", "numpy"]                       # a run that is still going when the test is done with it
@@ -98,7 +98,7 @@ def test_an_out_too_long_for_the_names_kept_beside_it_is_one_line(tmp_path, data
 
 def test_an_unwritable_place_is_one_line_for_every_way_into_a_run(tmp_path, data_dir):
     # before: creating the lock was outside the failed-write handling: EACCES / EROFS tracebacks
-    from test_finetune import random_checkpoint
+    from support.random_models import random_checkpoint
     place = tmp_path / "place"
     pretrain(options(place, data_dir, steps=3), log=quiet)
     model = random_checkpoint(str(tmp_path / "model"), layers=1, hidden=16)
@@ -116,7 +116,7 @@ def test_an_unwritable_place_is_one_line_for_every_way_into_a_run(tmp_path, data
 @pytest.mark.parametrize("command", ["pretrain", "finetune"])
 def test_a_full_disk_when_the_lock_is_written_is_one_line(tmp_path, data_dir, command):
     # before: an ENOSPC traceback writing the PID, for pretrain and finetune
-    from test_finetune import random_checkpoint
+    from support.random_models import random_checkpoint
     full = tmp_path / "full"
     full.mkdir()
     argv = (["pretrain", "--data", data_dir, *SHORT] if command == "pretrain" else

@@ -19,7 +19,7 @@ from numba import njit
 from npbert import kernels, ops
 from npbert.kernels import blas, gemm, matmul, threads
 from npbert.kernels.threads import parallel_for, part_bounds
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 TOL = {np.float64: 1e-12, np.float32: 1e-5}
 DTYPES = [np.float64, np.float32]

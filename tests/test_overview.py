@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from npbert import plotting
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "demos" / "draw_overview.py"

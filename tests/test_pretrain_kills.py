@@ -5,7 +5,7 @@ import pytest
 
 from npbert import safetensors
 from npbert.pretrain import pretrain
-from pretraining_runs import data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
+from support.pretraining_runs import data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
 
 
 # --- a kill in the middle of a checkpoint save ----------------------------------------------------

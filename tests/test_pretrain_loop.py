@@ -15,7 +15,8 @@ from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import DataError, NpbertError
 from npbert.pretrain import pretrain
 from npbert.training.loop import TrainingDiverged
-from pretraining_runs import (SMALL, baselines, data_dir, options, quiet, records, train_losses)  # noqa: F401 (a fixture)
+from support.optimizer_spy import spy_on_updates
+from support.pretraining_runs import (SMALL, baselines, data_dir, options, quiet, records, train_losses)  # noqa: F401 (a fixture)
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "numba"])
@@ -164,18 +165,6 @@ def test_training_commands_default_to_the_numba_backend_unless_npbert_backend_sa
 
 
 # --- what the loop does each step ----------------------------------------------------------------
-
-def spy_on_updates(monkeypatch):
-    """Record (learning rate, global norm of the gradients) of every AdamW step."""
-    from npbert.optim import AdamW, global_norm
-    seen, real = [], AdamW.step
-
-    def step(self, params, grads, lr):
-        seen.append((lr, global_norm(grads)))
-        return real(self, params, grads, lr)
-    monkeypatch.setattr(AdamW, "step", step)
-    return seen
-
 
 def test_every_step_uses_the_schedule_and_clipped_gradients(tmp_path, data_dir, monkeypatch):
     """The learning rate of step i is warmup then linear decay, written out here on its own (not

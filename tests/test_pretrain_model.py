@@ -10,7 +10,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.cli import build_parser, main
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.pretrain import PretrainOptions, pretrain
-from pretraining_runs import SMALL, data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
+from support.pretraining_runs import SMALL, data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
 
 
 # --- pretraining a checkpoint further (--model) ----------------------------------------------------

@@ -9,7 +9,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.cli import main
 from npbert.data.prepare import prepare
 from npbert.pretrain import PretrainOptions, pretrain
-from pretraining_runs import (SMALL, data_dir, options, quiet, records,  # noqa: F401  (data_dir: a fixture)
+from support.pretraining_runs import (SMALL, data_dir, options, quiet, records,  # noqa: F401  (data_dir: a fixture)
                               saved_options, train_losses)
 
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from hostile import LIMIT, NPBERT, env, npbert
+from support.hostile import LIMIT, NPBERT, env, npbert
 from npbert.atomic import path_sha256
 from npbert.cli import main
 from npbert.data.corpus import read_text_corpus
@@ -17,7 +17,7 @@ from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import DataError
 from npbert.reading import read_bytes, read_stream
 from npbert.tasks.registry import TASKS
-from patience import HANG_SECONDS, call_beside_fifos
+from support.patience import HANG_SECONDS, call_beside_fifos
 from test_cli_errors import random_finetuned
 
 DOCUMENTS = "".join(f"Document {i} begins here. It has a second sentence.\n\n" for i in range(40))
@@ -116,7 +116,7 @@ def test_a_stream_longer_than_the_limit_is_refused_as_it_is_read():
 # --- a training run's inputs are read again on --resume: a pipe is refused (before: an empty read pinned) ---
 
 def test_a_pipe_as_a_training_file_is_refused(tmp_path):
-    from test_finetune import random_checkpoint
+    from support.random_models import random_checkpoint
     model = random_checkpoint(str(tmp_path / "model"), layers=1, hidden=16)
     rows = "text,label\n" + "".join(f"sentence number {i} .,{i % 2}\n" for i in range(20))
     dev = tmp_path / "dev.csv"

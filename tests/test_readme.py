@@ -80,7 +80,7 @@ def test_the_test_commands_cost_is_said_before_it_and_ci_runs_the_quick_subset_a
     before = lines[lines.index("```bash") + 3]                   # the comment above the test command
     after = " ".join(first_line_paragraphs()[1].split())
     assert "pytest -m quick" in before and re.search(r"\d[\d,]* tests, \d+ min of CPU", before)
-    assert re.search(r"\d+ MB of data wheels", before) and "tests/suite_cost.py" in after
+    assert re.search(r"\d+ MB of data wheels", before) and "tests/support/suite_cost.py" in after
     command = lines[lines.index("```bash") + 4]                  # the second setup line: the whole suite
     ci = open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()
     assert command in ci and "pytest -m quick" in " ".join(ci)

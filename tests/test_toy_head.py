@@ -1,10 +1,10 @@
-"""docs/heads.md's claim, checked: a new head is one file (tests/toy_head.py) plus one entry in
+"""docs/heads.md's claim, checked: a new head is one file (tests/support/toy_head.py) plus one entry in
 the list of heads, and then it is gradient-checked, fine-tuned, evaluated and predicts through
 the same code as the built-in heads: finetune(), and `npbert evaluate` / `npbert predict`."""
 import numpy as np
 import pytest
-import toy_head
-from test_finetune import micro, random_checkpoint  # noqa: F401  (the fixture)
+from support import toy_head
+from support.random_models import micro  # noqa: F401  (a fixture)
 
 from npbert.cli import main
 from npbert.config import BertConfig

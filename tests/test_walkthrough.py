@@ -24,7 +24,7 @@ from npbert.model import init_params
 from npbert import plotting
 from npbert.plotting import MISSING_NOTE
 from npbert.tokenizer import BertTokenizer
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demos" / "11_walkthrough.py"

@@ -13,7 +13,7 @@ step count, data position, the run's options), and the prepared data it trained 
 
 - Model: transformers' BertForPreTraining, loaded from RUN/checkpoint; the MLM head runs at the
   masked positions only (as npbert and the original BERT), not at all B*T.
-- Data: the shards, read by docs/data.md's NumPy reader (tests/shard_reader_doc.py runs it from
+- Data: the shards, read by docs/data.md's NumPy reader (tests/support/shard_reader_doc.py runs it from
   the page), in npbert's order from the checkpoint's (epoch, batch) on. Each global batch (the
   run's batch size) is cut into world_size contiguous pieces, one per rank, so the ranks see
   disjoint instances and together exactly npbert's batches. A rank's loss is its share of the
@@ -49,7 +49,7 @@ import types
 os.environ["HF_HUB_OFFLINE"] = "1"                  # local files only, never the hub
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, os.path.dirname(HERE)]         # this checkout's npbert; tests/shard_reader_doc.py
+sys.path[:0] = [ROOT, os.path.dirname(HERE)]         # this checkout's npbert; tests/support/shard_reader_doc.py
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -68,7 +68,7 @@ from npbert.pretrain import HELDOUT_SPLIT, PretrainOptions, evaluate, pretrainin
 from npbert.tokenizer import load_vocab  # noqa: E402
 from npbert.training.loop import update  # noqa: E402
 from npbert.training.state import load_training_checkpoint  # noqa: E402
-from shard_reader_doc import load_reader  # noqa: E402
+from support.shard_reader_doc import load_reader  # noqa: E402
 
 # float32, two implementations of one model: matmuls, softmax and LayerNorm sum in other orders, so
 # logits differ by a few 1e-6 (docs/checkpoints.md: 4.1e-6 on a real checkpoint); a mean

@@ -4,7 +4,7 @@ holds it to npbert's own reader, and tests/reference/continue_with_torch.py read
 import os
 import re
 
-DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "data.md")
+DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "data.md")
 HEADING = "### Reading it without npbert"
 
 

@@ -2,7 +2,7 @@
 directory, counted. Not a test (each trial is a few seconds of two real processes); the counts
 go into the issue's note, e.g. "two prepares into one --out x20: 20 refused, 0 mixed".
 
-    python tests/races.py --trials 20 --out /tmp/races
+    python tests/support/races.py --trials 20 --out /tmp/races
 
 Races:
   prepare   two `npbert prepare` with different seeds into one --out; "mixed" is a directory whose
@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPBERT = [sys.executable, "-m", "npbert.cli"]
 ENV = dict(os.environ, PYTHONPATH=ROOT, NPBERT_NUM_THREADS="1")
 PREPARE = ["--max-documents", "400", "--max-seq-length", "32", "--dupe-factor", "2"]

@@ -3,7 +3,7 @@ functions as their command line would."""
 import importlib.util
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_script(relative_path: str, name: str | None = None):

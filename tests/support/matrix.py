@@ -3,9 +3,9 @@ then print each row's counts and time. A test's verdict must not depend on the r
 that passes under one and fails under another assumes bit-equality where npbert promises
 none (docs/determinism.md).
 
-    python tests/matrix.py                      # every row, the whole suite (~3 min a row on 2 idle cores)
-    python tests/matrix.py -x tests/test_model.py -k float32    # pytest's own arguments pass through
-    python tests/matrix.py --matrix-rows 1,3    # some rows only (numbers as printed)
+    python tests/support/matrix.py                      # every row, the whole suite (~3 min a row on 2 idle cores)
+    python tests/support/matrix.py -x tests/test_model.py -k float32    # pytest's own arguments pass through
+    python tests/support/matrix.py --matrix-rows 1,3    # some rows only (numbers as printed)
 
 Not a test file (pytest collects test_*.py only): too slow for every CI run. What varies:
 - NPBERT_BACKEND numpy / numba: the Python default (numpy) against the training commands' one;
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 VARIABLES = ("NPBERT_BACKEND", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "NUMBA_CPU_NAME",
              "NPY_DISABLE_CPU_FEATURES")
 

@@ -2,7 +2,7 @@
 put in on purpose. tests/test_golden.py runs each against the goldens through `conform`, and the
 table of symptoms in docs/porting.md is this file's output:
 
-    python tests/broken_ports.py      # prints the markdown table (writes goldens to a temp dir)
+    python tests/support/broken_ports.py      # prints the markdown table (writes goldens to a temp dir)
 
 A port here is npbert computing every golden case again (npbert.golden.cases) with one function
 swapped, and writing the compared tensors where a port would (RESULTS_DIR/<dtype>/<case>...).
@@ -18,7 +18,7 @@ from unittest import mock
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
 from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402

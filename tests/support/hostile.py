@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from patience import HANG_SECONDS
+from support.patience import HANG_SECONDS
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPBERT = [sys.executable, "-m", "npbert.cli"]
 READ_ONLY = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
 LIMIT = 3 << 30                                    # a child's address space in npbert(..., memory=LIMIT)
