@@ -6,9 +6,9 @@ import os
 # npbert's kernels on one thread unless a test asks for more: a parallel loop's driver is compiled
 # once per argument types (~0.4 s each, kernels/threads.py), which over the suite's many dtypes
 # and layouts would add minutes to a cold run. The tests that split work over threads set
-# NPBERT_NUM_THREADS themselves (test_matmul.py, the thread-count tests of test_kernels.py, the
-# 2-thread training step and resume). Numba's pool is sized when Numba loads: 4 at least, so
-# those tests run 3 or 4 threads on a 2-CPU machine too.
+# NPBERT_NUM_THREADS themselves (test_matmul.py, the thread-count tests of test_kernels.py and
+# test_kernel_building_blocks.py, the 2-thread training step and resume). Numba's pool is sized
+# when Numba loads: 4 at least, so those tests run 3 or 4 threads on a 2-CPU machine too.
 os.environ.setdefault("NPBERT_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", str(max(4, os.cpu_count() or 1)))
 
@@ -17,6 +17,9 @@ import pytest  # noqa: E402
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 from npbert import backend  # noqa: E402
+
+# The goldens' fixtures (written once per session, shared by the tests/test_golden*.py files).
+pytest_plugins = ("support.goldens",)
 
 # No deadline and no "too slow" health check: both time an example, and on a loaded machine (the
 # suite beside other CPU-heavy work) a correct test would fail on the clock (issue 37).
