@@ -8,9 +8,7 @@ import shutil
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_cli_errors import random_finetuned
 
-from support.fuzzing import JSON, fuzz, json_mutated, outcome
 import npbert.checkpoint
 from npbert.checkpoint import check_checkpoint
 from npbert.commands.info import heads
@@ -21,6 +19,8 @@ from npbert.heads.head import classifier_dropout
 from npbert.heads.params import HEAD_FIELDS, label_names_of
 from npbert.tasks.checkpoint_fit import check_head_fits_task
 from npbert.tasks.registry import TASKS
+from support.random_models import random_finetuned
+from support.fuzzing import JSON, fuzz, json_mutated, outcome
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import subprocess
 
 import pytest
 
-from support.hostile import LIMIT, NPBERT, env, npbert
 from npbert.atomic import path_sha256
 from npbert.cli import main
 from npbert.data.corpus import read_text_corpus
@@ -17,8 +16,9 @@ from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import DataError
 from npbert.reading import read_bytes, read_stream
 from npbert.tasks.registry import TASKS
+from support.hostile import LIMIT, NPBERT, env, npbert
 from support.patience import HANG_SECONDS, call_beside_fifos
-from test_cli_errors import random_finetuned
+from support.random_models import random_finetuned
 
 DOCUMENTS = "".join(f"Document {i} begins here. It has a second sentence.\n\n" for i in range(40))
 QUIET = dict(log=lambda *a, **k: None)
