@@ -39,6 +39,10 @@ QUICK = ("test_numbers.py", "test_layering.py", "test_gradcheck.py", "test_model
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "quick: the quick subset README names (`pytest -m quick`)")
+    # `pytest -m "not slow"`, a developer's fast loop: the end-to-end tests that take tens of seconds
+    # each (a notebook, a demo, a training run in a subprocess, a cold kernel cache) marked where they
+    # are written, measured with `pytest --durations`; README's command and CI run them all.
+    config.addinivalue_line("markers", "slow: a long end-to-end test that `pytest -m \"not slow\"` skips")
 
 
 def pytest_collection_modifyitems(items):

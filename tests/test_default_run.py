@@ -1,6 +1,8 @@
 """The default run's figures in the docs come from benchmarks/default_run_seeds.py (the default
 recipe over seeds). Its --quick mode, 60 steps of the same recipe on 500 documents, must end in
 the range docs/pretraining.md states; the full run takes minutes and is not a test."""
+import pytest
+
 from support.scripts import load_script
 
 
@@ -8,6 +10,7 @@ def script():
     return load_script("benchmarks/default_run_seeds.py")
 
 
+@pytest.mark.slow
 def test_the_quick_default_run_ends_in_its_stated_range(tmp_path):
     s = script()
     r = s.run_seed(str(tmp_path), 0, s.QUICK)             # `npbert pretrain --seed 0 --steps 60 ...`, one thread

@@ -23,6 +23,7 @@ def test_demos_exist_and_are_listed_in_the_readme():
         assert demo.name in readme, f"{demo.name} is not in demos/README.md"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("demo", STANDALONE, ids=[d.stem for d in STANDALONE])
 def test_demo_runs_and_checks_itself_stage_by_stage(demo):
     """With --step (one run per demo covers both: the rest of a demo does not depend on it), two
@@ -39,6 +40,7 @@ def test_demo_runs_and_checks_itself_stage_by_stage(demo):
         assert f"{PROMPT}\n{n}. " in proc.stdout
 
 
+@pytest.mark.slow
 def test_without_step_a_demo_never_waits():
     """`python demos/01_linear.py` with an input that stays open: it must finish on its own. A demo
     waits only after printing the prompt, so its output up to the end or the prompt decides (no

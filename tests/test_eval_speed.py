@@ -5,12 +5,15 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from npbert.data.prepare import PrepareOptions, prepare
 from support.patience import HANG_SECONDS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+@pytest.mark.slow
 def test_the_heldout_part_runs_both_paths(tmp_path):
     data = str(tmp_path / "data")
     prepare(PrepareOptions(corpus="builtin", out=data, max_documents=24, dupe_factor=1, max_seq_length=32, seed=3),

