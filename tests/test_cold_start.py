@@ -4,7 +4,7 @@ counts towards the total (no figure is asserted: times are the benchmark's to pr
 from numba import njit
 from numba.core import event
 
-from scripts import load_script
+from support.scripts import load_script
 
 
 def test_the_compile_timer_names_each_compile_once_and_nests_callees():
