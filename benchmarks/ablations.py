@@ -218,7 +218,7 @@ def common_heldout_accuracy(out, model) -> float | None:
             return None
         from npbert import set_backend
         from npbert.checkpoint import load_pretrained
-        from npbert.pretrain import evaluate, load_prepared
+        from npbert.pretraining.recipe import evaluate, load_prepared
         set_backend("numba")
         loaded = load_pretrained(os.path.join(out, model, "checkpoint"))
         heldout = load_prepared(os.path.join(out, "data", "builtin-80-10-10"))[1]

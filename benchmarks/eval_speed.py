@@ -92,7 +92,7 @@ def finetuned_evaluation(args) -> None:
 
 
 def heldout_evaluation(args) -> None:
-    from npbert.pretrain import PretrainOptions
+    from npbert.pretraining.recipe import PretrainOptions
     opts = PretrainOptions()
     if args.data:
         return heldout_evaluation_on(args.data, opts, args)

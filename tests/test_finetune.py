@@ -12,7 +12,7 @@ from npbert.cli import main
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.heads.registry import HEADS
 from npbert.model import init_params
 from npbert.tasks.formats import SCORES

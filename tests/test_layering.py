@@ -25,7 +25,7 @@ LAYERS = [
     ("npbert.gradcheck", 9), ("npbert.golden", 10), ("npbert.training", 9), ("npbert.data", 9),
     ("npbert.tasks", 10), ("npbert.run_plot", 10), ("npbert.pretraining", 10),
     ("npbert.finetuning", 10.5), ("npbert.exercises", 10.5), ("npbert.linguistics", 10.5),
-    ("npbert.pretrain", 11), ("npbert.finetune", 11),
+    ("npbert.pretraining.recipe", 11), ("npbert.finetuning.recipe", 11),
     ("npbert.commands", 12),
     ("npbert.cli", 13), ("npbert.option_table", 14),
 ]

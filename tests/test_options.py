@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-import npbert.pretrain
+import npbert.pretraining.recipe
 from npbert.cli import build_parser, main
 from npbert.option_table import option_table
 from npbert.data.options import PrepareOptions
 from npbert.errors import NpbertError
-from npbert.finetune import FinetuneOptions
+from npbert.finetuning.recipe import FinetuneOptions
 from npbert.options import Integer, Option, check_ranges, declarations, options_record
 from npbert.pretraining.options import PRETRAIN_OPTIONS
 
@@ -32,7 +32,7 @@ def test_readme_holds_the_table_of_ranges_the_declarations_make():
     assert text.count("| range | options |") == 1
 
 
-@pytest.mark.parametrize("command, record", [("pretrain", npbert.pretrain.PretrainOptions),
+@pytest.mark.parametrize("command, record", [("pretrain", npbert.pretraining.recipe.PretrainOptions),
                                              ("finetune", FinetuneOptions), ("prepare", PrepareOptions)])
 def test_every_argument_is_its_declaration(command, record):
     """The parser's arguments and the record's fields are the declarations: same names, defaults,
@@ -57,7 +57,7 @@ TOY = Option("toy_rounds", 3, "rounds of the toy", Integer(2))
 def with_toy_option(monkeypatch):
     """PretrainOptions made with one more declaration, as if it were written in PRETRAIN_OPTIONS."""
     record = options_record("PretrainOptions", PRETRAIN_OPTIONS + (TOY,), "npbert.pretraining.options")
-    monkeypatch.setattr(npbert.pretrain, "PretrainOptions", record)
+    monkeypatch.setattr(npbert.pretraining.recipe, "PretrainOptions", record)
     return record
 
 
@@ -71,7 +71,7 @@ def test_an_option_declared_once_is_in_the_help_the_checks_and_the_table(with_to
     assert exit_.value.code == 2
     assert "argument --toy-rounds: must be an integer >= 2, got 1" in capsys.readouterr().err
     with pytest.raises(NpbertError, match="--toy-rounds must be an integer >= 2, got 1"):   # the Python API
-        npbert.pretrain.pretrain(with_toy_option(out=str(tmp_path / "run"), toy_rounds=1))
+        npbert.pretraining.recipe.pretrain(with_toy_option(out=str(tmp_path / "run"), toy_rounds=1))
     assert not (tmp_path / "run").exists()
 
 

@@ -4,7 +4,7 @@ import os
 import pytest
 
 from npbert import safetensors
-from npbert.pretrain import pretrain
+from npbert.pretraining.recipe import pretrain
 from support.pretraining_runs import data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
 
 

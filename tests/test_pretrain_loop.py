@@ -13,7 +13,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.cli import build_parser, main
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import DataError, NpbertError
-from npbert.pretrain import pretrain
+from npbert.pretraining.recipe import pretrain
 from npbert.training.loop import TrainingDiverged
 from support.optimizer_spy import spy_on_updates
 from support.pretraining_runs import (SMALL, baselines, data_dir, options, quiet, records, train_losses)  # noqa: F401 (a fixture)

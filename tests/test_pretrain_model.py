@@ -9,7 +9,7 @@ import pytest
 from npbert.checkpoint import load_pretrained
 from npbert.cli import build_parser, main
 from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.pretrain import PretrainOptions, pretrain
+from npbert.pretraining.recipe import PretrainOptions, pretrain
 from support.pretraining_runs import SMALL, data_dir, options, quiet, train_losses  # noqa: F401  (data_dir: a fixture)
 
 

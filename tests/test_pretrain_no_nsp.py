@@ -8,7 +8,7 @@ import numpy as np
 from npbert.checkpoint import load_pretrained
 from npbert.cli import main
 from npbert.data.prepare import prepare
-from npbert.pretrain import PretrainOptions, pretrain
+from npbert.pretraining.recipe import PretrainOptions, pretrain
 from support.pretraining_runs import (SMALL, data_dir, options, quiet, records,  # noqa: F401  (data_dir: a fixture)
                               saved_options, train_losses)
 
@@ -20,7 +20,7 @@ def test_without_nsp_the_nsp_head_and_pooler_never_change_and_nothing_reports_ns
     no loss, give the frozen parameters zero gradients; no NSP figure anywhere."""
     from npbert.model import NSP_ONLY_PARAMS
     from npbert.optim import AdamW
-    from npbert.pretrain import load_prepared, new_checkpoint
+    from npbert.pretraining.recipe import load_prepared, new_checkpoint
     seen, real = [], AdamW.step
 
     def step(self, params, grads, lr):
@@ -61,7 +61,7 @@ def test_with_and_without_nsp_the_masked_lm_sees_the_same_batches(tmp_path, data
     MLM loss is the same to the bit; only the NSP term of the loss is gone. evaluate(nsp=False)
     gives the MLM figures of evaluate() and no NSP ones."""
     from npbert.data.pretraining_data import PretrainingData
-    from npbert.pretrain import evaluate
+    from npbert.pretraining.recipe import evaluate
     on, off = (options(tmp_path / name, data_dir, steps=3, no_nsp=name == "off", hidden_dropout_prob=0.1)
                for name in ("on", "off"))
     pretrain(on, log=quiet)

@@ -6,7 +6,7 @@ import pytest
 
 from npbert.cli import main
 from npbert.errors import DataError, NpbertError
-from npbert.pretrain import PretrainOptions, pretrain
+from npbert.pretraining.recipe import PretrainOptions, pretrain
 from support.pretraining_runs import data_dir, options, quiet, saved_step  # noqa: F401  (data_dir: a fixture)
 
 

@@ -16,7 +16,7 @@ import pytest
 from npbert.cli import main
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import NpbertError
-from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.lock import lock_path, run_lock
 from npbert.training.loop import TrainingDiverged
 from support.patience import HANG_SECONDS

@@ -10,9 +10,9 @@ import pytest
 from npbert import plotting
 from npbert.cli import main
 from npbert.data.prepare import PrepareOptions, prepare
-from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.plotting import PNG_SIGNATURE
-from npbert.pretrain import PretrainOptions, pretrain
+from npbert.pretraining.recipe import PretrainOptions, pretrain
 from npbert.run_plot import draw, read_metrics
 
 needs_matplotlib = pytest.mark.skipif(plotting.load_pyplot() is None,

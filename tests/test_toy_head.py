@@ -8,7 +8,7 @@ from support.random_models import micro  # noqa: F401  (a fixture)
 
 from npbert.cli import main
 from npbert.config import BertConfig
-from npbert.finetune import FinetuneOptions, finetune
+from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.gradcheck import Dims, check, run_gradchecks
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import model_of

@@ -9,7 +9,7 @@ from npbert.options import check_ranges
 from npbert.training.options import resumed_options
 from npbert.training.overfitting import RisingLossWatch
 from npbert.errors import NpbertError
-from npbert.pretrain import PretrainOptions
+from npbert.pretraining.recipe import PretrainOptions
 
 
 def test_rising_loss_is_warned_once_after_three_rises_in_a_row():

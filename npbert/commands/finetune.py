@@ -4,7 +4,7 @@ from npbert.commands.training_args import add_run_arguments, track_typed
 
 
 def register(sub):
-    from npbert.finetune import FinetuneOptions
+    from npbert.finetuning.recipe import FinetuneOptions
     from npbert.tasks.registry import TASKS
     p = sub.add_parser("finetune", help="fine-tune a checkpoint on a task (GLUE, CoNLL, SQuAD, SWAG, CSV, built-in)",
                        description="Fine-tune BERT on a labelled task, evaluating on the dev set after each epoch "
@@ -12,4 +12,4 @@ def register(sub):
                                    "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()))
     track_typed(p)
     add_options(p, FinetuneOptions)
-    add_run_arguments(p, "npbert.finetune:finetune", "FinetuneOptions")
+    add_run_arguments(p, "npbert.finetuning.recipe:finetune", "FinetuneOptions")

@@ -4,7 +4,7 @@ from npbert.commands.training_args import add_run_arguments, track_typed
 
 
 def register(sub):
-    from npbert.pretrain import PretrainOptions
+    from npbert.pretraining.recipe import PretrainOptions
     p = sub.add_parser("pretrain", help="pretrain a small BERT (MLM + NSP); no arguments: built-in corpus, a few "
                                         "minutes",
                        description="Pretrain BERT with masked LM + next-sentence prediction. With no arguments it "
@@ -12,4 +12,4 @@ def register(sub):
                                    "a 2-core CPU (measured: docs/pretraining.md).")
     track_typed(p)
     add_options(p, PretrainOptions)
-    add_run_arguments(p, "npbert.pretrain:pretrain", "PretrainOptions")
+    add_run_arguments(p, "npbert.pretraining.recipe:pretrain", "PretrainOptions")

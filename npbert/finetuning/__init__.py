@@ -1,7 +1,7 @@
-"""What is fine-tuning's own, one idea per module; npbert/finetune.py puts them together into a
-run of the shared lifecycle (npbert/training/run.py), as npbert/pretrain.py does with
-npbert/pretraining/:
+"""What is fine-tuning's own, one idea per module; recipe.py puts them together into a run of
+the shared lifecycle (npbert/training/run.py), as npbert/pretraining/ does:
 
+    recipe.py           FinetuningRecipe and finetune(): the parts below as one run (rank 11)
     options.py          its options, declared once (npbert/options.py): dataclass, argparse, checks
     from_checkpoint.py  the model a run starts from: a checkpoint (--model; its head kept if it
                         fits the task) or a preset's random weights (--from-scratch)

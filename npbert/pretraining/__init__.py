@@ -1,6 +1,7 @@
-"""What is pretraining's own, one idea per module; npbert/pretrain.py puts them together into a
-run of the shared lifecycle (npbert/training/run.py):
+"""What is pretraining's own, one idea per module; recipe.py puts them together into a run of
+the shared lifecycle (npbert/training/run.py):
 
+    recipe.py           PretrainingRecipe and pretrain(): the parts below as one run (rank 11)
     options.py          its options, declared once (npbert/options.py): dataclass, argparse, checks
     corpus.py           the data: a prepared directory, or a corpus prepared into OUT/data
     from_checkpoint.py  --model: pretraining a checkpoint further

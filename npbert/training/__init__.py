@@ -14,6 +14,6 @@
     interrupt.py    Ctrl-C: stop after this step, save, exit
     overfitting.py  the warning when held-out loss keeps rising
 
-npbert/pretrain.py (with npbert/pretraining/) and npbert/finetune.py (with npbert/finetuning/) keep
+npbert/pretraining/recipe.py (with npbert/pretraining/) and npbert/finetuning/recipe.py (with npbert/finetuning/) keep
 only what is their own: their options, data, model and metrics, handed to run.py as a Recipe.
 """

@@ -12,7 +12,7 @@ depends on, so a resumed run repeats an uninterrupted one to the bit (same backe
 threads: docs/determinism.md).
 
 What is a job's own (its data, model, metrics, evaluation) comes in as a Job; see
-npbert/pretrain.py and npbert/finetune.py.
+npbert/pretraining/recipe.py and npbert/finetuning/recipe.py.
 """
 from __future__ import annotations
 

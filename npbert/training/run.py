@@ -9,7 +9,7 @@
         train, saving only finite models                 loop.py
     say how it ended: finished (recipe.finish), stopped (--stop-after), interrupted (Ctrl-C)
 
-What a kind of training brings is a Recipe (npbert/pretrain.py, npbert/finetune.py): its
+What a kind of training brings is a Recipe (npbert/pretraining/recipe.py, npbert/finetuning/recipe.py): its
 options, inputs, model, job and final report. A write that fails (a full or read-only disk), a
 diverged step or a non-finite model ends the run with one line saying which checkpoint is kept.
 """

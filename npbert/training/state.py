@@ -157,7 +157,7 @@ EXTRA_FIELDS = {
                                                               and _number(h[1]) for h in v),
                        "[[step, loss], ...]"),                                               # pretraining/job.py
     "best": (lambda v: _numbers(v) and _count(v.get("epoch")) and _count(v.get("step")),
-             '{metric: number, ..., "epoch": count, "step": count}'),                       # finetune.py
+             '{metric: number, ..., "epoch": count, "step": count}'),                       # finetuning/recipe.py
 }
 
 

@@ -22,7 +22,7 @@ step count, data position, the run's options), and the prepared data it trained 
 - Optimizer: torch.optim.AdamW, betas 0.9/0.999, eps 1e-6, weight decay where npbert.optim.decays
   says, with npbert's moments m, v and step count carried into its state (they are the same
   quantities: npbert's update is torch's, docs/pretraining.md); the learning rate of the run's
-  own schedule at each step (npbert.pretrain.pretraining_schedule), gradients clipped to its
+  own schedule at each step (npbert.pretraining.recipe.pretraining_schedule), gradients clipped to its
   global norm. Dropout is the checkpoint's.
 
 Checks, printed as PASS/FAIL lines with their figures (exit 1 if one fails):
@@ -64,7 +64,7 @@ from npbert.atomic import check_dir_path  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
 from npbert.model import pretraining_backward, pretraining_forward  # noqa: E402
 from npbert.optim import decays  # noqa: E402
-from npbert.pretrain import HELDOUT_SPLIT, PretrainOptions, evaluate, pretraining_schedule  # noqa: E402
+from npbert.pretraining.recipe import HELDOUT_SPLIT, PretrainOptions, evaluate, pretraining_schedule  # noqa: E402
 from npbert.tokenizer import load_vocab  # noqa: E402
 from npbert.training.loop import update  # noqa: E402
 from npbert.training.state import load_training_checkpoint  # noqa: E402

@@ -17,7 +17,7 @@ import tempfile
 
 import npbert
 from npbert.data.prepare import PrepareOptions, prepare
-from npbert.pretrain import PretrainOptions, pretrain
+from npbert.pretraining.recipe import PretrainOptions, pretrain
 
 SMALL = dict(num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=32,
              max_position_embeddings=64)

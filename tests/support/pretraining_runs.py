@@ -13,7 +13,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.cli import build_parser, main
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.pretrain import PretrainOptions, pretrain  # noqa: F401
+from npbert.pretraining.recipe import PretrainOptions, pretrain  # noqa: F401
 from npbert.training.loop import TrainingDiverged
 
 SMALL = dict(num_hidden_layers=1, hidden_size=16, num_attention_heads=2, intermediate_size=32,

@@ -29,7 +29,7 @@ from npbert.model import NSP_ONLY_PARAMS, init_params
 from npbert.options import check_ranges
 from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
                                        prepare_corpus, with_data_mask_mix)
-from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretrain.evaluate, as documented)
+from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretraining.recipe.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
