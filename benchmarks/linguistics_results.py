@@ -127,9 +127,10 @@ def pretrain_commands(r: Runner, quick: bool) -> list:
     return commands
 
 
-def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int | None) -> list:
+def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int | None,
+                   baselines: str = "unigram,ngram,random") -> list:
     """minimal-pairs of every model on BLiMP (its first `per_paradigm` pairs of each paradigm, or all)
-    and on the built-in pairs (all)."""
+    and on the built-in pairs (all), beside `baselines` (minimal-pairs --baselines)."""
     per_paradigm = 20 if quick else per_paradigm
     commands = []
     for name, _ in models(quick):
@@ -138,7 +139,7 @@ def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int 
                 if pairs is None:
                     continue
                 out = r.path("scores", f"{tag}-{name}-s{seed}.json")
-                argv = ["minimal-pairs", checkpoint(r, name, seed), pairs, "--baselines", "unigram,ngram,random",
+                argv = ["minimal-pairs", checkpoint(r, name, seed), pairs, "--baselines", baselines,
                         "--seed", str(seed), "--json", out, "--scores", out.replace(".json", ".jsonl")]
                 limit = ["--per-paradigm", str(per_paradigm)] if per_paradigm and (tag == "blimp" or quick) else []
                 commands.append((out, argv + limit,
@@ -216,19 +217,31 @@ def blimp_table(r: Runner, quick: bool, tag: str, level: str) -> list:
         return []
     groups = [g["name"] for g in next(iter(runs.values()))[0]["groups"] if g["level"] == level]
     last = list(runs)[-1]
-    columns = [(f"BERT {n} ({len(runs[n])} seed{'s' * (len(runs[n]) > 1)})", n, "bert") for n in runs] + [("random-init", last, "random"),
-                                                          ("unigram", last, "unigram"), ("3-gram", last, "3-gram")]
+    columns = [(f"BERT {n} ({seeds(len(runs[n]))})", n, "bert") for n in runs]
+    for label, scorer in (("random-init", "random"), ("unigram", "unigram"), ("3-gram", "3-gram")):
+        scored = sum(scored_by(run, scorer) for run in runs[last])
+        if scored:                             # a scorer some runs left out (--baselines): over those that have it
+            columns.append((label if scored == len(runs[last]) else f"{label} ({seeds(scored)})", last, scorer))
     published = tag == "blimp" and level in ("overall", "phenomenon")
     head = ["group", "pairs"] + [c[0] for c in columns] + ([f"{m}*" for m in PUBLISHED_MODELS] if published else [])
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for group in groups:
         cells = [group, str(pairs_of(runs[last][0], level, group))]
         for _, name, scorer in columns:
-            cells.append(mean_sd([accuracy_of(run, level, group, scorer) for run in runs[name]]))
+            cells.append(mean_sd([accuracy_of(run, level, group, scorer) for run in runs[name]
+                                  if scored_by(run, scorer)]))
         if published:
             cells += [f"{PUBLISHED[group][m]:.1f}" if m in PUBLISHED.get(group, {}) else "-" for m in PUBLISHED_MODELS]
         rows.append("| " + " | ".join(cells) + " |")
     return rows
+
+
+def scored_by(run, scorer: str) -> bool:
+    return scorer in run["groups"][0]["accuracy"]          # every group has the same scorers
+
+
+def seeds(n: int) -> str:
+    return f"{n} seed{'s' * (n > 1)}"
 
 
 def pairs_of(run, level, group) -> int:
@@ -261,12 +274,14 @@ def agreement_lines(r: Runner, quick: bool) -> list:
         if not runs:
             continue
         paradigms = [g["name"] for g in runs[0]["groups"] if g["level"] == "paradigm"]
-        mean = {scorer: [statistics.mean(accuracy_of(run, "paradigm", g, scorer) for run in runs) for g in paradigms]
-                for scorer in ("bert", "random", "unigram", "3-gram")}
+        present = [scorer for scorer in ("bert", "random", "unigram", "3-gram")
+                   if any(scored_by(run, scorer) for run in runs)]
+        mean = {scorer: [statistics.mean(accuracy_of(run, "paradigm", g, scorer) for run in runs
+                                         if scored_by(run, scorer)) for g in paradigms] for scorer in present}
         if len(set(mean["bert"])) < 2:                 # no spread: Pearson's r is undefined
             continue
         cells = [f"{scorer} {statistics.correlation(mean['bert'], mean[scorer]):+.2f}"
-                 for scorer in ("random", "unigram", "3-gram") if len(set(mean[scorer])) > 1]
+                 for scorer in present[1:] if len(set(mean[scorer])) > 1]
         lines.append(f"\nblimp, {name}: Pearson's r of the BERT's {len(paradigms)} paradigm accuracies with "
                      + ", ".join(cells))
     return lines
@@ -356,6 +371,9 @@ def main(argv=None) -> int:
                    help="pretraining seeds the stages run for, comma-separated (default: 0,1,2)")
     p.add_argument("--per-paradigm", type=int, default=None, metavar="N",
                    help="score the first N pairs of each BLiMP paradigm (default: all 1,000)")
+    p.add_argument("--baselines", default="unigram,ngram,random",
+                   help="the blimp stage's scorers beside each BERT, as minimal-pairs --baselines takes them "
+                        "(default unigram,ngram,random; leaving out random halves the stage's time)")
     p.add_argument("--models", default=None,
                    help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800")
     args = p.parse_args(argv)
@@ -370,7 +388,7 @@ def main(argv=None) -> int:
         if stage == "pretrain":
             r.run_all(pretrain_commands(r, args.quick))
         elif stage == "blimp":
-            r.run_all(blimp_commands(r, args.quick, args.blimp, args.per_paradigm))
+            r.run_all(blimp_commands(r, args.quick, args.blimp, args.per_paradigm, args.baselines))
         elif stage == "heads":
             r.run_all(heads_commands(r, args.quick))
         elif stage == "probes":

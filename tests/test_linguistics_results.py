@@ -102,3 +102,34 @@ def test_the_fine_tuning_gain_is_paired_by_seed(tmp_path):
     lines = s.finetune_lines(s.Runner(str(tmp_path), 1), quick=False)
     assert lines[-1] == "| 500 | 76.5 ± 6.4 (2) | 75.0 ± 7.1 (2) | 59.0 ± 8.2 (3) | 58.3 ± 7.6 (3) | 12.5 ± 3.5 | 2 of 2 |"
     assert len(lines) == 4 and lines[1].startswith("| training sentences | pretrained dev")
+
+
+def test_a_baseline_some_seeds_left_out_is_the_mean_of_those_that_have_it(tmp_path):
+    """--baselines unigram,ngram for seeds 1 and 2 (the whole BLiMP without the random twin): the
+    random-init column says over how many seeds it is, and the correlation line leaves it out when
+    no seed has it."""
+    import json
+    s = script()
+    (tmp_path / "scores").mkdir()
+    for seed in (0, 1, 2):
+        accuracy = {"bert": 0.6 + seed / 10, "unigram": 0.5, "3-gram": 0.55}
+        if seed == 0:
+            accuracy["random"] = 0.45
+        groups = [{"level": "overall", "name": "overall", "pairs": 30, "accuracy": accuracy}]
+        (tmp_path / "scores" / f"blimp-default-s{seed}.json").write_text(json.dumps({"groups": groups}))
+    s.ONLY = ["default"]
+    try:
+        rows = s.blimp_table(s.Runner(str(tmp_path), 1), False, "blimp", "overall")
+        assert rows[0].startswith("| group | pairs | BERT default (3 seeds) | random-init (1 seed) | unigram | 3-gram |")
+        assert rows[2].startswith("| overall | 30 | 70.0 ± 10.0 | 45.0 | 50.0 ± 0.0 | 55.0 ± 0.0 |")
+        for seed in (1, 2):
+            path = tmp_path / "scores" / f"blimp-default-s{seed}.json"
+            run = json.loads(path.read_text())
+            run["groups"] = [dict(g, level="paradigm", name=f"p{i}", accuracy={"bert": 0.1 * i + seed / 10,
+                             "unigram": 0.1 * i, "3-gram": 0.3 - 0.1 * i}) for i, g in enumerate(run["groups"] * 3)]
+            path.write_text(json.dumps(run))
+        (tmp_path / "scores" / "blimp-default-s0.json").unlink()
+        lines = s.agreement_lines(s.Runner(str(tmp_path), 1), quick=False)
+    finally:
+        s.ONLY = None
+    assert lines == ["\nblimp, default: Pearson's r of the BERT's 3 paradigm accuracies with unigram +1.00, 3-gram -1.00"]
