@@ -155,3 +155,31 @@ def test_sum_of_squares_is_float64_accurate_for_any_thread_count(monkeypatch, dt
     assert results[0] == results[1] == results[2]                    # chunks, not threads, fix the order
     assert abs(results[0] - exact_sum) <= 1e-15 * n * max(exact_sum, 1e-300)
     assert abs(ops.sum_of_squares(x) - exact_sum) <= (1e-12 if dtype == np.float64 else 1e-5) * max(exact_sum, 1e-300)
+
+
+# --- the threads between loops ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("set_by_user", [None, "ACTIVE"])
+def test_the_worker_sleeps_between_loops_unless_the_environment_says_otherwise(set_by_user):
+    """GNU OpenMP as Numba starts it reads OMP_WAIT_POLICY once: npbert's PASSIVE (a spinning
+    worker takes a busy machine's cores, benchmarks/busy_threads.py) unless the user set one.
+    Read back from the OpenMP runtime itself: OMP_DISPLAY_ENV=VERBOSE prints the spin count it
+    took (0 for PASSIVE, 300,000 unset; its OMP_WAIT_POLICY line says PASSIVE for both)."""
+    import os
+    import subprocess
+    import sys
+    from support.hostile import env
+    from support.patience import HANG_SECONDS
+    code = ("import numba; from npbert.kernels import threads; threads.numba_threads(); "
+            "print(numba.threading_layer())")
+    environment = {k: v for k, v in env(OMP_DISPLAY_ENV="VERBOSE", NPBERT_NUM_THREADS="2").items()
+                   if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_THREADING_LAYER")}
+    if set_by_user:
+        environment["OMP_WAIT_POLICY"] = set_by_user
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
+                           timeout=HANG_SECONDS)
+    assert child.returncode == 0, child.stderr
+    if child.stdout.strip() != "omp":
+        pytest.skip(f"Numba runs its threads on {child.stdout.strip()!r} here, not OpenMP")
+    spins = "30000000000" if set_by_user == "ACTIVE" else "0"
+    assert f"GOMP_SPINCOUNT = '{spins}'" in child.stderr

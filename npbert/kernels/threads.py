@@ -26,6 +26,12 @@ elements, measured; row kernels are unaffected, their inner loops start at 0).
 A process forked after a loop ran on several threads runs its loops on one thread: GNU OpenMP
 does not survive fork() (use the "spawn" or "forkserver" start method for more in the child).
 
+Between loops the worker sleeps (OMP_WAIT_POLICY=PASSIVE, set here unless the environment sets
+it): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a busy machine takes
+a core from the jobs beside it and from npbert's own main thread: beside other jobs (load 5 on
+2 cores) two spinning threads ran the default run's steps at 0.40x one thread's speed, two
+sleeping ones at 1.19x (benchmarks/busy_threads.py, docs/performance.md).
+
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
 count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS
@@ -48,6 +54,7 @@ from npbert.kernels import blas
 
 PRANGE_ONLY = {"prange": True, **dict.fromkeys(("comprehension", "reduction", "inplace_binop", "setitem",
                                                "numpy", "stencil", "fusion"), False)}   # the driver has no other parfor
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # read when Numba first starts its threads, after this
 _addresses = {}                  # (kernel, argument fingerprints) -> its compiled code's address
 _ran_parallel = False            # a driver has run in this process
 _forked = False                  # this process is a fork() of one where a driver had run
