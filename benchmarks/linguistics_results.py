@@ -10,14 +10,16 @@ give its data/ directory. Stages, each a list of `npbert` commands (printed as t
 process and one thread each, --jobs side by side), a command whose output exists is not run
 again (an interrupted sweep continues):
 
-    pretrain   the models: the default run (`npbert pretrain --seed S`: tiny, built-in corpus) and
-               a mini on the IMDB reviews at two budgets (--steps 1200 and 4800), seeds 0..2
+    pretrain   the models: the default run (`npbert pretrain --seed S`: tiny, built-in corpus),
+               a mini on the IMDB reviews at two budgets (--steps 1200 and 4800, peak lr 2e-3),
+               and one at peak lr 1e-3 (docs/results.md's 12,000-step schedule stopped at step
+               4,000: imdb-lr1e-3), seeds 0..2
     blimp      `npbert minimal-pairs` of every model on BLiMP and on the built-in pairs, beside
                unigram, 3-gram and a random-initialised BERT of its size (init seed = its seed)
-    heads      `npbert attention-heads` of every IMDB mini (the picture: seed 0 of the longer budget)
+    heads      `npbert attention-heads` of every IMDB mini (a picture for each one's seed 0)
     probes     `npbert probe` of the IMDB minis on rt-polarity and builtin-tagging, with the control
-    finetune   `npbert finetune --task rt-polarity` from the longer-budget minis and from scratch,
-               5 seeds, on all 6,824 training sentences and on the first 500
+    finetune   `npbert finetune --task rt-polarity` from the 4,800-step and the lr-1e-3 minis and
+               from scratch, 5 seeds, on all 6,824 training sentences and on the first 500
     report     the tables, as docs/linguistics.md shows them (mean +- sd over seeds)
 """
 from __future__ import annotations
@@ -36,6 +38,10 @@ ONE_THREAD = {"NPBERT_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_T
 SEEDS = (0, 1, 2)
 FINETUNE_SEEDS = (0, 1, 2, 3, 4)
 BUDGETS = (1200, 4800)                 # steps of 32 sequences of 128 tokens: ~15 min and ~1 h of one core
+# docs/results.md's recipe that left the unigram stage (peak lr 1e-3, 1,200 warm-up steps of a 12,000-step
+# schedule), stopped at step 4,000 (~1 h of one core): 0.255 held-out MLM there against 4,800 steps' 0.136
+LOWER_LR = ["--steps", "12000", "--warmup-steps", "1200", "--learning-rate", "1e-3", "--stop-after", "4000"]
+FINETUNED = ("imdb-4800", "imdb-lr1e-3")  # the minis the fine-tuning question is asked of
 STAGES = ("pretrain", "blimp", "heads", "probes", "finetune", "report")
 # BLiMP's published figures (github.com/alexwarstadt/blimp, raw_results/summary/models_summary.jsonl,
 # the rows with UID "overall": by phenomenon, and "overall" for the whole set; human: the paper's
@@ -65,9 +71,15 @@ def models(quick: bool) -> list:
     """(name, pretrain arguments after `--out DIR --seed S`) of every model the page reports."""
     if quick:
         return [("default", ["--steps", str(QUICK_STEPS), "--max-documents", "200", "--eval-every", "0"])]
-    every = [("default", [])] + [(f"imdb-{steps}", ["--data", "{runs}/data-imdb", "--preset", "mini", "--steps",
-                                                     str(steps)]) for steps in BUDGETS]
+    imdb = ["--data", "{runs}/data-imdb", "--preset", "mini"]
+    every = [("default", [])] + [(f"imdb-{steps}", imdb + ["--steps", str(steps)]) for steps in BUDGETS]
+    every.append(("imdb-lr1e-3", imdb + LOWER_LR))
     return [m for m in every if ONLY is None or m[0] in ONLY]
+
+
+def minis(quick: bool) -> list:
+    """The IMDB minis among the models (quick: the default model, the only one)."""
+    return [m for m in models(quick) if m[0] != "default"] or models(quick)
 
 
 class Runner:
@@ -148,20 +160,20 @@ def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int 
 
 
 def heads_commands(r: Runner, quick: bool) -> list:
-    name = models(quick)[-1][0]
     commands = []
-    for seed in (SEEDS[:1] if quick else SEEDS):
-        out = r.path("heads", f"{name}-s{seed}.json")
-        argv = ["attention-heads", checkpoint(r, name, seed), "--json", out, "--sequences", "50" if quick else "500"]
-        if seed == 0:
-            argv += ["--plot", r.path("heads", f"{name}-s{seed}.png")]
-        commands.append((out, argv, r.path("logs", f"heads-{name}-s{seed}.log")))
+    for name, _ in minis(quick):
+        for seed in (SEEDS[:1] if quick else SEEDS):
+            out = r.path("heads", f"{name}-s{seed}.json")
+            argv = ["attention-heads", checkpoint(r, name, seed), "--json", out, "--sequences", "50" if quick else "500"]
+            if seed == 0:
+                argv += ["--plot", r.path("heads", f"{name}-s{seed}.png")]
+            commands.append((out, argv, r.path("logs", f"heads-{name}-s{seed}.log")))
     return commands
 
 
 def probe_commands(r: Runner, quick: bool) -> list:
     commands = []
-    for name, _ in models(quick)[1:] or models(quick):
+    for name, _ in minis(quick):
         for seed in (SEEDS[:1] if quick else SEEDS):
             for task, limit in (("rt-polarity", None), ("builtin-tagging", "2000")):
                 out = r.path("probes", f"{task}-{name}-s{seed}.json")
@@ -171,25 +183,33 @@ def probe_commands(r: Runner, quick: bool) -> list:
     return commands
 
 
+def finetuned(quick: bool) -> list:
+    """The minis fine-tuned from (quick: the default model)."""
+    return [m for m in minis(quick) if quick or m[0] in FINETUNED]
+
+
 def finetune_commands(r: Runner, quick: bool) -> list:
     """rt-polarity, peak lr 3e-4, dropout 0.1, the best dev epoch scored on test (docs/results.md's
-    recipe): fine-tuning seed k starts from pretraining seed k mod 3; from scratch with its vocabulary."""
-    name = models(quick)[-1][0]
+    recipe): fine-tuning seed k starts from pretraining seed k mod 3 of each model; from scratch
+    once, with the first model's vocabulary (every IMDB mini's: they share runs/data-imdb)."""
     commands = []
     for labels, epochs in ((None, "3"), ("500", "41")):
         for k in (FINETUNE_SEEDS[:1] if quick else FINETUNE_SEEDS):
-            ckpt = checkpoint(r, name, SEEDS[k % len(SEEDS)])
             common = ["finetune", "--task", "rt-polarity", "--test", "test", "--learning-rate", "3e-4", "--seed",
                       str(k), "--epochs", "1" if quick else epochs]
             common += ["--max-train-examples", "200" if quick else labels] if quick or labels else []
             tag = f"n{labels or 'all'}-s{k}"
-            for kind, source in (("pretrained", ["--model", ckpt, "--hidden-dropout-prob", "0.1",
-                                                 "--attention-probs-dropout-prob", "0.1"]),
-                                 ("scratch", ["--from-scratch", "tiny" if quick else "mini", "--vocab",
-                                              os.path.join(ckpt, "vocab.txt")])):
-                out = r.path("finetune", f"{kind}-{tag}")
-                commands.append((r.path("done", f"finetune-{kind}-{tag}.json"), common + source + ["--out", out],
-                                 r.path("logs", f"finetune-{kind}-{tag}.log")))
+            for i, (name, _) in enumerate(finetuned(quick)):
+                ckpt = checkpoint(r, name, SEEDS[k % len(SEEDS)])
+                runs = [(f"pretrained-{name}-{tag}", ["--model", ckpt, "--hidden-dropout-prob", "0.1",
+                                                      "--attention-probs-dropout-prob", "0.1"])]
+                if i == 0:
+                    runs.append((f"scratch-{tag}", ["--from-scratch", "tiny" if quick else "mini", "--vocab",
+                                                    os.path.join(ckpt, "vocab.txt")]))
+                for run, source in runs:
+                    commands.append((r.path("done", f"finetune-{run}.json"),
+                                     common + source + ["--out", r.path("finetune", run)],
+                                     r.path("logs", f"finetune-{run}.log")))
     return commands
 
 
@@ -302,7 +322,7 @@ def costs_lines(r: Runner, quick: bool) -> list:
 def probe_lines(r: Runner, quick: bool) -> list:
     """A table per model and task: test accuracy per layer, pretrained beside its random-init control."""
     lines = []
-    for name, _ in models(quick)[1:] or models(quick):
+    for name, _ in minis(quick):
         for task in ("rt-polarity", "builtin-tagging"):
             runs = [load(p) for p in (r.path("probes", f"{task}-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
             if not runs:
@@ -318,23 +338,26 @@ def probe_lines(r: Runner, quick: bool) -> list:
 
 
 def finetune_lines(r: Runner, quick: bool) -> list:
-    """A table: dev (the best epoch) and test accuracy from the pretrained mini and from scratch, and
-    the test gain paired by fine-tuning seed (only the seeds both sides have run)."""
+    """A table: dev (the best epoch) and test accuracy from each pretrained mini and from scratch,
+    and the test gain paired by fine-tuning seed (only the seeds both sides have run)."""
     rows = []
-    for labels in ("all", "500"):
-        runs = {kind: {k: finetune_result(r.path("finetune", f"{kind}-n{labels}-s{k}", "metrics.jsonl"))
-                       for k in FINETUNE_SEEDS} for kind in ("pretrained", "scratch")}
-        runs = {kind: {k: v for k, v in by_seed.items() if v} for kind, by_seed in runs.items()}
-        paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
-        if not paired:
-            continue
-        cells = [f"{mean_sd([v[i] for v in runs[kind].values()])} ({len(runs[kind])})"
-                 for kind in ("pretrained", "scratch") for i in (0, 1)]
-        gap = [runs["pretrained"][k][1] - runs["scratch"][k][1] for k in paired]
-        rows.append(f"| {labels} | " + " | ".join(cells) + f" | {mean_sd(gap)} | {sum(g > 0 for g in gap)} of {len(gap)} |")
+    for name, _ in finetuned(quick):
+        for labels in ("all", "500"):
+            runs = {kind: {k: finetune_result(r.path("finetune", f"{run}-n{labels}-s{k}", "metrics.jsonl"))
+                           for k in FINETUNE_SEEDS} for kind, run in (("pretrained", f"pretrained-{name}"),
+                                                                      ("scratch", "scratch"))}
+            runs = {kind: {k: v for k, v in by_seed.items() if v} for kind, by_seed in runs.items()}
+            paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
+            if not paired:
+                continue
+            cells = [f"{mean_sd([v[i] for v in runs[kind].values()])} ({len(runs[kind])})"
+                     for kind in ("pretrained", "scratch") for i in (0, 1)]
+            gap = [runs["pretrained"][k][1] - runs["scratch"][k][1] for k in paired]
+            rows.append(f"| {name} | {labels} | " + " | ".join(cells) +
+                        f" | {mean_sd(gap)} | {sum(g > 0 for g in gap)} of {len(gap)} |")
     head = ["\nrt-polarity fine-tuned (accuracy %, mean ± sd (seeds); the gain paired by fine-tuning seed)\n",
-            "| training sentences | pretrained dev | pretrained test | from scratch dev | from scratch test | "
-            "test gain | pretrained ahead |", "|---|---|---|---|---|---|---|"]
+            "| pretrained | training sentences | pretrained dev | pretrained test | from scratch dev | "
+            "from scratch test | test gain | pretrained ahead |", "|---|---|---|---|---|---|---|---|"]
     return head + rows if rows else []
 
 
@@ -348,14 +371,14 @@ def finetune_result(path):
 
 
 def heads_lines(r: Runner, quick: bool) -> list:
-    name = models(quick)[-1][0]
     lines = []
-    for s in SEEDS:
-        path = r.path("heads", f"{name}-s{s}.json")
-        if os.path.exists(path):
-            named = load(path)["named"]
-            lines.append(f"\n{name}-s{s}: {len(named)} named heads" + "".join(
-                f"\n  layer {layer} head {head}: {what}" for layer, head, what in named))
+    for name, _ in minis(quick):
+        for s in SEEDS:
+            path = r.path("heads", f"{name}-s{s}.json")
+            if os.path.exists(path):
+                named = load(path)["named"]
+                lines.append(f"\n{name}-s{s}: {len(named)} named heads" + "".join(
+                    f"\n  layer {layer} head {head}: {what}" for layer, head, what in named))
     return lines
 
 
@@ -375,7 +398,8 @@ def main(argv=None) -> int:
                    help="the blimp stage's scorers beside each BERT, as minimal-pairs --baselines takes them "
                         "(default unigram,ngram,random; leaving out random halves the stage's time)")
     p.add_argument("--models", default=None,
-                   help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800")
+                   help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800, "
+                        "imdb-lr1e-3")
     args = p.parse_args(argv)
     global ONLY, SEEDS
     ONLY = None if args.models is None else args.models.split(",")

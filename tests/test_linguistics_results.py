@@ -94,14 +94,14 @@ def test_the_fine_tuning_gain_is_paired_by_seed(tmp_path):
     runs = {("pretrained", 0): (0.72, 0.70), ("pretrained", 2): (0.81, 0.80), ("pretrained", 1): (0.9, None),
             ("scratch", 0): (0.61, 0.60), ("scratch", 1): (0.5, 0.50), ("scratch", 2): (0.66, 0.65)}
     for (kind, k), (dev, test) in runs.items():
-        d = tmp_path / "finetune" / f"{kind}-n500-s{k}"
+        d = tmp_path / "finetune" / f"{kind}{'-imdb-4800' * (kind == 'pretrained')}-n500-s{k}"
         d.mkdir(parents=True)
         rows = [{"kind": "eval", "accuracy": dev - 0.1}, {"kind": "eval", "accuracy": dev}]
         rows += [{"kind": "test", "accuracy": test}] if test is not None else []
         (d / "metrics.jsonl").write_text("".join(json.dumps(x) + "\n" for x in rows))
     lines = s.finetune_lines(s.Runner(str(tmp_path), 1), quick=False)
-    assert lines[-1] == "| 500 | 76.5 ± 6.4 (2) | 75.0 ± 7.1 (2) | 59.0 ± 8.2 (3) | 58.3 ± 7.6 (3) | 12.5 ± 3.5 | 2 of 2 |"
-    assert len(lines) == 4 and lines[1].startswith("| training sentences | pretrained dev")
+    assert lines[-1] == "| imdb-4800 | 500 | 76.5 ± 6.4 (2) | 75.0 ± 7.1 (2) | 59.0 ± 8.2 (3) | 58.3 ± 7.6 (3) | 12.5 ± 3.5 | 2 of 2 |"
+    assert len(lines) == 4 and lines[1].startswith("| pretrained | training sentences | pretrained dev")
 
 
 def test_a_baseline_some_seeds_left_out_is_the_mean_of_those_that_have_it(tmp_path):
@@ -133,3 +133,22 @@ def test_a_baseline_some_seeds_left_out_is_the_mean_of_those_that_have_it(tmp_pa
     finally:
         s.ONLY = None
     assert lines == ["\nblimp, default: Pearson's r of the BERT's 3 paradigm accuracies with unigram +1.00, 3-gram -1.00"]
+
+
+def test_fine_tuning_starts_from_each_asked_mini_and_from_scratch_once():
+    """imdb-4800 and imdb-lr1e-3 are fine-tuned from (5 seeds x 2 label counts each, fine-tuning
+    seed k from pretraining seed k mod 3), imdb-1200 is not, and the from-scratch runs they are
+    both compared with are made once."""
+    s = script()
+    s.ONLY = ["imdb-1200", "imdb-4800", "imdb-lr1e-3"]
+    try:
+        commands = s.finetune_commands(s.Runner("/runs", 1), quick=False)
+        pretrain = dict(s.models(False))
+    finally:
+        s.ONLY = None
+    outs = [argv[argv.index("--out") + 1].rsplit("/", 1)[1] for _, argv, _ in commands]
+    assert len(outs) == len(set(outs)) == 30
+    assert sorted({o.rsplit("-n", 1)[0] for o in outs}) == ["pretrained-imdb-4800", "pretrained-imdb-lr1e-3", "scratch"]
+    argv = next(argv for _, argv, _ in commands if argv[argv.index("--out") + 1].endswith("pretrained-imdb-lr1e-3-n500-s4"))
+    assert argv[argv.index("--model") + 1] == "/runs/imdb-lr1e-3-s1/checkpoint" and "41" in argv
+    assert pretrain["imdb-lr1e-3"][-2:] == ["--stop-after", "4000"] and "1e-3" in pretrain["imdb-lr1e-3"]
