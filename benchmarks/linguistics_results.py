@@ -15,7 +15,9 @@ again (an interrupted sweep continues):
                and one at peak lr 1e-3 (docs/results.md's 12,000-step schedule stopped at step
                4,000: imdb-lr1e-3), seeds 0..2
     blimp      `npbert minimal-pairs` of every model on BLiMP and on the built-in pairs, beside
-               unigram, 3-gram and a random-initialised BERT of its size (init seed = its seed)
+               unigram, 3-gram and a random-initialised BERT of its size (init seed = its seed);
+               all of BLiMP in scores/blimp-*, its first N pairs a paradigm (--per-paradigm N)
+               in scores/blimpN-*, and `report --per-paradigm N` reports those
     heads      `npbert attention-heads` of every IMDB mini (a picture for each one's seed 0)
     probes     `npbert probe` of the IMDB minis on rt-polarity and builtin-tagging, with the control
     finetune   `npbert finetune --task rt-polarity` from the 4,800-step and the lr-1e-3 minis and
@@ -65,6 +67,13 @@ QUICK_STEPS = 40
 
 
 ONLY = None                            # --models: the names the stages are limited to (None: all)
+PER_PARADIGM = None                    # --per-paradigm: BLiMP's first N pairs a paradigm (None: all of it)
+
+
+def blimp_tag(quick: bool) -> str:
+    """The name BLiMP's scores go under: blimp (all 67,000 pairs) or blimpN (the first N a paradigm),
+    so a sample and the whole set keep their own files in one --runs directory."""
+    return f"blimp{PER_PARADIGM}" if PER_PARADIGM and not quick else "blimp"
 
 
 def models(quick: bool) -> list:
@@ -139,21 +148,20 @@ def pretrain_commands(r: Runner, quick: bool) -> list:
     return commands
 
 
-def blimp_commands(r: Runner, quick: bool, blimp: str | None, per_paradigm: int | None,
-                   baselines: str = "unigram,ngram,random") -> list:
-    """minimal-pairs of every model on BLiMP (its first `per_paradigm` pairs of each paradigm, or all)
+def blimp_commands(r: Runner, quick: bool, blimp: str | None, baselines: str = "unigram,ngram,random") -> list:
+    """minimal-pairs of every model on BLiMP (its first PER_PARADIGM pairs of each paradigm, or all)
     and on the built-in pairs (all), beside `baselines` (minimal-pairs --baselines)."""
-    per_paradigm = 20 if quick else per_paradigm
+    per_paradigm = 20 if quick else PER_PARADIGM
     commands = []
     for name, _ in models(quick):
         for seed in (SEEDS[:1] if quick else SEEDS):
-            for pairs, tag in ((blimp, "blimp"), ("builtin", "builtin")):
+            for pairs, tag in ((blimp, blimp_tag(quick)), ("builtin", "builtin")):
                 if pairs is None:
                     continue
                 out = r.path("scores", f"{tag}-{name}-s{seed}.json")
                 argv = ["minimal-pairs", checkpoint(r, name, seed), pairs, "--baselines", baselines,
                         "--seed", str(seed), "--json", out, "--scores", out.replace(".json", ".jsonl")]
-                limit = ["--per-paradigm", str(per_paradigm)] if per_paradigm and (tag == "blimp" or quick) else []
+                limit = ["--per-paradigm", str(per_paradigm)] if per_paradigm and (pairs == blimp or quick) else []
                 commands.append((out, argv + limit,
                                  r.path("logs", f"{tag}-{name}-s{seed}.log")))
     return commands
@@ -242,7 +250,7 @@ def blimp_table(r: Runner, quick: bool, tag: str, level: str) -> list:
         scored = sum(scored_by(run, scorer) for run in runs[last])
         if scored:                             # a scorer some runs left out (--baselines): over those that have it
             columns.append((label if scored == len(runs[last]) else f"{label} ({seeds(scored)})", last, scorer))
-    published = tag == "blimp" and level in ("overall", "phenomenon")
+    published = tag.startswith("blimp") and level in ("overall", "phenomenon")
     head = ["group", "pairs"] + [c[0] for c in columns] + ([f"{m}*" for m in PUBLISHED_MODELS] if published else [])
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for group in groups:
@@ -274,7 +282,7 @@ def accuracy_of(run, level, group, scorer) -> float:
 
 def report(r: Runner, quick: bool) -> str:
     lines = []
-    for tag in ("blimp", "builtin"):
+    for tag in (blimp_tag(quick), "builtin"):
         for level in ("overall", "field", "phenomenon", "paradigm"):
             rows = blimp_table(r, quick, tag, level)
             if rows:
@@ -290,7 +298,8 @@ def agreement_lines(r: Runner, quick: bool) -> list:
     counter?" in one number a model."""
     lines = []
     for name, _ in models(quick):
-        runs = [load(p) for p in (r.path("scores", f"blimp-{name}-s{s}.json") for s in SEEDS) if os.path.exists(p)]
+        runs = [load(p) for p in (r.path("scores", f"{blimp_tag(quick)}-{name}-s{s}.json") for s in SEEDS)
+                if os.path.exists(p)]
         if not runs:
             continue
         paradigms = [g["name"] for g in runs[0]["groups"] if g["level"] == "paradigm"]
@@ -302,7 +311,7 @@ def agreement_lines(r: Runner, quick: bool) -> list:
             continue
         cells = [f"{scorer} {statistics.correlation(mean['bert'], mean[scorer]):+.2f}"
                  for scorer in present[1:] if len(set(mean[scorer])) > 1]
-        lines.append(f"\nblimp, {name}: Pearson's r of the BERT's {len(paradigms)} paradigm accuracies with "
+        lines.append(f"\n{blimp_tag(quick)}, {name}: Pearson's r of the BERT's {len(paradigms)} paradigm accuracies with "
                      + ", ".join(cells))
     return lines
 
@@ -311,7 +320,7 @@ def costs_lines(r: Runner, quick: bool) -> list:
     lines = ["\nscoring cost of the BERT on BLiMP (one thread): CPU minutes, tokens/s, GFLOP/s"]
     for name, _ in models(quick):
         for s in SEEDS:
-            path = r.path("scores", f"blimp-{name}-s{s}.json")
+            path = r.path("scores", f"{blimp_tag(quick)}-{name}-s{s}.json")
             if os.path.exists(path):
                 c = load(path)["costs"]["bert"]
                 lines.append(f"  {name}-s{s}: {c['cpu_seconds'] / 60:.1f} min, {c['copies']:,} copies, "
@@ -393,7 +402,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", type=lambda text: [int(x) for x in text.split(",")], default=None,
                    help="pretraining seeds the stages run for, comma-separated (default: 0,1,2)")
     p.add_argument("--per-paradigm", type=int, default=None, metavar="N",
-                   help="score the first N pairs of each BLiMP paradigm (default: all 1,000)")
+                   help="score the first N pairs of each BLiMP paradigm (default: all 1,000); their scores and "
+                        "report are blimpN's, all of BLiMP's blimp's")
     p.add_argument("--baselines", default="unigram,ngram,random",
                    help="the blimp stage's scorers beside each BERT, as minimal-pairs --baselines takes them "
                         "(default unigram,ngram,random; leaving out random halves the stage's time)")
@@ -401,7 +411,8 @@ def main(argv=None) -> int:
                    help="run the stages for these models only, comma-separated: default, imdb-1200, imdb-4800, "
                         "imdb-lr1e-3")
     args = p.parse_args(argv)
-    global ONLY, SEEDS
+    global ONLY, SEEDS, PER_PARADIGM
+    PER_PARADIGM = args.per_paradigm
     ONLY = None if args.models is None else args.models.split(",")
     SEEDS = tuple(args.seeds) if args.seeds else SEEDS
     unknown = [s for s in args.stages if s not in STAGES]
@@ -412,7 +423,7 @@ def main(argv=None) -> int:
         if stage == "pretrain":
             r.run_all(pretrain_commands(r, args.quick))
         elif stage == "blimp":
-            r.run_all(blimp_commands(r, args.quick, args.blimp, args.per_paradigm, args.baselines))
+            r.run_all(blimp_commands(r, args.quick, args.blimp, args.baselines))
         elif stage == "heads":
             r.run_all(heads_commands(r, args.quick))
         elif stage == "probes":

@@ -152,3 +152,27 @@ def test_fine_tuning_starts_from_each_asked_mini_and_from_scratch_once():
     argv = next(argv for _, argv, _ in commands if argv[argv.index("--out") + 1].endswith("pretrained-imdb-lr1e-3-n500-s4"))
     assert argv[argv.index("--model") + 1] == "/runs/imdb-lr1e-3-s1/checkpoint" and "41" in argv
     assert pretrain["imdb-lr1e-3"][-2:] == ["--stop-after", "4000"] and "1e-3" in pretrain["imdb-lr1e-3"]
+
+
+def test_a_sample_of_blimp_and_the_whole_keep_their_own_scores(tmp_path):
+    """--per-paradigm 100 scores go to blimp100-*, all of BLiMP's to blimp-*, in one --runs directory,
+    and the report of each reads its own (here the sample at 60 %, the whole at 50 %)."""
+    import json
+    s = script()
+    r = s.Runner(str(tmp_path), 1)
+    s.ONLY = ["imdb-4800"]
+    try:
+        for sample, accuracy in ((100, 0.6), (None, 0.5)):
+            s.PER_PARADIGM = sample
+            blimp = [c for c in s.blimp_commands(r, False, "/blimp/data") if "/blimp/data" in c[1]]
+            assert [os.path.basename(c[0]) for c in blimp] == [f"blimp{sample or ''}-imdb-4800-s{k}.json" for k in (0, 1, 2)]
+            assert ("--per-paradigm" in blimp[0][1]) == (sample is not None)
+            groups = [{"level": "overall", "name": "overall", "pairs": 10, "accuracy": {"bert": accuracy}}]
+            os.makedirs(os.path.dirname(blimp[0][0]), exist_ok=True)
+            with open(blimp[0][0], "w") as f:
+                json.dump({"groups": groups}, f)
+        for sample, figure in ((100, "60.0"), (None, "50.0")):
+            s.PER_PARADIGM = sample
+            assert s.blimp_table(r, False, s.blimp_tag(False), "overall")[2].startswith(f"| overall | 10 | {figure} |")
+    finally:
+        s.ONLY, s.PER_PARADIGM = None, None
