@@ -247,9 +247,11 @@ def blimp_table(r: Runner, quick: bool, tag: str, level: str) -> list:
     last = list(runs)[-1]
     columns = [(f"BERT {n} ({seeds(len(runs[n]))})", n, "bert") for n in runs]
     for label, scorer in (("random-init", "random"), ("unigram", "unigram"), ("3-gram", "3-gram")):
-        scored = sum(scored_by(run, scorer) for run in runs[last])
-        if scored:                             # a scorer some runs left out (--baselines): over those that have it
-            columns.append((label if scored == len(runs[last]) else f"{label} ({seeds(scored)})", last, scorer))
+        # the last model that has the scorer (--baselines may leave it out), over its runs that have it
+        owner = next((n for n in reversed(runs) if any(scored_by(run, scorer) for run in runs[n])), None)
+        if owner:
+            scored = sum(scored_by(run, scorer) for run in runs[owner])
+            columns.append((label if scored == len(runs[owner]) else f"{label} ({seeds(scored)})", owner, scorer))
     published = tag.startswith("blimp") and level in ("overall", "phenomenon")
     head = ["group", "pairs"] + [c[0] for c in columns] + ([f"{m}*" for m in PUBLISHED_MODELS] if published else [])
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

@@ -176,3 +176,22 @@ def test_a_sample_of_blimp_and_the_whole_keep_their_own_scores(tmp_path):
             assert s.blimp_table(r, False, s.blimp_tag(False), "overall")[2].startswith(f"| overall | 10 | {figure} |")
     finally:
         s.ONLY, s.PER_PARADIGM = None, None
+
+
+def test_a_baseline_the_last_model_left_out_comes_from_the_one_before(tmp_path):
+    """imdb-lr1e-3 scored without its random twin (the twin of seed 0 is imdb-4800's: same size, same
+    seed): the random-init column is imdb-4800's, not dropped."""
+    import json
+    s = script()
+    (tmp_path / "scores").mkdir()
+    for name, accuracy in (("imdb-4800", {"bert": 0.5, "random": 0.45, "unigram": 0.4}),
+                           ("imdb-lr1e-3", {"bert": 0.6, "unigram": 0.4})):
+        groups = [{"level": "overall", "name": "overall", "pairs": 30, "accuracy": accuracy}]
+        (tmp_path / "scores" / f"blimp-{name}-s0.json").write_text(json.dumps({"groups": groups}))
+    s.ONLY = ["imdb-4800", "imdb-lr1e-3"]
+    try:
+        rows = s.blimp_table(s.Runner(str(tmp_path), 1), False, "blimp", "overall")
+    finally:
+        s.ONLY = None
+    assert rows[0].startswith("| group | pairs | BERT imdb-4800 (1 seed) | BERT imdb-lr1e-3 (1 seed) | random-init | unigram |")
+    assert rows[2].startswith("| overall | 30 | 50.0 | 60.0 | 45.0 | 40.0 |")
