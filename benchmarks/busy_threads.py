@@ -69,6 +69,8 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=40, help="training steps a run (default 40)")
     p.add_argument("--log-every", type=int, default=10, help="steps a tokens/s figure (default 10; the first is dropped)")
     p.add_argument("--rounds", type=int, default=2, help="runs of each setting, alternating (default 2)")
+    p.add_argument("--spin-counts", default="", metavar="N,N",
+                   help="more settings: two threads whose worker spins N times after each loop (GOMP_SPINCOUNT)")
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     if args.steps < 2 * args.log_every:
         p.error("--steps must be at least twice --log-every: the first tokens/s figure is dropped")
@@ -78,10 +80,13 @@ def main(argv=None) -> int:
     loops = [multiprocessing.Process(target=busy_loop, daemon=True) for _ in range(args.busy)]
     for loop in loops:
         loop.start()
-    runs = {name: [] for name in SETTINGS}
+    settings = dict(SETTINGS)
+    for count in filter(None, args.spin_counts.split(",")):
+        settings[f"2 threads, worker spins {int(count):,} times"] = {"NPBERT_NUM_THREADS": "2", "GOMP_SPINCOUNT": count}
+    runs = {name: [] for name in settings}
     try:
         for round_ in range(args.rounds):
-            for name, env in SETTINGS.items():
+            for name, env in settings.items():
                 r = one_run(env, args.steps, args.log_every, extra)
                 runs[name].append(r)
                 print(f"round {round_ + 1}, {name}: {r['tokens_per_s']:,.0f} tokens/s, {r['wall_s']:.1f} s wall, "

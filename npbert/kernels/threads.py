@@ -28,9 +28,11 @@ does not survive fork() (use the "spawn" or "forkserver" start method for more i
 
 Between loops the worker sleeps (OMP_WAIT_POLICY=PASSIVE, set here unless the environment sets
 it): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a busy machine takes
-a core from the jobs beside it and from npbert's own main thread: beside other jobs (load 5 on
-2 cores) two spinning threads ran the default run's steps at 0.40x one thread's speed, two
-sleeping ones at 1.19x (benchmarks/busy_threads.py, docs/performance.md).
+a core from the jobs beside it and from npbert's own main thread. Beside two busy loops two
+spinning threads ran the default run's steps at 0.55x one thread's speed, two sleeping ones at
+1.03x. On a quiet machine two sleeping threads reach 1.29-1.34x one thread at the tiny preset,
+where spinning ones reach 1.51-1.65x, and 1.80-1.89x at mini and small (spinning not measured
+there). OMP_WAIT_POLICY=ACTIVE gives the spin back (benchmarks/busy_threads.py, docs/performance.md).
 
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
