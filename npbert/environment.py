@@ -6,6 +6,9 @@ NPBERT_NUM_THREADS=abc was a traceback in the first kernel, NUMBA_NUM_THREADS=0 
     NPBERT_NUM_THREADS   an integer >= 1: the kernels' threads (default: the CPUs this process may use)
     NUMBA_NUM_THREADS    an integer >= 1: Numba's thread pool, read by Numba when it loads
     NUMBA_THREADING_LAYER one of Numba's names (default, safe, threadsafe, forksafe, tbb, omp, workqueue)
+    OMP_WAIT_POLICY      active | passive, any case: whether the kernels' idle worker spins (default:
+                         passive, set by npbert/kernels/threads.py; GNU OpenMP would print an error
+                         for anything else and spin)
 
 npbert.cli checks them before it imports anything that loads Numba. (A layer this machine lacks,
 tbb say, is refused at the first parallel loop: npbert/kernels/threads.py. NUMBA_DISABLE_JIT=1
@@ -18,6 +21,7 @@ from npbert.errors import NpbertError
 
 BACKENDS = ("numpy", "numba")
 THREADING_LAYERS = ("default", "safe", "threadsafe", "forksafe", "tbb", "omp", "workqueue")   # Numba's, any case
+WAIT_POLICIES = ("active", "passive")                                                    # OpenMP's, any case
 
 
 def _value(name: str) -> str:
@@ -49,13 +53,13 @@ def threads_from_environment(name: str = "NPBERT_NUM_THREADS") -> int | None:
     return value
 
 
-def check_threading_layer() -> None:
-    """NpbertError unless NUMBA_THREADING_LAYER is unset, empty or a name Numba knows (Numba would
-    raise a ValueError at the first parallel loop, in the middle of a run)."""
-    text = _value("NUMBA_THREADING_LAYER")
-    if text and text.lower() not in THREADING_LAYERS:
-        raise NpbertError(f"NUMBA_THREADING_LAYER={text!r} is not a threading layer of Numba; set it to one of "
-                          f"{', '.join(THREADING_LAYERS)} or leave it unset")
+def check_choice(name: str, choices: tuple, what: str) -> None:
+    """NpbertError unless the variable is unset, empty or one of `choices` in any case (Numba would
+    raise a ValueError for a bad NUMBA_THREADING_LAYER at the first parallel loop, in the middle of
+    a run; GNU OpenMP prints an error for a bad OMP_WAIT_POLICY and goes on with its default)."""
+    text = _value(name)
+    if text and text.lower() not in choices:
+        raise NpbertError(f"{name}={text!r} is not {what}; set it to one of {', '.join(choices)} or leave it unset")
 
 
 def check_environment() -> None:
@@ -63,4 +67,5 @@ def check_environment() -> None:
     backend_from_environment()
     threads_from_environment("NPBERT_NUM_THREADS")
     threads_from_environment("NUMBA_NUM_THREADS")
-    check_threading_layer()
+    check_choice("NUMBA_THREADING_LAYER", THREADING_LAYERS, "a threading layer of Numba")
+    check_choice("OMP_WAIT_POLICY", WAIT_POLICIES, "an OpenMP wait policy")

@@ -73,6 +73,9 @@ def test_a_real_sigint_ends_any_command_with_one_line_and_130():
     ("NPBERT_BACKEND", "bogus", "NPBERT_BACKEND='bogus' is not a backend; set it to one of numpy, numba"),
     ("NUMBA_NUM_THREADS", "0", "NUMBA_NUM_THREADS='0' must be an integer >= 1"),
     ("NUMBA_THREADING_LAYER", "bogus", "NUMBA_THREADING_LAYER='bogus' is not a threading layer of Numba"),
+    # before: GNU OpenMP's own "Invalid value" line on stderr, and the run went on spinning
+    ("OMP_WAIT_POLICY", "sleepy", "OMP_WAIT_POLICY='sleepy' is not an OpenMP wait policy; set it to one of active, "
+                                  "passive"),
 ])
 def test_an_environment_variable_that_does_not_parse_is_one_line(monkeypatch, capsys, name, value, message):
     monkeypatch.setenv(name, value)

@@ -159,7 +159,7 @@ def test_sum_of_squares_is_float64_accurate_for_any_thread_count(monkeypatch, dt
 
 # --- the threads between loops ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("set_by_user", [None, "ACTIVE"])
+@pytest.mark.parametrize("set_by_user", [None, "", "ACTIVE"])
 def test_the_worker_sleeps_between_loops_unless_the_environment_says_otherwise(set_by_user):
     """GNU OpenMP as Numba starts it reads OMP_WAIT_POLICY once: npbert's PASSIVE (a spinning
     worker takes a busy machine's cores, benchmarks/busy_threads.py) unless the user set one.
@@ -174,7 +174,7 @@ def test_the_worker_sleeps_between_loops_unless_the_environment_says_otherwise(s
             "print(numba.threading_layer())")
     environment = {k: v for k, v in env(OMP_DISPLAY_ENV="VERBOSE", NPBERT_NUM_THREADS="2").items()
                    if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "NUMBA_THREADING_LAYER")}
-    if set_by_user:
+    if set_by_user is not None:                     # "": empty counts as unset, as npbert's own variables
         environment["OMP_WAIT_POLICY"] = set_by_user
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                            timeout=HANG_SECONDS)

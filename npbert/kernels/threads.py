@@ -27,7 +27,7 @@ A process forked after a loop ran on several threads runs its loops on one threa
 does not survive fork() (use the "spawn" or "forkserver" start method for more in the child).
 
 Between loops the worker sleeps (OMP_WAIT_POLICY=PASSIVE, set here unless the environment sets
-it): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a busy machine takes
+it to active or passive): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a busy machine takes
 a core from the jobs beside it and from npbert's own main thread. Beside two busy loops two
 spinning threads ran the default run's steps at 0.55x one thread's speed, two sleeping ones at
 1.03x. On a quiet machine two sleeping threads reach 1.29-1.34x one thread at the tiny preset,
@@ -56,7 +56,8 @@ from npbert.kernels import blas
 
 PRANGE_ONLY = {"prange": True, **dict.fromkeys(("comprehension", "reduction", "inplace_binop", "setitem",
                                                "numpy", "stencil", "fusion"), False)}   # the driver has no other parfor
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")   # read when Numba first starts its threads, after this
+if not os.environ.get("OMP_WAIT_POLICY", "").strip():  # unset or empty (npbert/environment.py's rule)
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"          # read when Numba first starts its threads, after this
 _addresses = {}                  # (kernel, argument fingerprints) -> its compiled code's address
 _ran_parallel = False            # a driver has run in this process
 _forked = False                  # this process is a fork() of one where a driver had run
