@@ -29,7 +29,7 @@ from numba import njit
 from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm, gemm_add
-from npbert.kernels.rowops import LANES, lanes_like, lanes_max, row_sum
+from npbert.kernels.rowops import lanes_like, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
@@ -71,25 +71,29 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
 
 @njit(cache=True, inline="always")
 def add_row_max(x, y, acc):
-    """x += y, and the max of the new x (rowops.row_max's lanes, in the same pass); acc: lanes_like(x)."""
-    acc[:] = -np.inf
-    n = x.size - x.size % LANES
-    for j in range(0, n, LANES):
-        for u in range(LANES):
-            v = x[j + u] + y[j + u]
-            x[j + u] = v
-            acc[u] = max(acc[u], v)
-    m = lanes_max(acc)
-    for j in range(n, x.size):
+    """x += y, and the max of the new x (rowops.row_max); acc: lanes_like(x). Two passes over the row
+    (in L1): fused in one loop, the stores to x kept LLVM from vectorising the max's lanes (0.56 ns an
+    element against 0.34, float32, 512-wide rows, AMD EPYC AVX-512)."""
+    for j in range(x.size):
         x[j] += y[j]
-        m = max(m, x[j])
-    return m
+    return row_max(x, acc)
 
 
 @njit(cache=True, inline="always")
 def first_index(x, value):
-    """The first j with x[j] == value (np.argmax's tie rule), or 0 if none (value NaN)."""
-    for j in range(x.size):
+    """The first j with x[j] == value (np.argmax's tie rule), or 0 if none (value NaN). Blocks of 64
+    are tested whole (a branch-free compare that vectorises) and only the block that holds it is
+    scanned: 0.32 -> 0.09 ns an element of the row, against a scan that stops at each element."""
+    n = x.size - x.size % 64
+    for j0 in range(0, n, 64):
+        hit = np.int32(0)
+        for u in range(64):
+            hit |= np.int32(x[j0 + u] == value)
+        if hit:
+            for u in range(64):
+                if x[j0 + u] == value:
+                    return j0 + u
+    for j in range(n, x.size):
         if x[j] == value:
             return j
     return 0
