@@ -129,3 +129,29 @@ def test_log_p_at_targets_and_the_top_k_are_the_whole_logits(impl, dtype, proble
         log_p).max(initial=0.0))
     assert (np.diff(top, axis=1) <= 0).all() and (np.take_along_axis(log_p, ids[:, :1], axis=1)[:, 0] >=
                                                   log_p.max(axis=1, initial=-np.inf) - tol * 10).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_the_kernel_predicts_the_first_of_tied_maxima_at_its_own_tile_sizes(dtype, threads):
+    # small integers: every logit is exact in either dtype and any summation order, so the rows' maxima
+    # tie exactly and often; V 1,100 at the kernel's own CHUNK: two full 512-wide chunks (eight blocks of
+    # 64 that first_index tests whole) and a 76-wide one (a block and a 12-wide tail)
+    rng = np.random.default_rng(3)
+    t, w, b = rng.integers(-1, 2, (60, 4)), rng.integers(-1, 2, (1100, 4)), rng.integers(-1, 2, 1100)
+    logits = t @ w.T + b                                                              # (60, 1100) exact
+    assert (np.sort(logits, axis=1)[:, -2] == logits.max(axis=1)).mean() > 0.5      # ties are the rule here
+    with mock.patch.dict("os.environ", {"NPBERT_NUM_THREADS": threads}):
+        _, cache = kernels.decoder_cross_entropy_forward(*(x.astype(dtype) for x in (t, w, b)), rng.integers(0, 1100, 60))
+    np.testing.assert_array_equal(cache.predictions, logits.argmax(axis=1))
+
+
+def test_first_index_finds_the_first_equal_element_or_gives_0():
+    from npbert.kernels.decoder_cross_entropy import first_index
+    for n in (1, 63, 64, 65, 130, 512):
+        x = np.zeros(n, np.float32)
+        for j in sorted({0, n // 2, n - 1, min(63, n - 1), min(64, n - 1)}):
+            y = x.copy()
+            y[j:] = 1.0                                                               # first 1.0 at j
+            assert first_index(y, np.float32(1.0)) == j
+        assert first_index(x, np.float32(2.0)) == 0 and first_index(x, np.float32("nan")) == 0
