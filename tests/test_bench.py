@@ -300,10 +300,39 @@ def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(cap
     from support.scripts import load_script
     ab = load_script("benchmarks/ab.py", "npbert_ab_script")
     for argv, message in ((["--batches", "imdb", "--seq", "64"], "--batches imdb has the data's own lengths"),
-                          (["--impls", "numba,numba-packed"], "unknown impl numba-packed")):
+                          (["--impls", "numba,numba-packed"], "unknown impl numba-packed"),
+                          (["--threads", "2", "--pause", "-1"], "--pause -1.0: seconds in [0, 60]")):
         with pytest.raises(SystemExit) as e:
             ab.main(argv)
         assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_speed_tables_plan_every_cell_and_mark_each_miss(capsys, tmp_path):
+    from support.scripts import load_script
+    tables = load_script("benchmarks/speed_tables.py", "npbert_speed_tables_script")
+    plan = tables.measurements(["train", "real", "infer"], [1, 2], ["tiny", "mini", "small"])
+    assert len(plan) == 2 * 6 * (1 + 2 + 2)                       # threads x cells x (random; builtin, imdb; full, random)
+    assert {tuple(a[a.index("--preset") + 1:a.index("--preset") + 4:2]) for _, _, a in plan} == {
+        (p, str(v)) for p, v in tables.CELLS}
+
+    def record(table, label, impl, step, **more):
+        return dict(kind="ab_infer" if table == "infer" else "ab_train", table=table, label=label, threads=1,
+                    preset="tiny", vocab=8192, impl=impl, min_step_s=step, batches="random", fill=0.6,
+                    matmul_2048_gflops=100.0, **more)
+    records = [record("train", "random", "numba", 1.0, share_of_needed_ceiling=0.9, share_of_matmul_needed=0.8),
+               record("train", "random", "numba-padded", 1.5), record("train", "random", "hf-masked", 1.7),
+               record("infer", "full", "numba", 1.0), record("infer", "full", "ort", 1.3),
+               record("infer", "random", "numba", 1.0), record("infer", "random", "ort", 1.4)]
+    saved = tmp_path / "records.jsonl"
+    saved.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert tables.main(["--from", str(saved)]) == 0
+    out = capsys.readouterr().out
+    assert "| 1 thread | - | **1.70x** (miss) (1.13) | - |" in out          # 1.7 < 1.8
+    assert "| 1 thread | - | 0.90 / 0.80 | - |" in out                       # 0.9 >= 0.85
+    assert "| 1 thread, full | - | 1.30x | - |" in out and "| 1 thread, random | - | **1.40x** (miss) | - |" in out
+    with pytest.raises(SystemExit) as e:
+        tables.main(["--tables", "speed"])
+    assert e.value.code == 2 and "unknown or out of range: speed" in capsys.readouterr().err
 
 
 def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
