@@ -9,6 +9,7 @@ from numba import njit
 
 from npbert import kernels, ops
 from npbert.kernels.fastexp import fast_exp
+from npbert.kernels.rowops import row_max
 from support.kernel_checks import DTYPES, SETTINGS, normal
 
 
@@ -71,21 +72,24 @@ def test_row_argmax_is_the_first_maximum_like_numpy(dtype, n, levels, seed):
     assert run.nopython_signatures[0].return_type[0] == from_dtype(dtype)  # x - m stays in the row's dtype
 
 
-@njit(cache=True)
-def _compiled_array_max(a):
-    return a.max()
+@njit
+def _row_max(x):
+    return row_max(x)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
 @SETTINGS
-@given(values=st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, np.inf, -np.inf, np.nan]), min_size=16, max_size=16))
-def test_lanes_max_is_numbas_array_max_bit_for_bit(values):
-    # row_max's lanes reduced by a loop (Numba's array max cost ~0.5 s of a cold start): the same
-    # value as acc.max() in compiled code, signed zeros, infinities and the first NaN included
-    from npbert.kernels.rowops import lanes_max
-
-    acc = np.array(values, np.float32)
-    got, want = lanes_max(acc), _compiled_array_max(acc)
-    assert np.array([got], np.float32).view(np.uint32) == np.array([want], np.float32).view(np.uint32)
+@given(values=st.lists(st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 1e-40, -1e-40, np.inf, -np.inf, np.nan, -np.nan]),
+                       max_size=70))
+def test_row_max_over_the_floats_bits_is_np_max(dtype, values):
+    # an integer max over keys made from the bits: np.max's value (== for signed zeros, NaN for a NaN of
+    # either sign), subnormals and infinities included, in the row's dtype; -inf for an empty row
+    x = np.array(values, dtype)
+    got = _row_max(x)
+    want = x.max() if x.size else -np.inf
+    assert (np.isnan(got) and np.isnan(want)) or got == want
+    from numba.np.numpy_support import from_dtype
+    assert _row_max.nopython_signatures[-1].return_type == from_dtype(dtype)    # x - m stays in the row's dtype
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -29,7 +29,7 @@ from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes_like, row_dot, row_max, row_sum
+from npbert.kernels.rowops import row_dot, row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.ops.dropout import dropout_key
 from npbert.kernels.threads import parallel_for
@@ -37,7 +37,7 @@ from npbert.ops.attention_core import AttentionCoreCache
 
 
 @njit(nogil=True, cache=True, error_model="numpy", fastmath=FMA)
-def softmax_row(s, bias, scale, max_acc):
+def softmax_row(s, bias, scale):
     # s: (T,) scores in, softmax(s * scale + bias) out; bias: (T,), or empty for none
     T = s.size
     if bias.size:
@@ -46,7 +46,7 @@ def softmax_row(s, bias, scale, max_acc):
     else:
         for j in range(T):
             s[j] = s[j] * scale
-    m = row_max(s, max_acc)
+    m = row_max(s)
     for j in range(T):
         s[j] = fast_exp(s[j] - m)
     z = row_sum(s)
@@ -61,10 +61,9 @@ def _softmax_dropout(lo, hi, probs, mask_bias, scale, key, threshold, drop_scale
     R, T = probs.shape
     rows_per_batch = R // mask_bias.shape[0]           # A * T query rows per sequence
     dropping = keep.shape[0] > 0
-    max_acc = lanes_like(probs[0])
     for r in range(lo, hi):
         s = probs[r]
-        softmax_row(s, mask_bias[r // rows_per_batch], scale, max_acc)
+        softmax_row(s, mask_bias[r // rows_per_batch], scale)
         if dropping:
             kr, dr, start = keep[r], dropped[r], np.uint64(r * T)
             for j in range(T):

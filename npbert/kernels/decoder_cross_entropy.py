@@ -29,7 +29,7 @@ from numba import njit
 from npbert.kernels.fastexp import FMA, fast_exp
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm, gemm_add
-from npbert.kernels.rowops import lanes_like, row_max, row_sum
+from npbert.kernels.rowops import row_max, row_sum
 from npbert.kernels.scratch import scratch
 from npbert.kernels.threads import parallel_for
 from npbert.ops.cross_entropy import IGNORE_INDEX
@@ -48,7 +48,6 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
     m, V = t.shape[0], w.shape[0]
     keep_exps = tiles.size > 0
     own = np.empty(0 if keep_exps else m * width, t.dtype)             # this part's tile, when none is kept
-    acc = lanes_like(own)
     for c in range(lo, hi):
         c0, c1 = c * width, min((c + 1) * width, V)
         tile = _tile(tiles, c, m, width, c1 - c0) if keep_exps else own[:m * (c1 - c0)].reshape((m, c1 - c0))
@@ -56,7 +55,7 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
         bias = b[c0:c1]
         for i in range(m):
             row = tile[i]                                               # (cw,) a view: vectorises
-            top_value = add_row_max(row, bias, acc)                     # no argmax here: its branches cost
+            top_value = add_row_max(row, bias)                     # no argmax here: its branches cost
             top = first_index(row, top_value)                           # 3x the max in 1,024-wide rows
             label = labels[i]
             if c0 <= label < c1:
@@ -70,13 +69,11 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
 
 
 @njit(cache=True, inline="always")
-def add_row_max(x, y, acc):
-    """x += y, and the max of the new x (rowops.row_max); acc: lanes_like(x). Two passes over the row
-    (in L1): fused in one loop, the stores to x kept LLVM from vectorising the max's lanes (0.56 ns an
-    element against 0.34, float32, 512-wide rows, AMD EPYC AVX-512)."""
+def add_row_max(x, y):
+    """x += y, then the max of the new x (rowops.row_max): two passes over a row in L1."""
     for j in range(x.size):
         x[j] += y[j]
-    return row_max(x, acc)
+    return row_max(x)
 
 
 @njit(cache=True, inline="always")

@@ -29,7 +29,6 @@ from npbert.kernels.dropout import keep_element, keep_threshold
 from npbert.kernels.gemm import address_for as gemm_address_for
 from npbert.kernels.gemm import gemm
 from npbert.kernels.memory import empty_apart
-from npbert.kernels.rowops import lanes_like
 from npbert.kernels.threads import parallel_for
 from npbert.ops.packed_attention import PackedAttentionCache, sequence_starts, unit_offsets
 from npbert.ops.packed_attention import packed_attention_backward as reference_backward
@@ -60,14 +59,13 @@ def _softmax_keep(probs, scale, dropping, key, unit, T, q_pos, k_pos, threshold,
     # query i and key j has index (unit T + q_pos[i]) T + k_pos[j] in the padded (S, A, T, T) probabilities
     n = probs.shape[1]
     no_bias = np.empty(0, probs.dtype)
-    max_acc = lanes_like(no_bias)
     first = k_pos[0] if n else 0
     consecutive = True                                 # the keys at first, first + 1, ...: the common case,
     for j in range(n):                                 # indexed without a gather, so the row loop vectorises
         consecutive = consecutive and k_pos[j] == first + j
     for i in range(probs.shape[0]):
         s = probs[i]
-        softmax_row(s, no_bias, scale, max_acc)
+        softmax_row(s, no_bias, scale)
         if dropping:
             row = np.uint64((unit * T + q_pos[i]) * T)
             if consecutive:

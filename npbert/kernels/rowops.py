@@ -10,16 +10,22 @@ rule out that it aliased the row and left every add scalar). The summation order
 vector order for this CPU: the same on every run and thread count on one machine, not
 necessarily across CPUs with different vector widths (BLAS is not either). Accumulation is in
 float64 for float32 rows.
-Max and argmax (row_max, row_argmax) keep LANES independent accumulators in the row's dtype:
-no fast-math flag made LLVM vectorise a float max here, and the accumulators at least break
-the dependency chain.
+Max (row_max): the floats' bits read as integers, mapped so that integer order is float order
+(negative floats have their other bits flipped), and an integer max, which LLVM vectorises with
+no flag (a float max it would not: NaN's rules); a NaN seen is counted in a second integer
+reduction. 0.28 -> 0.17 ns an element over float32 rows of 512 (AMD EPYC AVX-512). Argmax
+(row_argmax) keeps LANES independent accumulators in the row's dtype, which at least break the
+dependency chain.
 Keep exp out of these loops (write exp to a buffer in a plain loop, then sum it): with an exp
 in the body LLVM stops vectorising the reduction.
 """
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
+
+from npbert.kernels.fastexp import _bits_to_float
 
 LANES = 16
 
@@ -32,34 +38,45 @@ def lanes_like(x):
     return np.empty(LANES, x.dtype)
 
 
-@njit(cache=True, inline="always")
-def row_max(x, acc):
-    # acc: lanes_like(x)
-    acc[:] = -np.inf
-    n = x.size - x.size % LANES
-    for j in range(0, n, LANES):
-        for u in range(LANES):
-            acc[u] = max(acc[u], x[j + u])
-    m = lanes_max(acc)
-    for j in range(n, x.size):
-        m = max(m, x[j])
-    return m
+def row_max(x):
+    """The largest element of a contiguous float row, as np.max gives it: NaN if the row has one, -inf
+    if it is empty; +0.0 over -0.0 (equal values: np.max may give either). Compiled per float width
+    below (as fastexp.by_width does); plain Python never calls it."""
+    return np.max(x)
 
 
-@njit(cache=True, inline="always")
-def lanes_max(acc):
-    """acc.max() as NumPy (and Numba's array max) takes it: the first NaN, else the largest, the first
-    of equals; a loop, not Numba's generic reduction, which costs ~0.5 s to compile."""
-    m = acc[0]
-    if math.isnan(m):
-        return m
-    for u in range(1, acc.size):
-        v = acc[u]
-        if math.isnan(v):
-            return v
-        if v > m:
-            m = v
-    return m
+def _ordered_max(float_type, int_type):
+    """row_max for one float width: each float's bits b read as int_type and keyed b ^ ((b >> width - 1)
+    & rest) (rest: every bit but the sign), which orders the keys as the floats (-0.0 below +0.0)
+    and is its own inverse."""
+    shift = int_type(8 * np.dtype(int_type).itemsize - 1)
+    rest = int_type(np.iinfo(int_type).max)
+    minus_inf = np.array([-np.inf], float_type).view(int_type)[0]
+    lowest = int_type(minus_inf ^ ((minus_inf >> shift) & rest))     # the key of -inf: an empty row's max
+    not_a_number = float_type(np.nan)
+
+    @njit(cache=True)
+    def ordered_max(x):
+        bits = x.view(int_type)
+        best, nan = lowest, int_type(0)
+        for j in range(bits.size):
+            b = bits[j]
+            best = max(best, int_type(b ^ ((b >> shift) & rest)))    # Numba widens int32 arithmetic to int64
+            nan |= int_type(x[j] != x[j])
+        if nan:
+            return not_a_number
+        return _bits_to_float(int_type(best ^ ((best >> shift) & rest)))
+    return ordered_max
+
+
+_max32 = _ordered_max(np.float32, np.int32)
+_max64 = _ordered_max(np.float64, np.int64)
+
+
+@overload(row_max)
+def _row_max_overload(x):
+    if isinstance(x, types.Array) and isinstance(x.dtype, types.Float):
+        return (lambda x: _max32(x)) if x.dtype.bitwidth == 32 else (lambda x: _max64(x))
 
 
 @njit(cache=True, inline="always")
