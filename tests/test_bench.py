@@ -307,6 +307,22 @@ def test_ab_refuses_random_batch_options_with_real_batches_and_unknown_impls(cap
         assert e.value.code == 2 and message in capsys.readouterr().err
 
 
+def test_profile_step_runs_a_real_step_and_names_where_its_time_goes(capsys, monkeypatch):
+    from npbert import backend
+    from support.scripts import load_script
+    script = load_script("benchmarks/profile_step.py", "npbert_profile_step_script")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
+        monkeypatch.setenv(var, "1")                                  # restored after: main sets them
+    with backend.use_backend(backend.get_backend()):                  # main selects numba
+        assert script.main(["--preset", "tiny", "--vocab", "1000", "--kind", "infer", "--padded", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "tiny / 1,000, infer, 1 thread(s)" in out and "needed ceiling" in out
+    assert "decoder_cross_entropy_forward" in out and "linear_forward" in out and "other (Python" in out
+    with pytest.raises(SystemExit) as e:
+        script.main(["--threads", "0"])
+    assert e.value.code == 2
+
+
 def test_speed_tables_plan_every_cell_and_mark_each_miss(capsys, tmp_path):
     from support.scripts import load_script
     tables = load_script("benchmarks/speed_tables.py", "npbert_speed_tables_script")
