@@ -50,6 +50,16 @@ def _bits_to_float(typingctx, bits):
     return float_type(bits), codegen
 
 
+@intrinsic
+def _float_to_bits(typingctx, x):
+    """Reinterpret a float32 as int32 or a float64 as int64 (rowops.row_max's keys)."""
+    int_type = types.int32 if x.bitwidth == 32 else types.int64
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(x.bitwidth))
+    return int_type(x), codegen
+
+
 @njit(cache=True, inline="always")
 def _exp64(x):
     x = min(max(x, -708.7), 709.0)

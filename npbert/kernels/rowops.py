@@ -25,7 +25,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from npbert.kernels.fastexp import _bits_to_float
+from npbert.kernels.fastexp import _bits_to_float, _float_to_bits
 
 LANES = 16
 
@@ -39,9 +39,10 @@ def lanes_like(x):
 
 
 def row_max(x):
-    """The largest element of a contiguous float row, as np.max gives it: NaN if the row has one, -inf
+    """The largest element of a float row, as np.max gives it: NaN if the row has one, -inf
     if it is empty; +0.0 over -0.0 (equal values: np.max may give either). Compiled per float width
-    below (as fastexp.by_width does); plain Python never calls it."""
+    below (as fastexp.by_width does); plain Python never calls it. Call it from a kernel that is not
+    inline="always": Numba's IR-level inlining takes this Python body (np.max) instead."""
     return np.max(x)
 
 
@@ -57,10 +58,9 @@ def _ordered_max(float_type, int_type):
 
     @njit(cache=True)
     def ordered_max(x):
-        bits = x.view(int_type)
         best, nan = lowest, int_type(0)
-        for j in range(bits.size):
-            b = bits[j]
+        for j in range(x.size):
+            b = _float_to_bits(x[j])                                  # not x.view: its error path compiles
             best = max(best, int_type(b ^ ((b >> shift) & rest)))    # Numba widens int32 arithmetic to int64
             nan |= int_type(x[j] != x[j])
         if nan:
