@@ -31,6 +31,8 @@ import time
 from numba.core import event
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKOUT = {"PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(HERE), os.environ.get("PYTHONPATH")]))}
+# every process it starts imports this checkout's npbert, not another one installed (as bench.py's workers)
 COMMANDS = ("pretrain", "finetune", "fill-mask", "minimal-pairs")
 TINY = ["--preset", "tiny", "--batch-size", "8", "--eval-every", "0", "--save-every", "0", "--log-every", "1"]
 
@@ -55,7 +57,7 @@ def prepare_inputs(work: str) -> None:
 
 
 def run_npbert(args: list, env: dict) -> None:
-    r = subprocess.run([sys.executable, "-c", "import sys; from npbert.cli import main; sys.exit(main(sys.argv[1:]))", *args], env={**os.environ, **env},
+    r = subprocess.run([sys.executable, "-c", "import sys; from npbert.cli import main; sys.exit(main(sys.argv[1:]))", *args], env={**os.environ, **CHECKOUT, **env},
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(f"npbert {' '.join(args)} failed ({r.returncode}):\n{r.stderr}")
@@ -63,7 +65,7 @@ def run_npbert(args: list, env: dict) -> None:
 
 def measure(args: list, cache_dir: str, threads: int) -> dict:
     """One fresh process running npbert `args` under the compile timer (the --worker mode below)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir, "NPBERT_NUM_THREADS": str(threads)}
+    env = {**os.environ, **CHECKOUT, "NUMBA_CACHE_DIR": cache_dir, "NPBERT_NUM_THREADS": str(threads)}
     r = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(args)], env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines = [line for line in r.stdout.splitlines() if line.startswith("{\"cold_start\"")]
