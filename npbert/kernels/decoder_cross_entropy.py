@@ -68,10 +68,9 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
             chunk_max[c, i], chunk_top[c, i] = top_value, c0 + top
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def add_row_max(x, y):
-    """x += y, then the max of the new x (rowops.row_max): two passes over a row in L1. Not inlined at
-    Numba IR level: there row_max's Python body (np.max) was inlined instead of its compiled overload."""
+    """x += y, then the max of the new x (rowops.row_max): two passes over a row in L1."""
     for j in range(x.size):
         x[j] += y[j]
     return row_max(x)

@@ -41,8 +41,7 @@ def lanes_like(x):
 def row_max(x):
     """The largest element of a float row, as np.max gives it: NaN if the row has one, -inf
     if it is empty; +0.0 over -0.0 (equal values: np.max may give either). Compiled per float width
-    below (as fastexp.by_width does); plain Python never calls it. Call it from a kernel that is not
-    inline="always": Numba's IR-level inlining takes this Python body (np.max) instead."""
+    below (as fastexp.by_width does); plain Python never calls it."""
     return np.max(x)
 
 
