@@ -55,7 +55,7 @@ def _stats(lo, hi, address, t, w, b, labels, width, tiles, chunk_max, chunk_sum,
         bias = b[c0:c1]
         for i in range(m):
             row = tile[i]                                               # (cw,) a view: vectorises
-            top_value = add_row_max(row, bias)                     # no argmax here: its branches cost
+            top_value = add_row_max(row, bias)                          # no argmax here: its branches cost
             top = first_index(row, top_value)                           # 3x the max in 1,024-wide rows
             label = labels[i]
             if c0 <= label < c1:

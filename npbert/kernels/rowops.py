@@ -19,8 +19,6 @@ dependency chain.
 Keep exp out of these loops (write exp to a buffer in a plain loop, then sum it): with an exp
 in the body LLVM stops vectorising the reduction.
 """
-import math
-
 import numpy as np
 from numba import njit, types
 from numba.extending import overload
