@@ -81,10 +81,10 @@ def main(argv=None) -> int:
     if args.batches != "random" and (args.padded or args.seq is not None):
         p.error(f"--seq and --padded shape random batches; --batches {args.batches} has the data's own lengths")
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path[:0] = [here, os.path.dirname(here)]       # workload.py, and this checkout's npbert, not an installed one
+    import machine
+    machine.set_thread_count(args.threads)             # before NumPy loads its BLAS
     if any(i.startswith("hf") for i in args.impls.split(",")):
         import torch  # noqa: F401  before npbert's kernels set OMP_WAIT_POLICY=PASSIVE: torch's own OpenMP
         # runtime (a second libgomp) reads the environment when it loads, and keeps the user's setting

@@ -33,6 +33,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import machine  # noqa: E402
 import workload  # noqa: E402
 
 import npbert  # noqa: E402
@@ -174,12 +175,9 @@ def worker_start(args) -> None:
 
 # --- the orchestrator ---------------------------------------------------------------------------
 
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS")
-
-
 def run_worker(argv: list, env_extra: dict, threads: int, timeout: float = 1800) -> list:
     """Run one worker (argv) in a subprocess -> its JSON records (an "error" record if it failed)."""
-    env = dict(os.environ, **env_extra, **{v: str(threads) for v in THREAD_VARS})
+    env = dict(os.environ, **env_extra, **{v: str(threads) for v in machine.THREAD_VARS})
     # the worker measures the npbert this process imported (a checkout's, not another one installed)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [NPBERT_ROOT, os.environ.get("PYTHONPATH")]))
     r = subprocess.run([sys.executable, os.path.abspath(__file__), *argv], capture_output=True, text=True,
@@ -293,7 +291,6 @@ def main(argv=None) -> int:
 
 def orchestrate(args) -> int:
     import hf
-    import machine
     import ort
     wanted = args.impls
     impls = [i for i in wanted if (not i.startswith("hf") or hf.available()) and (i != "ort" or not ort.missing())]

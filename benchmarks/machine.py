@@ -11,6 +11,16 @@ import ctypes
 import os
 import platform
 
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS")
+
+
+def set_thread_count(threads: int) -> None:
+    """Every thread pool a benchmark meets (BLAS, OpenMP, MKL, npbert's kernels) at `threads`; call it
+    before NumPy loads its BLAS (this module does not import NumPy)."""
+    for var in THREAD_VARS:
+        os.environ[var] = str(threads)
+
+
 ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OPENBLAS_THREAD_TIMEOUT",
        "OMP_NUM_THREADS", "NPBERT_NUM_THREADS")
 

@@ -29,24 +29,25 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.threads < 1 or args.rounds < 1 or not 0 <= args.pause <= 60:
         p.error("--threads and --rounds at least 1, --pause in [0, 60]")
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NPBERT_NUM_THREADS"):
-        os.environ[var] = str(args.threads)
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path[:0] = [here, os.path.dirname(here)]
+    sys.path[:0] = [here, os.path.dirname(here)]       # workload.py, and this checkout's npbert
+    import machine
+    machine.set_thread_count(args.threads)             # before NumPy loads its BLAS
     import npbert
     import workload
     from machine import cpu_name
     from npbert.allocator import keep_freed_memory
     from parts import Timer, ops_view
 
-    keep_freed_memory()
-    npbert.set_backend("numba")
     if args.preset not in workload.PRESETS:
         p.error(f"--preset {args.preset}: one of {', '.join(workload.PRESETS)}")
+    keep_freed_memory()
+    npbert.set_backend("numba")
     config = workload.make_config(args.preset, args.vocab)
     batch, info = workload.benchmark_batch(config, "random", workload.PRESETS[args.preset], workload.T, args.padded)
     train, infer, _ = workload.npbert_steps(config, batch)
     needed_train, needed_infer = workload.needed_matmul_steps(config, batch["attention_mask"], batch["mlm_positions"])
+    matmuls = workload.needed_matmuls(config, batch["attention_mask"], batch["mlm_positions"])
     step, ceiling = (train, needed_train) if args.kind == "train" else (infer, needed_infer)
     clock = time.thread_time if args.threads == 1 else time.perf_counter
     pause = args.pause if args.threads > 1 else 0.0
@@ -68,14 +69,32 @@ def main(argv=None) -> int:
         views.append((total, dict(timer.seconds)))
     total, seconds = min(views, key=lambda v: v[0])
     print(f"{cpu_name()}; {args.preset} / {args.vocab:,}, {args.kind}, {args.threads} thread(s), fill {info['fill']:.2f}")
+    flops = (3 if args.kind == "train" else 1) * workload.matmuls_flops(matmuls)
     print(f"step {best_step * 1e3:.1f} ms, needed ceiling {best_ceiling * 1e3:.1f} ms "
-          f"(share {best_ceiling / best_step:.2f}); beyond the ceiling {(best_step - best_ceiling) * 1e3:.1f} ms")
+          f"(share {best_ceiling / best_step:.2f}, {flops / best_ceiling / 1e9:.0f} GFLOP/s of {flops / 1e9:.1f} GFLOP); "
+          f"beyond the ceiling {(best_step - best_ceiling) * 1e3:.1f} ms")
     print(f"ops view (a step of {total * 1e3:.1f} ms):")
+    op_flops = inference_op_flops(matmuls) if args.kind == "infer" else {}
     for name, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
         if s >= 5e-5:
-            print(f"  {name:34s} {s * 1e3:8.1f} ms")
+            rate = f"  {op_flops[name] / s / 1e9:5.0f} GFLOP/s" if name in op_flops else ""
+            print(f"  {name:34s} {s * 1e3:8.1f} ms{rate}")
     print(f"  {'other (Python, NumPy, the layers)':34s} {(total - sum(seconds.values())) * 1e3:8.1f} ms")
     return 0
+
+
+# the inference ops that make workload.needed_matmuls' products (by name): their GFLOP/s in the ops view
+INFERENCE_OPS = {"linear_forward": ("projections", "FFN down", "pooler", "NSP"),
+                 "linear_gelu_forward": ("FFN up", "MLM transform"),        # bias + GELU fused with the product
+                 "packed_attention_forward": ("scores", "context"),
+                 "decoder_cross_entropy_forward": ("tied decoder",)}
+
+
+def inference_op_flops(matmuls: list) -> dict:
+    """{hot op: the FLOPs of its matmuls in one pretraining_inference step}."""
+    import workload
+    return {op: workload.matmuls_flops([m for m in matmuls if any(part in m[0] for part in parts)])
+            for op, parts in INFERENCE_OPS.items()}
 
 
 if __name__ == "__main__":

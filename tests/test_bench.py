@@ -2,6 +2,7 @@
 records: the table only (JSON lines on request), and a line when Hugging Face is skipped."""
 import argparse
 import json
+import re
 
 import pytest
 
@@ -318,6 +319,8 @@ def test_profile_step_runs_a_real_step_and_names_where_its_time_goes(capsys, mon
     out = capsys.readouterr().out
     assert "tiny / 1,000, infer, 1 thread(s)" in out and "needed ceiling" in out
     assert "decoder_cross_entropy_forward" in out and "linear_forward" in out and "other (Python" in out
+    assert re.search(r"needed ceiling [\d.]+ ms \(share [\d.]+, \d+ GFLOP/s of [\d.]+ GFLOP\)", out)
+    assert re.search(r"packed_attention_forward +[\d.]+ ms +\d+ GFLOP/s", out)   # inference ops: their rate
     with pytest.raises(SystemExit) as e:
         script.main(["--threads", "0"])
     assert e.value.code == 2
@@ -337,6 +340,7 @@ def test_speed_tables_plan_every_cell_and_mark_each_miss(capsys, tmp_path):
                     matmul_2048_gflops=100.0, **more)
     records = [record("train", "random", "numba", 1.0, share_of_needed_ceiling=0.9, share_of_matmul_needed=0.8),
                record("train", "random", "numba-padded", 1.5), record("train", "random", "hf-masked", 1.7),
+               record("train", "random", "matmuls-needed", 0.85),
                record("infer", "full", "numba", 1.0), record("infer", "full", "ort", 1.3),
                record("infer", "random", "numba", 1.0), record("infer", "random", "ort", 1.4)]
     saved = tmp_path / "records.jsonl"
@@ -345,6 +349,7 @@ def test_speed_tables_plan_every_cell_and_mark_each_miss(capsys, tmp_path):
     out = capsys.readouterr().out
     assert "| 1 thread | - | **1.70x** (miss) (1.13) | - |" in out          # 1.7 < 1.8
     assert "| 1 thread | - | 0.90 / 0.80 | - |" in out                       # 0.9 >= 0.85
+    assert "| 1 thread | - | 2.00x | - |" in out                             # hf-masked over the needed ceiling
     assert "| 1 thread, full | - | 1.30x | - |" in out and "| 1 thread, random | - | **1.40x** (miss) | - |" in out
     with pytest.raises(SystemExit) as e:
         tables.main(["--tables", "speed"])
