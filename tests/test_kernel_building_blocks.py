@@ -89,7 +89,8 @@ def test_row_max_over_the_floats_bits_is_np_max(dtype, values):
     want = x.max() if x.size else -np.inf
     assert (np.isnan(got) and np.isnan(want)) or got == want
     from numba.np.numpy_support import from_dtype
-    assert _row_max.nopython_signatures[-1].return_type == from_dtype(dtype)    # x - m stays in the row's dtype
+    signature = next(s for s in _row_max.nopython_signatures if s.args[0].dtype == from_dtype(dtype))
+    assert signature.return_type == from_dtype(dtype)                         # x - m stays in the row's dtype
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
