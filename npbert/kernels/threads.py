@@ -32,7 +32,8 @@ a core from the jobs beside it and from npbert's own main thread. Beside two bus
 spinning threads ran the default run's steps at 0.55x one thread's speed, two sleeping ones at
 1.03x. On a quiet machine two sleeping threads reach 1.29-1.34x one thread at the tiny preset,
 where spinning ones reach 1.51-1.65x, and 1.80-1.89x at mini and small (spinning not measured
-there). OMP_WAIT_POLICY=ACTIVE gives the spin back (benchmarks/busy_threads.py, docs/performance.md).
+there). GOMP_SPINCOUNT=300000 gives GNU OpenMP's spin back; OMP_WAIT_POLICY=ACTIVE spins without end
+(benchmarks/busy_threads.py, docs/performance.md).
 
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
