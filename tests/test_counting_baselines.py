@@ -31,6 +31,20 @@ def test_unigram_is_add_one_over_the_vocabulary():
     assert model.sentence_log_prob([B, A]) == model.sentence_log_prob([A, B])   # order-blind: a tie
 
 
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), length=st.integers(2, 60))
+def test_unigram_scores_every_order_of_the_same_pieces_the_same(seed, length):
+    """The unigram is blind to order, so its score must be too, to the last bit: a pair whose
+    sentences are two orders of the same pieces is a tie, and a tie counts wrong. (Summed in
+    sentence order, a real corpus's unigram scored 8.9 % on such BLiMP pairs, by rounding.)"""
+    rng = np.random.default_rng(seed)
+    corpus = [rng.zipf(1.3, size=rng.integers(1, 30)) % 500 for _ in range(200)]   # frequencies of every size
+    model = UnigramModel(corpus, 500)
+    sentence = rng.integers(0, 500, size=length)
+    scores = {model.sentence_log_prob(rng.permutation(sentence)) for _ in range(8)}
+    assert scores == {model.sentence_log_prob(sentence)}
+
+
 def test_bigram_kneser_ney_by_hand():
     model = KneserNeyModel(CORPUS, V, order=2)
     want = math.log(P2_a_bos) + math.log(P2_b_a) + math.log(P2_eos_b)

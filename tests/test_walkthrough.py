@@ -88,13 +88,14 @@ def minilm():
 
 
 @pytest.mark.slow
-def test_the_default_sentence_on_minilm_or_a_small_bert(no_head):
+def test_the_default_sentence_on_minilm_or_a_small_bert(no_head, tmp_path):
     """`python demos/11_walkthrough.py` as the README says: the course model when it was made in this
     checkout, else MiniLM when installed (no MLM head: the walkthrough says so and names the command
-    that makes the course model), else the same on a small BERT without a head."""
+    that makes the course model), else the same on a small BERT without a head. Run from an empty
+    directory: what it writes goes there, not into the checkout."""
     course = (ROOT / "runs" / "course" / "checkpoint").is_dir()    # a course model made here comes first
     args = [] if minilm() else ["--model", no_head, SENTENCE]
-    r = run(*args)
+    r = run(*args, cwd=tmp_path)
     assert_walked_through(r)
     assert PROMPT not in r.stdout                             # no --step: it never waits
     if course and minilm():
@@ -133,10 +134,10 @@ def test_a_checkpoint_with_an_mlm_head_and_the_plots(with_head, tmp_path):
 
 
 @pytest.mark.slow
-def test_step_waits_for_enter_after_each_stage(no_head):
+def test_step_waits_for_enter_after_each_stage(no_head, tmp_path):
     """--step: after stage 1 it prints the prompt and waits (stage 2 does not come until a line is
     sent); one Enter gives one more stage; at the end of input it runs to the end."""
-    proc = subprocess.Popen([sys.executable, str(DEMO), "--model", no_head, "--step", SENTENCE], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, str(DEMO), "--model", no_head, "--step", SENTENCE], cwd=tmp_path,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         seen = read_until(proc, PROMPT)

@@ -3,7 +3,9 @@ sentence. Both read the same pieces the BERT saw (the corpus's training sentence
 with its vocabulary) and give a log-probability per sentence, compared like the PLLs.
 
 Unigram: log p(s) = sum_i log p(w_i), p(w) = (c(w) + 1) / (N + V) (add-one over the V pieces of
-the vocabulary; N pieces counted). It knows which pieces are frequent, nothing of order.
+the vocabulary; N pieces counted). It knows which pieces are frequent, nothing of order, so its
+sum is taken exactly rounded (math.fsum): two orders of the same pieces get the very same score,
+a tie, where a sum in sentence order would break the tie by rounding.
 
 N-gram: interpolated Kneser-Ney of order n over pieces (Chen & Goodman 1999; the counts KenLM
 calls "adjusted", Heafield et al. 2013), one discount D for every order:
@@ -20,6 +22,8 @@ m + 1 predictions.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 DEFAULT_ORDER = 3
@@ -34,7 +38,7 @@ class UnigramModel:
         self.name = "unigram"
 
     def sentence_log_prob(self, sentence) -> float:
-        return float(np.sum(self.log_p[np.asarray(sentence, dtype=np.int64)]))
+        return math.fsum(self.log_p[np.asarray(sentence, dtype=np.int64)].tolist())   # order-independent
 
 
 class KneserNeyModel:
