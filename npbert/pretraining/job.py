@@ -4,6 +4,8 @@ BertModel on the packed layout (npbert/layers/layout.py): padding not computed, 
 at the masked positions and [CLS]."""
 from __future__ import annotations
 
+import time
+
 from npbert.model import packed_pretraining_backward, packed_pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
@@ -28,10 +30,24 @@ class PretrainingJob(Job):
             self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
             self.nsp_baseline = max(self.nsp_notnext, 1.0 - self.nsp_notnext)
         self.watch = RisingLossWatch(ckpt.extra.get("heldout_losses"))
+        self.budget = None                             # --budget: its BudgetClock (npbert/training/budget.py)
 
     def baselines(self) -> dict:
         """The held-out baselines the accuracies are measured against."""
         return keep_nsp(dict(mlm_acc=self.mlm_baseline, nsp_acc=self.nsp_baseline), self.nsp)
+
+    def overhead_seconds(self) -> tuple:
+        """(seconds of held-out evaluation a training step, on average; seconds of the final
+        evaluation over the whole held-out split), from one evaluation timed now (--budget)."""
+        if self.heldout_data is None:
+            return 0.0, 0.0
+        batches = min(max(self.opts.eval_batches, 1), self.heldout_data.num_batches(self.opts.batch_size))
+        evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, 1, nsp=self.nsp)  # compiles
+        t0 = time.perf_counter()
+        evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, batches, nsp=self.nsp)
+        one_batch = (time.perf_counter() - t0) / batches
+        periodic = one_batch * self.opts.eval_batches / self.opts.eval_every if self.opts.eval_every else 0.0
+        return periodic, one_batch * self.heldout_data.num_batches(self.opts.batch_size)
 
     def batches(self, epoch, start):
         return self.train_data.batches(self.opts.batch_size, self.opts.seed, epoch, start)
@@ -49,7 +65,8 @@ class PretrainingJob(Job):
 
     def describe(self, m, epoch):
         nsp = f"nsp acc {m['nsp_acc']:.3f}" if self.nsp else "nsp off"
-        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | {nsp}"
+        left = f" | {self.budget.left()}" if self.budget else ""
+        return f"loss {m['loss']:.3f} | mlm acc {m['mlm_acc']:.3f} | {nsp}{left}"
 
     def after_step(self, position, epoch_ended, done):
         step = position.step

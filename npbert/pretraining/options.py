@@ -4,10 +4,18 @@ them: the run directory and data, the corpus options shared with `npbert prepare
 (npbert/training/options.py)."""
 from __future__ import annotations
 
+import math
+
 from npbert.config import PRESETS
 from npbert.data.options import CORPUS_OPTIONS
-from npbert.options import COUNT, POSITIVE, Option, options_record
+from npbert.options import COUNT, POSITIVE, PROBABILITY, Interval, Option, options_record
 from npbert.training.options import dropout_options, optimizer_options, run_options
+
+# The default run's recipe, chosen over seeds (benchmarks/default_run_seeds.py, docs/pretraining.md):
+# at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a
+# plateau near 0.2 until a seed-dependent step); 2000 steps take every seed past it.
+DEFAULT_STEPS = 2000
+DEFAULT_WARMUP_PROPORTION = 0.25
 
 PRETRAIN_OPTIONS = (
     Option("out", "runs/pretrain", "run directory; when not given and it holds a run, the next free one "
@@ -21,16 +29,20 @@ PRETRAIN_OPTIONS = (
     Option("model", None, "a checkpoint (npbert or Hugging Face) to pretrain further instead of a new --preset "
                           "model: its weights and vocabulary, a new optimizer and learning-rate schedule (default: "
                           "none)"),
-    # The default run's recipe, chosen over seeds (benchmarks/default_run_seeds.py, docs/pretraining.md):
-    # at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a
-    # plateau near 0.2 until a seed-dependent step); 2000 steps take every seed past it. The default
-    # run's time: docs/pretraining.md (measured there, once).
-    Option("steps", 2000, "training steps (batches)", POSITIVE),
+    Option("steps", None, f"training steps (batches) (default: {DEFAULT_STEPS}, or what --budget plans)", POSITIVE),
+    Option("budget", None, "minutes of wall time the run may take at the threads it has, preparation included: the "
+                           "step count is planned from a few timed steps at the start and recorded in the run (the "
+                           "same options with --steps N remake the model), and the learning rate decays to 0 at the "
+                           "last step (default: none, --steps)", Interval(0, math.inf, low_open=True),
+           metavar="MINUTES"),
     Option("no_nsp", False, "masked LM only (the BERT paper's \"No NSP\"): the same sentence-pair instances and "
                             "batches, no next-sentence loss; the NSP head and the pooler are kept but never updated",
            action="store_true"),
     *optimizer_options(learning_rate=2e-3),
-    Option("warmup_steps", None, "steps over which the learning rate rises from 0 (default: 25%% of --steps)", COUNT),
+    Option("warmup_steps", None, "steps over which the learning rate rises from 0 (default: --warmup-proportion of "
+                                 "the steps)", COUNT),
+    Option("warmup_proportion", None, "share of the steps over which the learning rate rises from 0, instead of "
+                                      f"--warmup-steps (default: {DEFAULT_WARMUP_PROPORTION:g})", PROBABILITY),
     # No dropout by default: a run this short underfits, and dropout only slows it down (on the
     # earlier builtin corpus, 1200 steps: held-out MLM accuracy 0.40 without, 0.25 at step
     # 1000 with 0.1; docs/pretraining.md). Pass 0.1 for BERT's own setting in long runs.

@@ -16,8 +16,11 @@ with --model), and held-out MLM and NSP accuracy against their baselines.
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import os
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,15 +36,18 @@ from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretra
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
-from npbert.pretraining.options import PretrainOptions
+from npbert.errors import NpbertError
+from npbert.pretraining.options import DEFAULT_STEPS, DEFAULT_WARMUP_PROPORTION, PretrainOptions
 from npbert.tokenizer import BertTokenizer
-from npbert.training.loop import Schedule
+from npbert.training.budget import BudgetClock, plan_steps
+from npbert.training.loop import Schedule, update
 from npbert.training.progress import say
 from npbert.training.run import Recipe, Started, run_training
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE
 from npbert.training.state import STATE_JSON, TrainingCheckpoint, start_training
 
 PATHS = ("corpus", "data", "vocab", "model")           # made absolute when a run starts (training/inputs.py)
+BUDGET_PLAN = "budget_plan"                            # --budget's plan in the checkpoint's running state
 
 
 # Options a resumed run may change: they decide what is logged, evaluated and saved, and when
@@ -63,6 +69,7 @@ class PretrainingInputs:
     held-out), or None when start() prepares the corpus into OUT/data."""
     loaded: object | None                # --model's checkpoint (checkpoint.py's Pretrained)
     data: tuple | None
+    clock_start: float                   # time.monotonic() when the run began: --budget counts from here
 
 
 class PretrainingRecipe(Recipe):
@@ -78,6 +85,9 @@ class PretrainingRecipe(Recipe):
         return PATHS
 
     def prepare(self, opts, saved, log):
+        clock_start = time.monotonic()
+        if opts.steps is None and opts.budget is None:
+            opts = dataclasses.replace(opts, steps=DEFAULT_STEPS)
         loaded = data = None
         if opts.model is not None and saved is None:
             loaded = load_pretrained(opts.model, strict=False)
@@ -88,7 +98,7 @@ class PretrainingRecipe(Recipe):
             opts = with_data_mask_mix(opts, data[0])
         else:
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
-        return opts, PretrainingInputs(loaded, data)
+        return opts, PretrainingInputs(loaded, data, clock_start)
 
     def data_dir(self, opts):
         return opts.data or os.path.join(opts.out, DATA_DIR)
@@ -105,8 +115,10 @@ class PretrainingRecipe(Recipe):
         ckpt = saved or new_checkpoint(opts, prepared.loaded, train_data, log)
         where = os.path.join(opts.out, CHECKPOINT_DIR) if saved else opts.model or f"the {opts.preset} preset"
         check_data_fits(ckpt.config, train_data, where)
-        schedule = pretraining_schedule(opts)
         job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
+        if opts.budget is not None:
+            opts = job.opts = planned(opts, ckpt, job, prepared.clock_start, metrics, log)
+        schedule = pretraining_schedule(opts)
         if heldout_data is not None and saved is None:
             metrics.write(kind="baseline", step=0, **job.baselines())
         c = ckpt.config
@@ -120,6 +132,8 @@ class PretrainingRecipe(Recipe):
 
     def before_save(self, ckpt, job):
         ckpt.extra["heldout_losses"] = job.watch.history
+        if BUDGET_PLAN in ckpt.extra:
+            ckpt.extra[BUDGET_PLAN]["spent_seconds"] = job.budget.spent()
 
     def finish(self, opts, started, metrics, log):
         return final_evaluation(opts, started.ckpt, started.job, metrics, log)
@@ -181,10 +195,29 @@ def new_checkpoint(opts, loaded, train_data, log) -> TrainingCheckpoint:
     return start_training(config, params, opts, frozen=sorted(NSP_ONLY_PARAMS) if opts.no_nsp else ())
 
 
+def planned(opts, ckpt, job, clock_start, metrics, log):
+    """--budget: opts with the step count it plans (a new run: timed now, recorded in the
+    checkpoint and the metrics; a resumed one: the count it recorded), and the job's progress
+    line counting down the budget."""
+    plan = ckpt.extra.get(BUDGET_PLAN)
+    if plan is None:
+        trial = copy.deepcopy(ckpt)                    # timed on a copy: the run's own first step is untouched
+        step = lambda batch: update(job, trial, pretraining_schedule(dataclasses.replace(opts, steps=1)), batch)
+        p = plan_steps(step, lambda: job.batches(0, 0), job.overhead_seconds, opts.budget, clock_start)
+        plan = ckpt.extra[BUDGET_PLAN] = dict(steps=p.steps, step_seconds=p.step_seconds,
+                                              eval_seconds=p.eval_seconds, spent_seconds=p.spent_seconds)
+        metrics.write(kind="budget", step=0, budget_minutes=opts.budget, **plan)
+        log(p.describe(opts.budget) + f" (`--steps {p.steps}` instead of --budget remakes this run)")
+    job.budget = BudgetClock(opts.budget, plan["spent_seconds"])
+    return dataclasses.replace(opts, steps=plan["steps"])
+
+
 def pretraining_schedule(opts: PretrainOptions) -> Schedule:
-    """The run's learning rate at every step and its clipping norm (warmup: 25% of the steps unless given).
-    tests/reference/continue_with_torch.py continues a run on PyTorch with this same schedule."""
-    warmup = opts.warmup_steps if opts.warmup_steps is not None else opts.steps // 4
+    """The run's learning rate at every step and its clipping norm (warmup: --warmup-steps, else
+    --warmup-proportion of the steps, 25% unless given). tests/reference/continue_with_torch.py
+    continues a run on PyTorch with this same schedule."""
+    share = DEFAULT_WARMUP_PROPORTION if opts.warmup_proportion is None else opts.warmup_proportion
+    warmup = opts.warmup_steps if opts.warmup_steps is not None else int(share * opts.steps)
     return Schedule(opts.steps, warmup, opts.learning_rate, opts.max_grad_norm)
 
 
@@ -192,5 +225,10 @@ def check_options(opts) -> None:
     """Every option in its range (npbert/pretraining/options.py), checked before anything is
     read or written, and the mask mix spelled as a mix."""
     check_ranges(opts)
+    if opts.budget is not None and opts.steps is not None:
+        raise NpbertError("--budget and --steps cannot both be given: --budget plans the step count (the run records "
+                          "it; --steps N alone remakes that run)")
+    if opts.warmup_steps is not None and opts.warmup_proportion is not None:
+        raise NpbertError("--warmup-steps and --warmup-proportion cannot both be given: each sets the warm-up")
     if opts.mask_mix is not None:
         canonical_mask_mix(opts.mask_mix)              # a DataError naming it
