@@ -1,0 +1,175 @@
+"""The hour recipe: what one hour of one CPU core buys when pretraining a very small BERT on the
+IMDB reviews, measured arm by arm (docs/hour_recipe.md shows what this prints).
+
+    python benchmarks/hour_recipe.py run tiny-mlm mini-b16 --minutes 60 --seeds 0   # 2 runs side by side
+    python benchmarks/hour_recipe.py blimp --blimp ~/blimp/data                     # BLiMP, first 20 a paradigm
+    python benchmarks/hour_recipe.py summarize       # each finished run -> benchmarks/results/hour_recipe/*.json
+    python benchmarks/hour_recipe.py report          # the tables, from those JSON files alone
+
+Every arm is `npbert pretrain --data RUNS/data-imdb --budget MINUTES` (one thread, the IMDB
+reviews prepared once with `npbert prepare --corpus imdb`: 8,192 pieces, T 128, 80/10/10
+masking, NSP pairs) plus the arm's own options, so every row is evaluated on the same held-out
+documents, masked the same way. A run is named ARM-mMINUTES-sSEED under --runs; a run whose
+directory holds a finished model is not run again.
+
+What each run keeps (small JSON, in the repository, so the tables regenerate without the runs):
+its options and plan, CPU and wall time, every held-out evaluation (step, CPU minute, MLM
+accuracy), the minute it first passed 0.2 held-out MLM (leaving the unigram plateau, whose
+accuracy is ~0.13), the final held-out MLM on all 4,001 held-out pairs, and BLiMP when scored.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+from linguistics_results import ONE_THREAD, Runner  # noqa: F401  (one-thread commands, side by side)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "benchmarks", "results", "hour_recipe")
+PLATEAU_EXIT = 0.2                       # held-out MLM accuracy: past the unigram plateau (~0.13)
+BLIMP_PER_PARADIGM = 20
+
+# Each arm: npbert pretrain's options beyond --data and --budget. "old" is the recipe of
+# docs/linguistics.md's IMDB minis (peak lr 2e-3, 25 % warm-up, NSP on); the others change it.
+ARMS = {
+    "old": ["--preset", "mini"],
+    "mini-mlm": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
+    "mini-mlm-b16": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
+                     "--batch-size", "16"],
+    "tiny-mlm": ["--preset", "tiny", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
+    "tiny-mlm-lr2e-3": ["--preset", "tiny", "--no-nsp", "--learning-rate", "2e-3", "--warmup-proportion", "0.06"],
+    "tiny-nsp": ["--preset", "tiny", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
+}
+
+
+def run_name(arm: str, minutes: float, seed: int) -> str:
+    return f"{arm}-m{minutes:g}-s{seed}"
+
+
+def pretrain_commands(r: Runner, arms, minutes: float, seeds) -> list:
+    data = r.path("data-imdb")
+    commands = [(os.path.join(data, "manifest.json"), ["prepare", "--corpus", "imdb", "--out", data],
+                 r.path("logs", "prepare.log"))]
+    for arm in arms:
+        for seed in seeds:
+            name = run_name(arm, minutes, seed)
+            argv = ["pretrain", "--data", data, "--out", r.path(name), "--seed", str(seed), "--budget", f"{minutes:g}",
+                    "--eval-every", "100", "--save-every", "1000", "--log-every", "100", *ARMS[arm]]
+            commands.append((r.path("done", f"{name}.json"), argv, r.path("logs", f"{name}.log")))
+    return commands
+
+
+def blimp_commands(r: Runner, blimp: str) -> list:
+    commands = []
+    for name in finished_runs(r):
+        argv = ["minimal-pairs", r.path(name, "checkpoint"), blimp, "--per-paradigm", str(BLIMP_PER_PARADIGM),
+                "--baselines", "none", "--json", r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")]
+        commands.append((argv[-1], argv, r.path("logs", f"blimp-{name}.log")))
+    return commands
+
+
+def finished_runs(r: Runner) -> list:
+    """The runs whose pretraining ended (the runner's marker with their CPU and wall time)."""
+    done = r.path("done")
+    return sorted(f[:-len(".json")] for f in os.listdir(done)) if os.path.isdir(done) else []
+
+
+def records(path) -> list:
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def summary(r: Runner, name: str) -> dict:
+    """One finished run as the small JSON the tables are made from."""
+    with open(r.path("done", f"{name}.json")) as f:
+        cost = json.load(f)
+    metrics = records(r.path(name, "metrics.jsonl"))
+    [plan] = [m for m in metrics if m["kind"] == "budget"]
+    [final] = [m for m in metrics if m["kind"] == "final"]
+    per_step = cost["cpu_s"] / 60 / plan["steps"]          # CPU minutes a step, evaluations included
+    curve = [dict(step=m["step"], cpu_min=round(m["step"] * per_step, 2), mlm_acc=m["mlm_acc"])
+             for m in metrics if m["kind"] == "eval"]
+    exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
+    with open(r.path(name, "checkpoint", "training_state.json")) as f:
+        options = json.load(f)["options"]
+    out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
+               wall_s=cost["wall_s"], heldout_mlm=final["mlm_acc"], plateau_exit_cpu_min=exit_, curve=curve)
+    scores = r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")
+    if os.path.exists(scores):
+        with open(scores) as f:
+            groups = json.load(f)["groups"]
+        out[f"blimp{BLIMP_PER_PARADIGM}"] = {f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups}
+    return out
+
+
+def summarize(r: Runner) -> None:
+    os.makedirs(RESULTS, exist_ok=True)
+    for name in finished_runs(r):
+        with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
+            json.dump(summary(r, name), f, indent=1)
+            f.write("\n")
+        print(f"wrote {os.path.join(RESULTS, name)}.json")
+
+
+def mean_sd(values, scale=1.0, digits=3) -> str:
+    values = [v * scale for v in values if v is not None]
+    if not values:
+        return "-"
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f}"
+    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
+
+
+def report(results=RESULTS) -> str:
+    """Markdown: a row per arm and budget, mean ± sd over its seeds."""
+    runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
+    groups = {}
+    for run in runs:
+        groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    lines = ["| arm | budget (min) | seeds | steps | CPU min | held-out MLM | plateau exit (CPU min) | "
+             f"BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|"]
+    for key, rs in groups.items():
+        arm, minutes = key.rsplit("-m", 1)
+        never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
+        exit_ = mean_sd([r["plateau_exit_cpu_min"] for r in rs], digits=1) + (f" ({never} never)" if never else "")
+        blimp = mean_sd([r.get(f"blimp{BLIMP_PER_PARADIGM}", {}).get("overall:overall") for r in rs], 100, 1)
+        lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
+                     f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])} | {exit_} | {blimp} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("stage", choices=("run", "blimp", "summarize", "report"))
+    p.add_argument("arms", nargs="*", help=f"run: which arms ({', '.join(ARMS)})")
+    p.add_argument("--runs", default="runs/hour", help="every run, score and log under it (default runs/hour)")
+    p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
+    p.add_argument("--seeds", type=lambda text: [int(x) for x in text.split(",")], default=[0],
+                   help="run: pretraining seeds, comma-separated (default 0)")
+    p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
+    p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
+    p.add_argument("--results", default=RESULTS, help="report: the summaries' directory")
+    args = p.parse_args(argv)
+    unknown = [a for a in args.arms if a not in ARMS]
+    if unknown:
+        p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
+    r = Runner(args.runs, args.jobs)
+    if args.stage == "run":
+        r.run_all(pretrain_commands(r, args.arms, args.minutes, args.seeds))
+    elif args.stage == "blimp":
+        if not args.blimp:
+            p.error("blimp needs --blimp DIR (BLiMP's data/)")
+        r.run_all(blimp_commands(r, args.blimp))
+    elif args.stage == "summarize":
+        summarize(r)
+    else:
+        print(report(args.results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
