@@ -87,14 +87,15 @@ def summary(r: Runner, name: str) -> dict:
     with open(r.path("done", f"{name}.json")) as f:
         cost = json.load(f)
     metrics = records(r.path(name, "metrics.jsonl"))
-    [plan] = [m for m in metrics if m["kind"] == "budget"]
+    with open(r.path(name, "checkpoint", "training_state.json")) as f:
+        options = json.load(f)["options"]
+    # the budget's plan; a run given --steps (a screen run before --budget existed) has its count
+    plan = next((m for m in metrics if m["kind"] == "budget"), None) or dict(steps=options["steps"])
     [final] = [m for m in metrics if m["kind"] == "final"]
     per_step = cost["cpu_s"] / 60 / plan["steps"]          # CPU minutes a step, evaluations included
     curve = [dict(step=m["step"], cpu_min=round(m["step"] * per_step, 2), mlm_acc=m["mlm_acc"])
              for m in metrics if m["kind"] == "eval"]
     exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
-    with open(r.path(name, "checkpoint", "training_state.json")) as f:
-        options = json.load(f)["options"]
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
                wall_s=cost["wall_s"], heldout_mlm=final["mlm_acc"], plateau_exit_cpu_min=exit_, curve=curve)
     scores = r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")

@@ -1,4 +1,5 @@
-"""Pretraining instances: NSP pairs and masking, as google-research/bert's create_pretraining_data.py."""
+"""Pretraining instances: NSP pairs and masking, as google-research/bert's create_pretraining_data.py;
+single sentences, as BabyBERTa's."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -145,13 +146,35 @@ def test_short_seq_prob_gives_short_targets():
     assert np.mean([len(i.tokens) for i in always_short]) < np.mean([len(i.tokens) for i in long_only]) - 10
 
 
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), max_seq_length=st.integers(5, 24))
+def test_sentence_instances_hold_every_sentence_once_a_pass_in_windows(seed, max_seq_length):
+    """[CLS] sentence [SEP], one segment, no NSP to learn; a long sentence in consecutive windows
+    of max_seq_length - 2, so the text is all there, once (a single document is enough)."""
+    rng = np.random.default_rng(seed)
+    documents = random_documents(rng, num_documents=int(rng.integers(1, 5)), words=(1, 40))
+    options = InstanceOptions(max_seq_length=max_seq_length, max_predictions_per_seq=3, kind="sentences")
+    instances = create_instances(documents, range(len(documents)), VOCAB, options, rng)
+    width = max_seq_length - 2
+    want = sorted(s[i:i + width] for d in documents for s in d for i in range(0, len(s), width))
+    got = []
+    for inst in instances:
+        assert inst.tokens[0] == CLS and inst.tokens[-1] == SEP and inst.num_a == len(inst.tokens) - 2
+        assert inst.next_sentence_label == IS_NEXT
+        assert len(inst.masked_lm_positions) == num_to_predict(len(inst.tokens), options)
+        a, b = unmasked(inst)
+        assert b == [] and CLS not in a and SEP not in a
+        got.append(a)
+    assert sorted(got) == want
+
+
 def test_a_single_document_is_a_data_error():
     with pytest.raises(DataError, match="at least 2 documents"):
         create_instances([[[1, 2, 3], [4, 5]]], [0], VOCAB, InstanceOptions(), np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("bad", [dict(max_seq_length=4), dict(masked_lm_prob=0.0), dict(max_predictions_per_seq=0),
-                                 dict(short_seq_prob=1.5)])
+                                 dict(short_seq_prob=1.5), dict(kind="paragraphs")])
 def test_bad_options_are_data_errors(bad):
     with pytest.raises(DataError):
         InstanceOptions(**bad)

@@ -193,6 +193,34 @@ def test_data_prepared_before_the_mask_mix_existed_was_masked_80_10_10(tmp_path)
         prepare(PrepareOptions(out=str(out), max_documents=30, dupe_factor=1, mask_mix="0/0/100"), **QUIET)
 
 
+def test_single_sentence_instances_are_prepared_recorded_and_counted(tmp_path, capsys):
+    out = str(tmp_path / "sentences")
+    command = ["prepare", "--max-documents", "40", "--dupe-factor", "1", "--out", out]
+    assert main(command + ["--instances", "sentences"]) == 0
+    said = capsys.readouterr().out
+    assert "  next sentence: none (single sentences: masked LM only)" in said and "IsNext" not in said
+    data = PretrainingData(out)
+    a = data.arrays
+    assert data.instances == "sentences" and data.manifest["options"]["instances"] == "sentences"
+    assert (a["token_type_ids"] == 0).all()                            # one segment
+    sep = data.manifest["special_ids"]["sep"]
+    assert ((a["input_ids"] == sep).sum(axis=1) == 1).all()            # one [SEP] an instance: no B segment
+    assert main(command + ["--instances", "pairs"]) == 2
+    assert "instances='sentences' (now 'pairs')" in capsys.readouterr().err
+
+
+def test_data_prepared_before_the_instance_kinds_existed_holds_pairs(tmp_path):
+    out = tmp_path / "old"
+    opts = PrepareOptions(out=str(out), max_documents=30, dupe_factor=1)
+    assert prepare(opts, **QUIET)["options"]["instances"] == "pairs"
+    manifest = json.load(open(out / MANIFEST))
+    del manifest["options"]["instances"]                              # as npbert wrote it before the option
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    log = []
+    prepare(opts, log=log.append)
+    assert log == [f"{out} is already prepared with these options"] and PretrainingData(str(out)).instances == "pairs"
+
+
 def test_a_text_corpus_without_vocabulary_trains_one_and_reuses_it_on_resume(tmp_path, monkeypatch):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TEXT * 3, encoding="utf-8")      # 9 documents

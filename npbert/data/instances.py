@@ -1,4 +1,5 @@
-"""Pretraining instances: documents of tokenized sentences -> masked (A, B) sentence pairs.
+"""Pretraining instances: documents of tokenized sentences -> masked (A, B) sentence pairs, or
+masked single sentences.
 
 The algorithm is google-research/bert's `create_pretraining_data.py`, step for step, with a
 numpy Generator as the only source of randomness:
@@ -19,6 +20,12 @@ numpy Generator as the only source of randomness:
     candidate is a word (a token and its following ## pieces), and a word that would overshoot
     num_to_predict is skipped, as in the original.
 
+Single sentences (kind "sentences": BabyBERTa's one utterance an input, Huebner et al. 2021):
+every sentence of every document is an instance `[CLS] sentence [SEP]`, segment ids 0, masked as
+above, with no next-sentence label to learn (IS_NEXT is stored, and pretraining refuses NSP on
+such data); a sentence longer than max_seq_length - 2 is cut into consecutive windows of that
+many tokens, so no text is dropped. short_seq_prob does not apply.
+
 Two deliberate differences: the other document for NotNext is drawn uniformly from the other
 documents (the original retries up to 10 times and could, rarely, pick the same one), and a ##
 piece right after [SEP] starts a word of its own instead of joining the word before [SEP].
@@ -35,6 +42,7 @@ from npbert.errors import DataError
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 IS_NEXT, NOT_NEXT = 0, 1
 DEFAULT_MASK_MIX = "80/10/10"   # MASK/SAME/RND percentages of the chosen positions, the paper's order
+INSTANCE_KINDS = ("pairs", "sentences")   # [CLS] A [SEP] B [SEP] with an NSP label; [CLS] sentence [SEP]
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,11 @@ class InstanceOptions:
     short_seq_prob: float = 0.1
     whole_word_mask: bool = False
     mask_mix: str = DEFAULT_MASK_MIX
+    kind: str = "pairs"                                   # one of INSTANCE_KINDS
 
     def __post_init__(self):
+        if self.kind not in INSTANCE_KINDS:
+            raise DataError(f"instances must be one of {', '.join(INSTANCE_KINDS)}, got {self.kind!r}")
         if not isinstance(self.max_seq_length, int) or self.max_seq_length < 5:
             raise DataError(f"max_seq_length must be an integer >= 5 ([CLS] A [SEP] B [SEP]), "
                             f"got {self.max_seq_length!r}")
@@ -130,6 +141,10 @@ def create_instances(documents, doc_indices, vocab: VocabIds, options: InstanceO
     """One pass over documents[doc_indices] -> their instances, shuffled.
     documents: list of documents, each a non-empty list of non-empty token-id lists (sentences);
     NotNext segments are drawn from all of `documents`."""
+    if options.kind == "sentences":
+        instances = [i for d in doc_indices for i in sentence_instances(documents[d], vocab, options, rng)]
+        rng.shuffle(instances)
+        return instances
     if len(documents) < 2:
         raise DataError(f"next-sentence prediction needs at least 2 documents (a NotNext segment comes from "
                         f"another document), got {len(documents)}")
@@ -168,6 +183,19 @@ def create_instances_from_document(documents, doc_index, vocab: VocabIds, option
             instances.append(Instance(masked, len(tokens_a), positions, labels, label))
             chunk, chunk_length = [], 0
         i += 1
+    return instances
+
+
+def sentence_instances(document, vocab: VocabIds, options: InstanceOptions, rng) -> list:
+    """Every sentence of a document as [CLS] sentence [SEP] (a long one in windows), masked."""
+    width = options.max_seq_length - 2                    # room for [CLS] and [SEP]
+    instances = []
+    for sentence in document:
+        for start in range(0, len(sentence), width):
+            piece = sentence[start:start + width]
+            tokens = [vocab.cls_id, *piece, vocab.sep_id]
+            masked, positions, labels = create_masked_lm_predictions(tokens, vocab, options, rng)
+            instances.append(Instance(masked, len(piece), positions, labels, IS_NEXT))
     return instances
 
 

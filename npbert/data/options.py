@@ -3,6 +3,7 @@ with `npbert pretrain`, then its own. None means the default noted, resolved whe
 prepared (prepare.resolved_options) and recorded resolved in the manifest."""
 from __future__ import annotations
 
+from npbert.data.instances import INSTANCE_KINDS
 from npbert.options import POSITIVE, PROBABILITY, Integer, Interval, Option, options_record
 
 DEFAULT_HELDOUT_FRACTION = 0.02
@@ -27,6 +28,10 @@ CORPUS_OPTIONS = (
                              "random token, summing to 100, as in the BERT paper's Table 8: 80/10/10, 100/0/0, "
                              "80/0/20, 80/20/0, 0/20/80, 0/0/100 (default: 80/10/10; pretrain --data: the mix it was "
                              "prepared with, and another one is refused)", metavar="MASK/SAME/RND"),
+    Option("instances", None, "what an instance holds: pairs = [CLS] A [SEP] B [SEP] with a next-sentence label "
+                              "(BERT's); sentences = [CLS] one sentence [SEP], masked LM only (BabyBERTa's) "
+                              "(default: pairs; pretrain --data: what the data were prepared with)",
+           choices=INSTANCE_KINDS),
 )
 
 PREPARE_OPTIONS = CORPUS_OPTIONS + (

@@ -99,7 +99,8 @@ def resolved_options(opts: PrepareOptions) -> dict:
                    dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2),
                    heldout_fraction=default_if_none(opts.heldout_fraction, DEFAULT_HELDOUT_FRACTION),
                    do_lower_case=default_if_none(opts.do_lower_case, True),
-                   mask_mix=canonical_mask_mix(default_if_none(opts.mask_mix, DEFAULT_MASK_MIX)))
+                   mask_mix=canonical_mask_mix(default_if_none(opts.mask_mix, DEFAULT_MASK_MIX)),
+                   instances=default_if_none(opts.instances, "pairs"))
     check_options(options)
     return options
 
@@ -145,7 +146,8 @@ def check_options(options):
 
 def instance_options(options) -> InstanceOptions:
     return InstanceOptions(**{k: options[k] for k in ("max_seq_length", "max_predictions_per_seq", "masked_lm_prob",
-                                                         "short_seq_prob", "whole_word_mask", "mask_mix")})
+                                                         "short_seq_prob", "whole_word_mask", "mask_mix")},
+                           kind=options["instances"])
 
 
 def existing_manifest(out_dir, options):
@@ -154,13 +156,17 @@ def existing_manifest(out_dir, options):
     if not os.path.exists(os.path.join(out_dir, MANIFEST)):
         return None
     manifest = read_manifest(out_dir)
-    old = manifest.get("options", {})
+    old = {**ADDED_LATER, **manifest.get("options", {})}
     differ = [f"{k}={old.get(k)!r} (now {options.get(k)!r})" for k in sorted(set(old) | set(options))
               if old.get(k) != options.get(k)]
     if differ:
         raise DataError(f"{out_dir} was prepared with other options: {'; '.join(differ)}. "
                         f"Use another output directory, or delete this one to start again")
     return manifest
+
+
+# options a manifest written before them does not record, with the value such data were made with
+ADDED_LATER = {"instances": "pairs"}
 
 
 def shards_present(out_dir, manifest) -> bool:

@@ -34,6 +34,7 @@ class PretrainingData:
         self.max_seq_length = int(self.manifest["options"]["max_seq_length"])
         self.do_lower_case = bool(self.manifest["options"].get("do_lower_case", True))  # as the text was tokenized
         self.mask_mix = self.manifest["options"]["mask_mix"]   # MASK/SAME/RND it was masked with
+        self.instances = self.manifest["options"].get("instances", "pairs")   # pairs (older data), or sentences
         shards = [load_checked_shard(directory, entry, self.manifest) for entry in splits[split]["shards"]]
         self.arrays = {k: np.concatenate([s[k] for s in shards]) for k in FIELDS}
         if len(self) == 0:

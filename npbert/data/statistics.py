@@ -60,6 +60,12 @@ def length_histogram(length_counts, bins=8, width=40) -> list:
             for lo, hi, c in zip(edges[:-1], edges[1:], per_bin)]
 
 
+def next_sentence_line(manifest, s) -> str:
+    if manifest["options"].get("instances", "pairs") == "sentences":
+        return "  next sentence: none (single sentences: masked LM only)"
+    return f"  next sentence: IsNext {100 * s['is_next_share']:.1f}%, NotNext {100 - 100 * s['is_next_share']:.1f}%"
+
+
 def format_report(manifest) -> str:
     """The statistics block `npbert prepare` prints, from a finished manifest."""
     lines = []
@@ -71,7 +77,7 @@ def format_report(manifest) -> str:
             f"  masked LM: {c['predicted']:,} predicted = {100 * s['mask_rate']:.2f}% of non-special tokens; "
             f"[MASK] {100 * s['mask_share']:.1f}% / same {100 * s['unchanged_share']:.1f}% / "
             f"random {100 * s['random_share']:.1f}% (mask mix {manifest['options']['mask_mix']})",
-            f"  next sentence: IsNext {100 * s['is_next_share']:.1f}%, NotNext {100 - 100 * s['is_next_share']:.1f}%",
+            next_sentence_line(manifest, s),
         ]
         if name == "train":
             lines += ["  sequence lengths:"] + length_histogram(c["length_counts"])

@@ -13,14 +13,26 @@ from npbert.errors import DataError
 DATA_DIR, HELDOUT_SPLIT = "data", "heldout"
 
 
-def with_data_mask_mix(opts, data):
-    """opts recording the mask mix the data were prepared with (the checkpoint keeps it); a
-    --mask-mix they were not prepared with is an error, not a run on another mix."""
-    if opts.mask_mix is not None and canonical_mask_mix(opts.mask_mix) != data.mask_mix:
-        raise DataError(f"{data.directory} was prepared with --mask-mix {data.mask_mix}, not {opts.mask_mix}: the mix "
-                        f"is fixed when the shards are made; prepare the corpus again with `npbert prepare --mask-mix "
-                        f"{opts.mask_mix}`, or leave --mask-mix out to train on the data's")
-    return dataclasses.replace(opts, mask_mix=data.mask_mix)
+def with_data_options(opts, data):
+    """opts recording the mask mix and instance kind the data were prepared with (the checkpoint
+    keeps them); a --mask-mix or --instances they were not prepared with is an error, not a run
+    on other data, and so is next-sentence prediction on single sentences."""
+    for flag, what, asked, made in (
+            ("--mask-mix", "mix", opts.mask_mix and canonical_mask_mix(opts.mask_mix), data.mask_mix),
+            ("--instances", "kind of instance", opts.instances, data.instances)):
+        if asked is not None and asked != made:
+            raise DataError(f"{data.directory} was prepared with {flag} {made}, not {asked}: the {what} is fixed when "
+                            f"the shards are made; prepare the corpus again with `npbert prepare {flag} {asked}`, or "
+                            f"leave {flag} out to train on the data's")
+    check_nsp_has_pairs(data.instances, opts.no_nsp, f"{data.directory} (prepared with --instances sentences)")
+    return dataclasses.replace(opts, mask_mix=data.mask_mix, instances=data.instances)
+
+
+def check_nsp_has_pairs(instances, no_nsp, what) -> None:
+    """Next-sentence prediction needs pairs: refused on single sentences, before any work."""
+    if instances == "sentences" and not no_nsp:
+        raise DataError(f"{what}: single sentences hold no pair to predict the next sentence of; pretrain them with "
+                        "--no-nsp (masked LM only)")
 
 
 def load_prepared(directory):

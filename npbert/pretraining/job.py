@@ -25,6 +25,7 @@ class PretrainingJob(Job):
         self.train_data, self.heldout_data = train_data, heldout_data
         self.batches_per_epoch = train_data.num_batches(opts.batch_size)
         self.nsp = not opts.no_nsp
+        self.unit = "sentences" if train_data.instances == "sentences" else "pairs"   # what an instance is
         if heldout_data is not None:
             self.mlm_baseline = most_frequent_token_accuracy(train_data, heldout_data)
             self.nsp_notnext = float(heldout_data.arrays["next_sentence_labels"].mean())
@@ -76,8 +77,8 @@ class PretrainingJob(Job):
                      nsp=self.nsp)
         nsp_acc = f" | nsp acc {e['nsp_acc']:.3f} (baseline {self.nsp_baseline:.3f})" if self.nsp else ""
         nsp_loss = f" | nsp loss {e['nsp_loss']:.3f}" if self.nsp else ""
-        pairs = min(self.opts.eval_batches * self.opts.batch_size, len(self.heldout_data))
-        self.log(f"  held-out ({pairs:,} of {len(self.heldout_data):,} pairs): mlm acc {e['mlm_acc']:.3f} (baseline "
+        shown = min(self.opts.eval_batches * self.opts.batch_size, len(self.heldout_data))
+        self.log(f"  held-out ({shown:,} of {len(self.heldout_data):,} {self.unit}): mlm acc {e['mlm_acc']:.3f} (baseline "
                  f"{self.mlm_baseline:.3f}){nsp_acc} | mlm loss {e['mlm_loss']:.3f}{nsp_loss}")
         self.metrics.write(kind="eval", step=step, **e)
         warning = self.watch.add(step, e["mlm_loss"])

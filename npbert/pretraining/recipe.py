@@ -28,15 +28,15 @@ import numpy as np
 from npbert.checkpoint import load_pretrained
 from npbert.config import BertConfig
 from npbert.data.instances import canonical_mask_mix
+from npbert.errors import NpbertError
 from npbert.model import NSP_ONLY_PARAMS, init_params
 from npbert.options import check_ranges
-from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
-                                       prepare_corpus, with_data_mask_mix)
+from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, check_nsp_has_pairs,  # noqa: F401
+                                       load_prepared, prepare_corpus, with_data_options)
 from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretraining.recipe.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
-from npbert.errors import NpbertError
 from npbert.pretraining.options import DEFAULT_STEPS, DEFAULT_WARMUP_PROPORTION, PretrainOptions
 from npbert.tokenizer import BertTokenizer
 from npbert.training.budget import BudgetClock, plan_steps
@@ -95,7 +95,7 @@ class PretrainingRecipe(Recipe):
             note_learning_rate(opts, log)
         if opts.data is not None or saved is not None:
             data = load_prepared(self.data_dir(opts))
-            opts = with_data_mask_mix(opts, data[0])
+            opts = with_data_options(opts, data[0])
         else:
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
         return opts, PretrainingInputs(loaded, data, clock_start)
@@ -110,7 +110,7 @@ class PretrainingRecipe(Recipe):
         data = prepared.data
         if data is None:
             data = prepare_corpus(opts, log)
-            opts = with_data_mask_mix(opts, data[0])
+            opts = with_data_options(opts, data[0])
         train_data, heldout_data = data
         ckpt = saved or new_checkpoint(opts, prepared.loaded, train_data, log)
         where = os.path.join(opts.out, CHECKPOINT_DIR) if saved else opts.model or f"the {opts.preset} preset"
@@ -150,7 +150,7 @@ def final_evaluation(opts, ckpt, job, metrics, log) -> dict:
         return dict(step=step, checkpoint=ckpt_dir, stopped=False)
     final = evaluate(ckpt.params, ckpt.config, job.heldout_data, opts.batch_size, max_batches=None, nsp=job.nsp)
     metrics.write(kind="final", step=step, **final)
-    pairs = f"on all {len(job.heldout_data):,} pairs"
+    pairs = f"on all {len(job.heldout_data):,} {job.unit}"
     log(f"held-out MLM accuracy {final['mlm_acc']:.3f} {pairs}  (most-frequent-token baseline "
         f"{job.mlm_baseline:.3f}{times_baseline(final['mlm_acc'], job.mlm_baseline)})")
     if job.nsp:
@@ -228,6 +228,7 @@ def check_options(opts) -> None:
     if opts.budget is not None and opts.steps is not None:
         raise NpbertError("--budget and --steps cannot both be given: --budget plans the step count (the run records "
                           "it; --steps N alone remakes that run)")
+    check_nsp_has_pairs(opts.instances, opts.no_nsp, "--instances sentences")
     if opts.warmup_steps is not None and opts.warmup_proportion is not None:
         raise NpbertError("--warmup-steps and --warmup-proportion cannot both be given: each sets the warm-up")
     if opts.mask_mix is not None:
