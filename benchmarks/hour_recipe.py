@@ -6,11 +6,12 @@ IMDB reviews, measured arm by arm (docs/hour_recipe.md shows what this prints).
     python benchmarks/hour_recipe.py summarize       # each finished run -> benchmarks/results/hour_recipe/*.json
     python benchmarks/hour_recipe.py report          # the tables, from those JSON files alone
 
-Every arm is `npbert pretrain --data RUNS/data-imdb --budget MINUTES` (one thread, the IMDB
-reviews prepared once with `npbert prepare --corpus imdb`: 8,192 pieces, T 128, 80/10/10
-masking, NSP pairs) plus the arm's own options, so every row is evaluated on the same held-out
-documents, masked the same way. A run is named ARM-mMINUTES-sSEED under --runs; a run whose
-directory holds a finished model is not run again.
+Every arm is `npbert pretrain --data RUNS/DATA --budget MINUTES` (one thread) plus the arm's own
+options. DATA is the IMDB reviews prepared once with `npbert prepare --corpus imdb` (data-imdb:
+8,192 pieces, T 128, 80/10/10 masking, NSP pairs), or the same reviews, vocabulary and split
+prepared otherwise (data-imdb-sentences: one sentence an instance). Every run is scored at the
+end on data-imdb's held-out pairs, whatever it trained on, so the rows compare. A run is named
+ARM-mMINUTES-sSEED under --runs; a run whose directory holds a finished model is not run again.
 
 What each run keeps (small JSON, in the repository, so the tables regenerate without the runs):
 its options and plan, CPU and wall time, every held-out evaluation (step, CPU minute, MLM
@@ -25,15 +26,23 @@ import os
 import statistics
 import sys
 
-from linguistics_results import ONE_THREAD, Runner  # noqa: F401  (one-thread commands, side by side)
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path[:0] = [HERE, ROOT]                            # linguistics_results.py, and this checkout's npbert
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from linguistics_results import Runner  # noqa: E402  (one-thread commands, side by side)
+
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "hour_recipe")
 PLATEAU_EXIT = 0.2                       # held-out MLM accuracy: past the unigram plateau (~0.13)
 BLIMP_PER_PARADIGM = 20
 
 # Each arm: npbert pretrain's options beyond --data and --budget. "old" is the recipe of
 # docs/linguistics.md's IMDB minis (peak lr 2e-3, 25 % warm-up, NSP on); the others change it.
+DATA = {                                 # prepared data: `npbert prepare --corpus imdb` options beyond --out
+    "data-imdb": [],
+    "data-imdb-sentences": ["--instances", "sentences", "--vocab", "{runs}/data-imdb/vocab.txt"],
+}
+SENTENCES = ["--data", "{runs}/data-imdb-sentences"]
 ARMS = {
     "old": ["--preset", "mini"],
     "mini-mlm": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
@@ -42,6 +51,10 @@ ARMS = {
     "tiny-mlm": ["--preset", "tiny", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
     "tiny-mlm-lr2e-3": ["--preset", "tiny", "--no-nsp", "--learning-rate", "2e-3", "--warmup-proportion", "0.06"],
     "tiny-nsp": ["--preset", "tiny", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
+    "tiny-sentences": ["--preset", "tiny", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
+                       *SENTENCES],
+    "mini-sentences": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
+                       *SENTENCES],
 }
 
 
@@ -49,15 +62,25 @@ def run_name(arm: str, minutes: float, seed: int) -> str:
     return f"{arm}-m{minutes:g}-s{seed}"
 
 
+QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
+
+
+def prepare_commands(r: Runner, quick: bool) -> list:
+    """Every data directory, data-imdb first (the others take its vocabulary)."""
+    corpus = QUICK if quick else ["--corpus", "imdb"]
+    return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
+                                              *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
+            for name, extra in DATA.items()]
+
+
 def pretrain_commands(r: Runner, arms, minutes: float, seeds) -> list:
-    data = r.path("data-imdb")
-    commands = [(os.path.join(data, "manifest.json"), ["prepare", "--corpus", "imdb", "--out", data],
-                 r.path("logs", "prepare.log"))]
+    commands = []
     for arm in arms:
         for seed in seeds:
             name = run_name(arm, minutes, seed)
-            argv = ["pretrain", "--data", data, "--out", r.path(name), "--seed", str(seed), "--budget", f"{minutes:g}",
-                    "--eval-every", "100", "--save-every", "1000", "--log-every", "100", *ARMS[arm]]
+            argv = ["pretrain", "--data", r.path("data-imdb"), "--out", r.path(name), "--seed", str(seed), "--budget",
+                    f"{minutes:g}", "--eval-every", "100", "--save-every", "1000", "--log-every", "100",
+                    *[a.format(runs=r.runs) for a in ARMS[arm]]]          # an arm's own --data comes last, and wins
             commands.append((r.path("done", f"{name}.json"), argv, r.path("logs", f"{name}.log")))
     return commands
 
@@ -97,7 +120,8 @@ def summary(r: Runner, name: str) -> dict:
              for m in metrics if m["kind"] == "eval"]
     exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
-               wall_s=cost["wall_s"], heldout_mlm=final["mlm_acc"], plateau_exit_cpu_min=exit_, curve=curve)
+               wall_s=cost["wall_s"], heldout_mlm=standard_heldout_mlm(r, name), own_heldout_mlm=final["mlm_acc"],
+               plateau_exit_cpu_min=exit_, curve=curve)
     scores = r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")
     if os.path.exists(scores):
         with open(scores) as f:
@@ -106,13 +130,22 @@ def summary(r: Runner, name: str) -> dict:
     return out
 
 
-def summarize(r: Runner) -> None:
-    os.makedirs(RESULTS, exist_ok=True)
+def standard_heldout_mlm(r: Runner, name: str) -> float:
+    """MLM accuracy over all of data-imdb's held-out pairs (T 128, 80/10/10), whatever the run trained on."""
+    from npbert.checkpoint import load_pretrained
+    from npbert.pretraining.recipe import evaluate, load_prepared
+    loaded = load_pretrained(r.path(name, "checkpoint"))
+    _, heldout = load_prepared(r.path("data-imdb"))
+    return evaluate(loaded.params, loaded.config, heldout, 32, nsp=False)["mlm_acc"]
+
+
+def summarize(r: Runner, results: str) -> None:
+    os.makedirs(results, exist_ok=True)
     for name in finished_runs(r):
-        with open(os.path.join(RESULTS, f"{name}.json"), "w") as f:
+        with open(os.path.join(results, f"{name}.json"), "w") as f:
             json.dump(summary(r, name), f, indent=1)
             f.write("\n")
-        print(f"wrote {os.path.join(RESULTS, name)}.json")
+        print(f"wrote {os.path.join(results, name)}.json")
 
 
 def mean_sd(values, scale=1.0, digits=3) -> str:
@@ -153,20 +186,24 @@ def main(argv=None) -> int:
                    help="run: pretraining seeds, comma-separated (default 0)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
-    p.add_argument("--results", default=RESULTS, help="report: the summaries' directory")
+    p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
+                                                      "benchmarks/results/hour_recipe)")
+    p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
     args = p.parse_args(argv)
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
     r = Runner(args.runs, args.jobs)
     if args.stage == "run":
+        for commands in prepare_commands(r, args.quick):
+            r.run_all(commands)
         r.run_all(pretrain_commands(r, args.arms, args.minutes, args.seeds))
     elif args.stage == "blimp":
         if not args.blimp:
             p.error("blimp needs --blimp DIR (BLiMP's data/)")
         r.run_all(blimp_commands(r, args.blimp))
     elif args.stage == "summarize":
-        summarize(r)
+        summarize(r, args.results)
     else:
         print(report(args.results))
     return 0
