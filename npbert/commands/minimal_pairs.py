@@ -44,8 +44,11 @@ def run(args):
     from npbert.checkpoint import load_pretrained
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
-    from npbert.linguistics.report import format_table, score_lines, summary
-    check_output_files([path for path in (args.scores, args.json) if path])     # before any work
+    from npbert.linguistics.report import SCORE_FIELDS, SUMMARY_FIELDS, format_table, score_lines, summary
+    from npbert.outputs import check_outputs, json_output
+    check_outputs([json_output("--scores", args.scores, SCORE_FIELDS),                 # before any work
+                   json_output("--json", args.json, SUMMARY_FIELDS)],
+                  inputs=[args.checkpoint, args.data, args.pairs if args.pairs != "builtin" else None])
     pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
@@ -67,17 +70,6 @@ def run(args):
     print("\n".join(format_table(rows, list(scored.scores))))
     write_outputs(args, scored, summary(rows, scored, unk_pairs, args.exclude_unk), score_lines)
     return 0
-
-
-def check_output_files(paths) -> None:
-    import os
-
-    from npbert.errors import DataError
-    for path in paths:
-        parent = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(parent):
-            raise DataError(f"cannot write {path}: " + ("it is a directory" if os.path.isdir(path)
-                                                        else f"no directory {parent}"))
 
 
 def require_tokenizer(loaded, where):
