@@ -92,6 +92,8 @@ def test_unk_pairs_are_counted_and_can_be_left_out(run_dir, tmp_path, capsys):
     ([{**GOOD, "sentence_good": " ".join(["anna"] * 70)}], r"p.jsonl:1: sentence_good is 70 pieces, 72 positions"),
     ([], r"p.jsonl holds no minimal pairs"),
     (["[1, 2]"], r"p.jsonl:1: a line must be a JSON object"),
+    ([GOOD, "[" * 100_000 + "]" * 100_000], r"p.jsonl:2: not a JSON object \(nested too deep\)"),   # a RecursionError
+    ([GOOD, '{"pairID": ' + "9" * 5000 + "}"], r"p.jsonl:2: not a JSON object \(.*digits"),   # int's digit limit
 ])
 def test_malformed_pairs_one_line_exit_2_nothing_written(run_dir, tmp_path, capsys, content, message):
     pairs = write_pairs(tmp_path / "p.jsonl", content)
@@ -111,6 +113,7 @@ def test_refusals_before_any_work(run_dir, tmp_path, capsys):
         ([str(run_dir / "checkpoint"), pairs, "--scores", str(tmp_path / "nowhere" / "s.jsonl")], "cannot write"),
         ([str(run_dir / "checkpoint"), pairs, "--baselines", "ngram", "--data", str(tmp_path)], "no manifest.json"),
         ([no_head, pairs, "--baselines", "unigram"], "no masked-LM head"),
+        ([str(run_dir / "checkpoint"), pairs, "--ngram-order", "7"], "--ngram-order 7: at most 6 for"),
     ]
     os.mkdir(tmp_path / "empty-dir")
     for argv, message in cases:

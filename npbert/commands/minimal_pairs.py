@@ -41,7 +41,7 @@ def register(sub):
 
 
 def run(args):
-    from npbert.checkpoint import load_pretrained
+    from npbert.checkpoint import load_config, load_pretrained
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
     from npbert.linguistics.report import SCORE_FIELDS, SUMMARY_FIELDS, format_table, score_lines, summary
@@ -49,6 +49,7 @@ def run(args):
     check_outputs([json_output("--scores", args.scores, SCORE_FIELDS),                 # before any work
                    json_output("--json", args.json, SUMMARY_FIELDS)],
                   inputs=[args.checkpoint, args.data, args.pairs if args.pairs != "builtin" else None])
+    check_ngram_order(args.ngram_order, load_config(args.checkpoint).vocab_size)
     pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
@@ -70,6 +71,15 @@ def run(args):
     print("\n".join(format_table(rows, list(scored.scores))))
     write_outputs(args, scored, summary(rows, scored, unk_pairs, args.exclude_unk), score_lines)
     return 0
+
+
+def check_ngram_order(order: int, vocab_size: int) -> None:
+    """Refuse an n-gram order the counting cannot key (before the pairs are read or a piece counted)."""
+    from npbert.errors import DataError
+    from npbert.linguistics.counting import max_order
+    if order > max_order(vocab_size):
+        raise DataError(f"--ngram-order {order}: at most {max_order(vocab_size)} for a vocabulary of {vocab_size:,} "
+                        "pieces (an n-gram is counted under one 64-bit key)")
 
 
 def require_tokenizer(loaded, where):
