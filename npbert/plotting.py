@@ -4,7 +4,8 @@ the drawing functions below take the pyplot it returned and return a figure for 
 notebook, to show inline).
 
 Every PNG npbert writes goes through save_png: written atomically, marked with a "Software: npbert"
-text chunk, and only over a file npbert drew (check_png_path, called before any work is done).
+text chunk, and only over a file npbert drew (png_output, checked with npbert/outputs.py's rule for
+every file a command writes before any work is done; check_png_path for a picture alone).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from npbert.atomic import atomic_write
 from npbert.errors import NpbertError
+from npbert.outputs import Output, check_outputs
 
 SOFTWARE = "npbert"                                    # the PNG's tEXt "Software" value ("npbert plot" before)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -35,24 +37,28 @@ def load_pyplot():
     return plt
 
 
-def check_png_path(path) -> None:
-    """Refuse, before anything is computed or drawn, a path a PNG cannot go to or must not replace."""
-    if not path.lower().endswith(".png"):
+def png_output(option, path) -> Output:
+    """The picture an option names (None: not asked for), for outputs.check_outputs: a FILE.png,
+    replaced only if npbert drew it."""
+    if path and not path.lower().endswith(".png"):
         raise NpbertError(f"{path}: the picture is a PNG; give a FILE.png")
-    if os.path.isdir(path):
-        raise NpbertError(f"{path} is a directory; give a FILE.png")
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        raise NpbertError(f"{path}: the directory {parent} does not exist")
-    if os.path.exists(path) and not drawn_by_npbert(path):
-        raise NpbertError(f"{path} exists and was not drawn by npbert: not overwritten (move it, or write elsewhere)")
+    return Output(option, path, drawn_head, made="drawn")
+
+
+def check_png_path(path, option="--plot") -> None:
+    """Refuse, before anything is computed or drawn, a path a PNG cannot go to or must not replace."""
+    check_outputs([png_output(option, path)])
 
 
 def drawn_by_npbert(path) -> bool:
-    """A PNG whose text chunk says npbert made it (matplotlib writes it right after the header)."""
+    """A PNG whose text chunk says npbert made it."""
     with open(path, "rb") as f:
-        head = f.read(4096)
-    return head.startswith(PNG_SIGNATURE) and b"tEXtSoftware\x00" + SOFTWARE.encode() in head
+        return drawn_head(f.read(4096))
+
+
+def drawn_head(head: bytes) -> bool:
+    """The start of a PNG npbert drew: matplotlib writes the Software text chunk right after the header."""
+    return head.startswith(PNG_SIGNATURE) and b"tEXtSoftware\x00" + SOFTWARE.encode() in head[:4096]
 
 
 def save_png(plt, fig, path) -> None:

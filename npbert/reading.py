@@ -28,8 +28,8 @@ def file_kind(mode) -> str:
             else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
 
 
-def regular_file(path, what) -> None:
-    """DataError unless path (a symbolic link is followed) is a regular file."""
+def regular_file(path, what, why="npbert reads it whole and again later (to check it is unchanged)") -> None:
+    """DataError unless path (a symbolic link is followed) is a regular file; why: what needs it to be."""
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -37,8 +37,7 @@ def regular_file(path, what) -> None:
     except OSError as e:
         raise DataError(f"cannot read {what} {path}: {e.strerror}") from None
     if not stat.S_ISREG(mode):
-        raise DataError(f"{what} {path} is {file_kind(mode)}, not a regular file: npbert reads it whole and again "
-                        "later (to check it is unchanged), so save it to a file first")
+        raise DataError(f"{what} {path} is {file_kind(mode)}, not a regular file: {why}, so save it to a file first")
 
 
 def read_bytes(path, what, limit: int = TEXT_LIMIT, text: bool = True) -> bytes:

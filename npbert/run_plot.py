@@ -18,6 +18,7 @@ import os
 
 from npbert import plotting
 from npbert.errors import JSON_ERRORS, DataError, NpbertError
+from npbert.outputs import check_outputs
 from npbert.training.run_dir import METRICS_FILE
 
 PICTURE_FILE = "metrics.png"
@@ -36,7 +37,7 @@ def plot_run(run_dir, out=None, log=print) -> str:
     RUN_DIR/metrics.png); returns the path written."""
     path = metrics_path(run_dir)
     out = out or os.path.join(run_dir, PICTURE_FILE)
-    plotting.check_png_path(out)
+    check_outputs([plotting.png_output("--out", out)], inputs=[path])
     records, skipped = read_metrics(path)
     pretraining = is_pretraining(records)
     for line in summary(path, records, skipped, pretraining):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from npbert import ops
-from npbert.exercises import EXERCISES, report
+from npbert.exercises import EXERCISES, check, report
 from npbert.layers.attention import self_attention_backward
 from npbert.layers.feedforward import feedforward_backward
 from npbert.ops.erf import erf
@@ -230,3 +230,30 @@ def test_the_report_demos_readme_shows_is_what_check_prints():
     shown = text.split("A LayerNorm backward without the `-mean(dxhat)` term:\n\n```\n", 1)[1].split("\n```", 1)[0]
     got = report("layernorm", layernorm_forward, lambda dy, c: layernorm_backward(dy, c, keep_mean_term=False))
     assert shown == str(got)
+
+
+@pytest.mark.parametrize("name", ["gelu", "softmax", "cross_entropy"])
+def test_a_backward_returning_an_extra_none_is_told_what_to_return(name):
+    # before: np.shape of the ragged (dx, None) raised ValueError inside the checker
+    forward, backward = EXERCISES[name].solution
+    text = " ".join(str(report(name, forward, lambda *args: (backward(*args), None))).split())
+    assert text.startswith(f"{name}: not yet. In your {name}_backward: "), text
+    assert "a tuple of 2" in text and "one gradient per input" in text, text
+
+
+@pytest.mark.parametrize("args, words", [
+    (("layrnorm", ops.layernorm_forward, ops.layernorm_backward), ["no exercise named 'layrnorm'", "layernorm"]),
+    (("layernorm", ops.layernorm_forward), ["takes 2 functions", "layernorm_forward, layernorm_backward", "given 1"]),
+])
+def test_a_wrong_name_or_number_of_functions_is_said_to_the_student(args, words, capsys):
+    # before: a KeyError or TypeError raised from inside npbert/exercises
+    check(*args)
+    text = capsys.readouterr().out
+    assert text.startswith("check(") and "Error" not in text, text
+    for word in words:
+        assert word in text, (word, text)
+    assert not report(*args).passed
+
+
+def test_check_says_ctrl_c_stops_a_function_that_never_returns():
+    assert "Ctrl-C" in check.__doc__

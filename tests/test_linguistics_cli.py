@@ -15,6 +15,7 @@ from npbert.data.prepare import PrepareOptions, prepare
 from npbert.linguistics.attention_heads import STATISTICS
 from npbert.model import init_params
 from npbert.tokenizer import BertTokenizer
+from support.patience import call_beside_fifos
 
 GOOD = {"sentence_good": "the children play chess .", "sentence_bad": "the children plays chess .", "field": "morphology",
         "linguistics_term": "subject_verb_agreement", "UID": "toy", "pairID": "0"}
@@ -91,6 +92,8 @@ def test_unk_pairs_are_counted_and_can_be_left_out(run_dir, tmp_path, capsys):
     ([{**GOOD, "sentence_good": " ".join(["anna"] * 70)}], r"p.jsonl:1: sentence_good is 70 pieces, 72 positions"),
     ([], r"p.jsonl holds no minimal pairs"),
     (["[1, 2]"], r"p.jsonl:1: a line must be a JSON object"),
+    ([GOOD, "[" * 100_000 + "]" * 100_000], r"p.jsonl:2: not a JSON object \(nested too deep\)"),   # a RecursionError
+    ([GOOD, '{"pairID": ' + "9" * 5000 + "}"], r"p.jsonl:2: not a JSON object \(.*digits"),   # int's digit limit
 ])
 def test_malformed_pairs_one_line_exit_2_nothing_written(run_dir, tmp_path, capsys, content, message):
     pairs = write_pairs(tmp_path / "p.jsonl", content)
@@ -110,6 +113,7 @@ def test_refusals_before_any_work(run_dir, tmp_path, capsys):
         ([str(run_dir / "checkpoint"), pairs, "--scores", str(tmp_path / "nowhere" / "s.jsonl")], "cannot write"),
         ([str(run_dir / "checkpoint"), pairs, "--baselines", "ngram", "--data", str(tmp_path)], "no manifest.json"),
         ([no_head, pairs, "--baselines", "unigram"], "no masked-LM head"),
+        ([str(run_dir / "checkpoint"), pairs, "--ngram-order", "7"], "--ngram-order 7: at most 6 for"),
     ]
     os.mkdir(tmp_path / "empty-dir")
     for argv, message in cases:
@@ -143,3 +147,70 @@ def test_probe_prints_every_layer_beside_the_control(run_dir, tmp_path, capsys):
     assert [r["layer"] for r in saved["layers"]["pretrained"]] == [0, 1, 2]
     assert main(["probe", str(run_dir / "checkpoint"), "--task", "builtin-qa"]) == 2
     assert "a probe classifies sentences or tokens" in one_error_line(capsys, "probe")
+
+
+# --- outputs: a new file, or one npbert wrote there before; nothing a user made, nothing read -------------
+
+def command_line(command, run_dir, checkpoint, pairs):
+    """A short run of each command that writes --json, on `checkpoint`."""
+    return {"minimal-pairs": ["minimal-pairs", checkpoint, pairs, "--baselines", "none"],
+            "attention-heads": ["attention-heads", checkpoint, "--data", str(run_dir / "data"), "--sequences", "4"],
+            "probe": ["probe", checkpoint, "--task", "builtin-sentence", "--max-train-examples", "20",
+                      "--no-control"]}[command]
+
+
+def snapshot(paths) -> dict:
+    return {p: (os.lstat(p).st_mode, os.readlink(p) if os.path.islink(p) else
+                open(p, "rb").read() if os.path.isfile(p) else None) for p in map(str, paths)}
+
+
+@pytest.mark.parametrize("command", ["minimal-pairs", "attention-heads", "probe"])
+def test_an_output_never_replaces_what_npbert_did_not_write_there(run_dir, tmp_path, capsys, command):
+    # before: --json replaced any file (a checkpoint's vocab.txt, the pairs, a user's notes) and
+    # turned a FIFO or a link to a device into a regular file
+    checkpoint = small_model(tmp_path / "ckpt")
+    pairs = write_pairs(tmp_path / "p.jsonl", [GOOD])
+    (tmp_path / "notes.txt").write_text("precious\n")
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "null").symlink_to(os.devnull)
+    argv = command_line(command, run_dir, checkpoint, pairs)
+    targets = [(tmp_path / "notes.txt", "exists and was not written by npbert: not overwritten"),
+               (tmp_path / "ckpt" / "vocab.txt", f"the command reads {checkpoint}"),
+               (tmp_path / "ckpt" / "config.json", f"the command reads {checkpoint}"),
+               (tmp_path / "fifo", "is a FIFO (named pipe), not a regular file"),
+               (tmp_path / "null", "is a character device, not a regular file")]
+    targets += [(tmp_path / "p.jsonl", f"the command reads {pairs}")] if command == "minimal-pairs" else []
+    before = snapshot([tmp_path / "notes.txt", tmp_path / "fifo", tmp_path / "null", pairs,
+                       *(tmp_path / "ckpt").iterdir()])
+    for target, message in targets:
+        code = call_beside_fifos(lambda: main([*argv, "--json", str(target)]), tmp_path / "fifo")
+        assert code == 2, target
+        assert message in one_error_line(capsys, command), target
+    assert snapshot(before) == before
+
+
+def test_one_file_for_two_outputs_is_refused(run_dir, tmp_path, capsys):
+    # before: exit 0, the summary written over the scores
+    pairs = write_pairs(tmp_path / "p.jsonl", [GOOD])
+    same = str(tmp_path / "out.json")
+    assert main(["minimal-pairs", str(run_dir / "checkpoint"), pairs, "--scores", same, "--json", same]) == 2
+    assert "--scores and --json are the same file" in one_error_line(capsys, "minimal-pairs")
+    assert sorted(os.listdir(tmp_path)) == ["p.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["minimal-pairs", "attention-heads", "probe"])
+def test_a_rerun_replaces_its_own_outputs(run_dir, tmp_path, capsys, command):
+    pairs = write_pairs(tmp_path / "p.jsonl", [GOOD])
+    argv = command_line(command, run_dir, str(run_dir / "checkpoint"), pairs) + ["--json", str(tmp_path / "r.json")]
+    argv += ["--scores", str(tmp_path / "s.jsonl")] if command == "minimal-pairs" else []
+    for _ in range(2):
+        assert main(argv) == 0, capsys.readouterr().err
+    assert json.load(open(tmp_path / "r.json"))
+
+
+def test_a_fifo_named_as_the_picture_is_refused_unopened(run_dir, tmp_path, capsys):
+    # before: opened to see whether npbert drew it, which waits for a writer forever
+    os.mkfifo(tmp_path / "f.png")
+    argv = ["attention-heads", str(run_dir / "checkpoint"), "--sequences", "4", "--plot", str(tmp_path / "f.png")]
+    assert call_beside_fifos(lambda: main(argv), tmp_path / "f.png") == 2
+    assert "f.png: it is a FIFO (named pipe), not a regular file" in one_error_line(capsys, "attention-heads")

@@ -163,3 +163,20 @@ def test_prepares_answer_to_a_vocabulary_unchanged_is_already_prepared(tmp_path,
     prepare(opts, **QUIET)
     prepare(opts, log=said.append)
     assert said == [f"{opts.out} is already prepared with these options"]
+
+
+# --- a checkpoint's tokenizer files: read bounded like its vocab.txt (before: a hang, or memory filled) ---
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "tokenizer_config.json"])
+def test_a_tokenizer_file_that_is_a_fifo_or_dev_zero_is_refused(tmp_path, capsys, name):
+    from support.random_models import random_checkpoint
+    model = random_checkpoint(str(tmp_path / "model"), layers=1, hidden=16)
+    path = tmp_path / "model" / name
+    path.unlink()
+    os.mkfifo(path)
+    assert call_beside_fifos(lambda: main(["fill-mask", model, "a [MASK] ."]), path) == 2
+    assert f"{name} is a FIFO (named pipe), not a regular file" in one_line(capsys.readouterr().err, "fill-mask")
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    r = limited("fill-mask", model, "a [MASK] .")
+    assert r.returncode == 2 and f"{name} is a character device, not a regular file" in one_line(r.stderr, "fill-mask")

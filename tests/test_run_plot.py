@@ -14,6 +14,7 @@ from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.plotting import PNG_SIGNATURE
 from npbert.pretraining.recipe import PretrainOptions, pretrain
 from npbert.run_plot import draw, read_metrics
+from support.patience import call_beside_fifos
 
 needs_matplotlib = pytest.mark.skipif(plotting.load_pyplot() is None,
                                       reason="matplotlib is not installed (pip install 'npbert[plot]')")
@@ -181,6 +182,16 @@ def test_a_file_npbert_did_not_draw_is_never_overwritten(tmp_path, capsys, exist
     assert main(["plot", run]) == 2
     assert message in capsys.readouterr().err
     assert (tmp_path / "run" / "metrics.png").read_bytes() == existing
+
+
+def test_a_fifo_where_the_picture_goes_is_refused_unopened(tmp_path, capsys):
+    # before: opened to see whether npbert drew it, which waits for a writer forever
+    run = write_log(tmp_path, TRAIN)
+    os.mkfifo(tmp_path / "run" / "metrics.png")
+    assert call_beside_fifos(lambda: main(["plot", run]), tmp_path / "run" / "metrics.png") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("npbert plot: error: ") and err.count("\n") == 1
+    assert "metrics.png: it is a FIFO (named pipe), not a regular file" in err
 
 
 def test_out_must_be_a_png_in_an_existing_directory(tmp_path, capsys):

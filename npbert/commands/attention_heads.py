@@ -5,6 +5,8 @@ named (Clark et al. 2019)."""
 from npbert.commands import add_backend_argument, training_backend
 from npbert.commands.arg_types import positive_int
 
+RECORD_FIELDS = ("statistics", "means", "queries", "named")      # --json's, in order (npbert/outputs.py reads them)
+
 
 def register(sub):
     p = sub.add_parser("attention-heads", help="average attention of every head to [CLS], [SEP], punctuation, "
@@ -29,14 +31,14 @@ def run(args):
 
     from npbert.atomic import atomic_write
     from npbert.checkpoint import load_pretrained
-    from npbert.commands.minimal_pairs import check_output_files, require_tokenizer
+    from npbert.commands.minimal_pairs import require_tokenizer
     from npbert.errors import DataError
     from npbert.linguistics.attention_heads import STATISTICS, head_statistics, named_heads
     from npbert.linguistics.seen_corpus import heldout_batches, pretraining_data_of
-    from npbert.plotting import check_png_path
-    check_output_files([p for p in (args.json,) if p])
-    if args.plot:
-        check_png_path(args.plot)
+    from npbert.outputs import check_outputs, json_output
+    from npbert.plotting import png_output
+    check_outputs([json_output("--json", args.json, RECORD_FIELDS), png_output("--plot", args.plot)],
+                  inputs=[args.checkpoint, args.data])
     loaded = load_pretrained(args.checkpoint, strict=False)
     tokenizer = require_tokenizer(loaded, args.checkpoint)
     data = args.data or pretraining_data_of(args.checkpoint)
@@ -53,8 +55,8 @@ def run(args):
     for layer, head, what in named:
         print(f"  layer {layer} head {head}: {what}")
     if args.json:
-        record = {"statistics": list(STATISTICS) + ["uniform_entropy"], "means": means.tolist(),
-                  "queries": int(stats.counts[0]), "named": [list(n) for n in named]}
+        record = dict(zip(RECORD_FIELDS, (list(STATISTICS) + ["uniform_entropy"], means.tolist(), int(stats.counts[0]),
+                                          [list(n) for n in named])))
         atomic_write(args.json, lambda f: f.write((json.dumps(record) + "\n").encode()))
     if args.plot:
         draw(means, STATISTICS, args.plot, args.checkpoint)

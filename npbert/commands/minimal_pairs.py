@@ -41,11 +41,15 @@ def register(sub):
 
 
 def run(args):
-    from npbert.checkpoint import load_pretrained
+    from npbert.checkpoint import load_config, load_pretrained
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
-    from npbert.linguistics.report import format_table, score_lines, summary
-    check_output_files([path for path in (args.scores, args.json) if path])     # before any work
+    from npbert.linguistics.report import SCORE_FIELDS, SUMMARY_FIELDS, format_table, score_lines, summary
+    from npbert.outputs import check_outputs, json_output
+    check_outputs([json_output("--scores", args.scores, SCORE_FIELDS),                 # before any work
+                   json_output("--json", args.json, SUMMARY_FIELDS)],
+                  inputs=[args.checkpoint, args.data, args.pairs if args.pairs != "builtin" else None])
+    check_ngram_order(args.ngram_order, load_config(args.checkpoint).vocab_size)
     pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
@@ -69,15 +73,13 @@ def run(args):
     return 0
 
 
-def check_output_files(paths) -> None:
-    import os
-
+def check_ngram_order(order: int, vocab_size: int) -> None:
+    """Refuse an n-gram order the counting cannot key (before the pairs are read or a piece counted)."""
     from npbert.errors import DataError
-    for path in paths:
-        parent = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path) or not os.path.isdir(parent):
-            raise DataError(f"cannot write {path}: " + ("it is a directory" if os.path.isdir(path)
-                                                        else f"no directory {parent}"))
+    from npbert.linguistics.counting import max_order
+    if order > max_order(vocab_size):
+        raise DataError(f"--ngram-order {order}: at most {max_order(vocab_size)} for a vocabulary of {vocab_size:,} "
+                        "pieces (an n-gram is counted under one 64-bit key)")
 
 
 def require_tokenizer(loaded, where):

@@ -4,6 +4,8 @@ same probe on a random-initialised encoder of the same size (the control)."""
 from npbert.commands import add_backend_argument, training_backend
 from npbert.commands.arg_types import positive_int, seed
 
+RECORD_FIELDS = ("task", "majority", "layers")                   # --json's, in order (npbert/outputs.py reads them)
+
 
 def register(sub):
     p = sub.add_parser("probe", help="linear probes on every layer's frozen features, beside a random-init control",
@@ -29,11 +31,12 @@ def run(args):
 
     from npbert.atomic import atomic_write
     from npbert.checkpoint import load_pretrained
-    from npbert.commands.minimal_pairs import check_output_files, require_tokenizer
+    from npbert.commands.minimal_pairs import require_tokenizer
     from npbert.linguistics.minimal_pairs import random_like
     from npbert.linguistics.probes import probe_layers
+    from npbert.outputs import check_outputs, json_output
     from npbert.tasks.formats import TAGS
-    check_output_files([p for p in (args.json,) if p])
+    check_outputs([json_output("--json", args.json, RECORD_FIELDS)], inputs=[args.checkpoint])
     task, splits, names = probe_task(args)
     loaded = load_pretrained(args.checkpoint, strict=False)
     tokenizer = require_tokenizer(loaded, args.checkpoint)
@@ -49,8 +52,8 @@ def run(args):
           f"majority class: dev {majority[1]:.3f}, test {majority[2]:.3f}")
     print("\n".join(format_results(results)))
     if args.json:
-        record = {"task": task.name, "majority": majority,
-                  "layers": {m: [vars(r) for r in rs] for m, rs in results.items()}}
+        layers = {m: [vars(r) for r in rs] for m, rs in results.items()}
+        record = dict(zip(RECORD_FIELDS, (task.name, majority, layers)))
         atomic_write(args.json, lambda f: f.write((json.dumps(record) + "\n").encode()))
     return 0
 

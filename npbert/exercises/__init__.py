@@ -6,6 +6,7 @@ along which axis, and the likely cause. The solutions are npbert's own functions
 """
 from __future__ import annotations
 
+import difflib
 import inspect
 
 from npbert.exercises.adamw import ADAMW, grade_adamw
@@ -20,30 +21,48 @@ from npbert.exercises.softmax import CROSS_ENTROPY, SOFTMAX
 EXERCISES = {e.name: e for e in (LINEAR, LAYERNORM, GELU, SOFTMAX, CROSS_ENTROPY, ATTENTION, ENCODER_LAYER, ADAMW)}
 
 
-def exercise(name: str) -> Exercise:
-    if name not in EXERCISES:
-        raise KeyError(f"no exercise named {name!r}; they are {', '.join(EXERCISES)}")
-    return EXERCISES[name]
-
-
 def report(name: str, *functions) -> Report:
-    """The learner's functions (in the order the exercise names them) graded -> a Report."""
-    e = exercise(name)
-    if len(functions) != len(e.functions):
-        raise TypeError(f"check({name!r}, ...) takes {len(e.functions)} function(s): {', '.join(e.functions)}")
+    """The learner's functions (in the order the exercise names them) graded -> a Report; a call
+    that names no exercise, or gives it the wrong number of functions, is a Report saying so."""
+    misuse = unknown(name) or wrong_count(name, functions)
+    if misuse:
+        return Report(str(name), False, [misuse])
+    e = EXERCISES[name]
     return grade_adamw(functions) if e is ADAMW else grade(e, functions)
 
 
 def check(name: str, *functions) -> None:
     """Grade your functions for exercise `name` and print what is wrong first, or what they passed:
-    check("layernorm", layernorm_forward, layernorm_backward)."""
+    check("layernorm", layernorm_forward, layernorm_backward). Your functions run as they are: if
+    one never returns (a loop that does not end), Ctrl-C (in Jupyter: Kernel > Interrupt) stops it."""
     print(report(name, *functions))
 
 
 def show_solution(name: str) -> None:
     """Print npbert's own functions for exercise `name`: the solution, and where it lives."""
-    for function in exercise(name).solution:
+    if unknown(name):
+        print(unknown(name))
+        return
+    for function in EXERCISES[name].solution:
         print(f"# {inspect.getsourcefile(function)}\n{inspect.getsource(function)}")
+
+
+def unknown(name) -> str:
+    """What to say when `name` is no exercise, in a student's words, or ""."""
+    if isinstance(name, str) and name in EXERCISES:
+        return ""
+    close = difflib.get_close_matches(str(name), list(EXERCISES), n=1)
+    return (f"check({name!r}, ...): no exercise named {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f"; the exercises are {', '.join(EXERCISES)}")
+
+
+def wrong_count(name: str, functions) -> str:
+    """What to say when check() is given another number of functions than the exercise has, or ""."""
+    wanted = EXERCISES[name].functions
+    if len(functions) == len(wanted):
+        return ""
+    return (f"check({name!r}, ...) takes {len(wanted)} function{'s' if len(wanted) > 1 else ''}, {', '.join(wanted)}, "
+            f"in that order; it was given {len(functions)}")
 
 
 __all__ = ["EXERCISES", "check", "report", "show_solution"]

@@ -51,6 +51,10 @@ def compare(name, got, want, tol, axes=(), mistakes=(), tensors=None, regions=()
     what = (f"{label}, shape {np.shape(want)}" if label else describe(name, np.shape(want), axes)) + ", is wrong"
     if got is None:
         return Finding(what, ("your function returned None for it",))
+    if isinstance(got, tuple):                         # return dx, None: a slip, not an array
+        return Finding(what, (f"it is a tuple of {len(got)} values, not an array: " + (
+            "a forward returns (output, cache)" if name == "out" else f"a backward returns one gradient per input, "
+            f"d{name} an array of its own") + "; is there an extra value in the return?",))
     try:
         got = np.asarray(got, dtype=np.float64)
     except (TypeError, ValueError):

@@ -82,11 +82,19 @@ def _grade(exercise: Exercise, functions) -> Report:
                           exercise.axes.get(name, ()), _mistakes(exercise, name), tensors,
                           _regions(exercise, tensors, name), floors.get("grad/" + name, 0.0))
         if finding:
-            same_shape = np.shape(grads.get(name)) == np.shape(tensors["grad/" + name])
+            same_shape = shape_of(grads.get(name)) == np.shape(tensors["grad/" + name])
             return failed(exercise, last, finding, finite_differences(exercise, functions, name) if same_shape else None)
     if finding:
         return failed(exercise, last, finding)
     return after_the_goldens(exercise, functions, out, grads, tensors)
+
+
+def shape_of(value):
+    """np.shape of what the learner returned, or None for what has none (a ragged (dx, None))."""
+    try:
+        return np.shape(value)
+    except ValueError:
+        return None
 
 
 def after_the_goldens(exercise, functions, out, grads, tensors) -> Report:

@@ -74,6 +74,10 @@ def parse_pair(raw: bytes, where: str) -> MinimalPair:
         raise DataError(f"{where}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise DataError(f"{where}: not a JSON object ({e.msg}, column {e.colno})") from None
+    except RecursionError:
+        raise DataError(f"{where}: not a JSON object (nested too deep)") from None
+    except ValueError as e:                            # an integer of more digits than Python converts
+        raise DataError(f"{where}: not a JSON object ({str(e)[:120]})") from None
     if not isinstance(record, dict):
         raise DataError(f"{where}: a line must be a JSON object with {', '.join(REQUIRED)}")
     missing = [k for k in REQUIRED if k not in record]

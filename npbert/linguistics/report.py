@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+# the fields of the two outputs, in the order written: npbert recognises its own by them (npbert/outputs.py)
+SUMMARY_FIELDS = ("pairs", "pairs_with_unk", "unk_pairs_left_out", "scorers", "groups", "costs")
+SCORE_FIELDS = ("pairID", "UID", "pll_good", "pll_bad", "tokens_good", "tokens_bad", "correct", "has_unk")
 LEVEL_TITLES = {"overall": "", "field": "field ", "phenomenon": "phenomenon ", "paradigm": "paradigm "}
 
 
@@ -26,14 +29,11 @@ def format_table(rows, scorers) -> list:
 def summary(rows, scored, unk_pairs: int, unk_left_out: bool) -> dict:
     """The JSON summary: the pairs scored, how many held [UNK] (and whether they were left out),
     per scorer and group the accuracy and its interval, the costs."""
-    return {
-        "pairs": len(scored.tokenized.pairs), "pairs_with_unk": unk_pairs, "unk_pairs_left_out": unk_left_out,
-        "scorers": list(scored.scores),
-        "groups": [{"level": r.level, "name": r.name, "pairs": r.pairs,
-                    "accuracy": {s: r.accuracy(s) for s in r.right},
-                    "interval": {s: list(r.interval(s)) for s in r.right}} for r in rows],
-        "costs": {name: vars(cost) for name, cost in scored.costs.items()},
-    }
+    return dict(zip(SUMMARY_FIELDS, (
+        len(scored.tokenized.pairs), unk_pairs, unk_left_out, list(scored.scores),
+        [{"level": r.level, "name": r.name, "pairs": r.pairs, "accuracy": {s: r.accuracy(s) for s in r.right},
+          "interval": {s: list(r.interval(s)) for s in r.right}} for r in rows],
+        {name: vars(cost) for name, cost in scored.costs.items()})))
 
 
 def score_lines(scored, scorer: str):
@@ -42,6 +42,6 @@ def score_lines(scored, scorer: str):
     t = scored.tokenized
     good, bad = scored.scores[scorer]
     for k, p in enumerate(t.pairs):
-        yield json.dumps({"pairID": p.pair_id, "UID": p.paradigm, "pll_good": float(good[k]),
-                          "pll_bad": float(bad[k]), "tokens_good": t.good_pieces[k], "tokens_bad": t.bad_pieces[k],
-                          "correct": bool(good[k] > bad[k]), "has_unk": bool(t.has_unk[k])}, ensure_ascii=False)
+        yield json.dumps(dict(zip(SCORE_FIELDS, (p.pair_id, p.paradigm, float(good[k]), float(bad[k]),
+                                                 t.good_pieces[k], t.bad_pieces[k], bool(good[k] > bad[k]),
+                                                 bool(t.has_unk[k])))), ensure_ascii=False)

@@ -17,6 +17,7 @@ import json
 import os
 
 from npbert.errors import JSON_ERRORS, DataError
+from npbert.reading import VOCAB_LIMIT, read_bytes, regular_file
 from npbert.tokenizer.vocab import CLS, MASK, PAD, SEP, UNK, VOCAB_FILE, load_vocab
 
 CONFIG_FILE = "tokenizer_config.json"
@@ -96,9 +97,9 @@ def hf_tokenizer_json(tok) -> dict:
 def _read_json(path) -> dict:
     if not os.path.exists(path):
         return {}
+    regular_file(path, "tokenizer file", "a checkpoint's files are read whole")   # a FIFO would block
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(read_bytes(path, "tokenizer file", VOCAB_LIMIT))      # bounded, as vocab.txt is
     except JSON_ERRORS as e:
         raise DataError(f"{path} is not valid JSON: {e}") from None
     if not isinstance(data, dict):
