@@ -14,8 +14,9 @@ from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
 # 2: training cases, their roles; 3: tokenizer rules, checkpoint vocab.txt; 4: counter-based dropout (the
-# dropout case's keep from its constants, the dropout_uniforms case)
-SCHEMA, VERSION = "npbert-golden", 4
+# dropout case's keep from its constants, the dropout_uniforms case); 5: a model and training cases with
+# dropout on (constants.dropout an object there)
+SCHEMA, VERSION = "npbert-golden", 5
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -73,9 +74,10 @@ CONVENTIONS = {
     "span_loss": "extractive QA: (CE(start) + CE(end)) / 2 over every position, padded ones included; a "
                  "position is clamped into [0, T] and T is ignored (so -1 means [CLS], T+2 counts nothing), as Hugging Face does",
     "pooler": "tanh(dense(h[:, 0])): the [CLS] token",
-    "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input: "
+    "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input, and the cases whose "
+               "constants.dropout is an object (bert_for_pretraining[dropout], train[*,dropout]), which says how: "
                "y = x * keep / (1 - p); keep = u >= p with npbert's counter-based uniforms (the dropout_uniforms "
-               "case defines them)",
+               "case defines them), u and p compared as doubles",
 }
 
 
@@ -97,6 +99,14 @@ READING = {
                 "(the same batch every step) with the recipe in its constants; write loss, grad_norm and lr per "
                 "step, trained/<param>, m/<param>, v/<param> after the last, and where you can the step_tensors; "
                 "the verdict names the first step and quantity that differ",
+    "generator": "a generator case (dropout_uniforms) has no forward to run: compute the keys of calls 0, 1, ... of "
+                 "step constants.step of DropoutStream(constants.dropout_seed), and the uniforms u and masks keep "
+                 "(u >= constants.p) of each key at the input index, as its description says; write keys, u and keep",
+    "dropout": "constants.dropout is 0.0 (off) in a training case without dropout; an object in a case with dropout "
+               "on: hidden_dropout_prob and attention_probs_dropout_prob (instead of the config's 0), dropout_seed, "
+               "step (the model case; a training case's step s is the number of updates before it), how a call is "
+               "keyed and what it keeps, and calls: each call of one forward in order (call k is the k-th, from 0) "
+               "with what it drops, its shape, an element's flat index and the first traced name it changes",
     "tokenizer": "a tokenizer case's constants hold the vocabulary (vocab_tokens, or vocab_file: the checkpoint's "
                  "vocab.txt in the golden directory, with its SHA-256), every setting and rule (cjk_ranges, what "
                  "max_input_chars_per_word counts, what offsets index), the texts (one padded batch) and the text "
