@@ -2,6 +2,7 @@
 fails where it should, the files are byte-identical for the same seed, docs/porting.md's table of
 symptoms is what the broken ports produce, and bad results or goldens get clear errors."""
 import json
+import math
 import os
 import shutil
 from unittest import mock
@@ -17,7 +18,7 @@ from npbert.golden.write import case_file, write_goldens
 from npbert.backend import use_backend
 from npbert.golden.cases import DROPOUT_MODEL, dropout_model_case, golden_dims
 from npbert.gradcheck.cases import op_cases
-from npbert.ops.dropout import DropoutStream, splitmix64 as splitmix64_op
+from npbert.ops.dropout import DropoutStream, dropout_rows_forward, dropout_uniforms, splitmix64 as splitmix64_op
 from support import broken_ports
 from support.goldens import VERDICT, conform_case, copy_results
 
@@ -90,6 +91,22 @@ def test_a_port_of_the_described_dropout_generator_reproduces_its_golden_and_the
     key = splitmix64(splitmix64(c["dropout_seed"], c["step"]), c["call"])
     keep = np.array([(splitmix64(key, i) >> 40) / 2 ** 24 >= c["p"] for i in range(d["keep"].size)])
     np.testing.assert_array_equal(d["keep"].reshape(-1), keep)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_compares_u_with_p_as_a_double_in_either_dtype_as_its_page_says(dtype):
+    """p = 0.7: float32(0.7) is a multiple of 2^-24 below 0.7, so the element whose u is exactly
+    float32(0.7) is dropped by the double comparison and kept by a float32 one."""
+    from npbert.kernels.dropout import keep_threshold
+    p, key, i = 0.7, 0, 14358268                       # u(0, 14358268) == float32(0.7): found by a search
+    f32 = float(np.float32(p))                         # 0.699999988079071: below p, a multiple of 2^-24
+    assert dropout_uniforms(key, np.array([i], np.uint64))[0] == f32 < p
+    x = np.ones((1, 1), dtype)
+    _, cache = dropout_rows_forward(x, p, key, rows=[i])                 # the element at flat index i alone
+    assert not cache.keep[0, 0] and keep_threshold(p) == math.ceil(p * 2 ** 24) > f32 * 2 ** 24
+    page = open(os.path.join(ROOT, "docs", "layers", "dropout.md"), encoding="utf-8").read()
+    main = page.split("## Implementation notes")[0]
+    assert "never `float32(p)`" in main and "in float64 in a float32 model as in a float64 one" in main
 
 
 @pytest.mark.parametrize("bug", list(broken_ports.BROKEN))
