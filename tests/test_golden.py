@@ -4,6 +4,7 @@ symptoms is what the broken ports produce, and bad results or goldens get clear 
 import json
 import math
 import os
+import re
 import shutil
 from unittest import mock
 
@@ -61,6 +62,62 @@ def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     ids = safetensors.load_file(os.path.join(golden, "float64", "bert_for_pretraining.safetensors"))
     assert (ids["input_ids"][ids["attention_mask"] == 0] == 0).all() and (ids["attention_mask"] == 0).any()
     assert (ids["mlm_labels"] == -100).any()
+
+
+def case_fields(case: dict) -> dict:
+    """field -> [its values] of one manifest case: its keys, its tensors' floor, its constants (an
+    object's keys under the constant's name: constants.dropout.step)."""
+    fields = {k: [v] for k, v in case.items()}
+    fields.update({"tensor.floor": [t["floor"]] for t in case["tensors"] if "floor" in t})
+
+    def add(prefix, constants):
+        for k, v in constants.items():
+            fields.setdefault(f"{prefix}.{k}", []).append(v)
+            if isinstance(v, dict):
+                add(f"{prefix}.{k}", v)
+    add("constants", case.get("constants", {}))
+    return fields
+
+
+@pytest.fixture(scope="module")
+def checkpoint_entries(bert_dir):
+    """The manifest entries --checkpoint adds (the checkpoint's tokenizer and forward cases)."""
+    from npbert.golden.real_model import real_model_cases
+    from npbert.golden.write import case_entry
+    return [case_entry(c) for c in real_model_cases(bert_dir)[0]]
+
+
+def test_every_field_a_port_reads_is_documented_with_its_values(golden, checkpoint_entries):
+    """The manifest's fields name every field of every case, the --checkpoint ones included, and
+    no other; where they list values, each value a case has is listed; every kind a case has its
+    own reading."""
+    manifest = schema.read_manifest(golden)
+    documented = manifest["fields"]
+    entries = manifest["cases"] + checkpoint_entries
+    seen = {}
+    for entry in entries:
+        for field, values in case_fields(entry).items():
+            seen.setdefault(field, []).extend(values)
+    assert set(seen) == set(documented), (set(seen) - set(documented), set(documented) - set(seen))
+    for field, values in seen.items():
+        if isinstance(documented[field], dict):
+            listed = {schema.field_value(v) for v in values}
+            assert listed <= set(documented[field]), (field, listed - set(documented[field]))
+    assert set(documented["kind"]) == {e["kind"] for e in entries}
+    assert {"generator", "training", "tokenizer", "dropout"} <= set(manifest["reading"])
+
+
+NUMBERS = {"Eight": 8, "Twelve": 12, "Sixteen": 16}
+
+
+def test_the_case_counts_in_the_porting_guide_are_what_npbert_golden_writes(golden, checkpoint_entries):
+    page = open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8").read()
+    cases = schema.read_manifest(golden)["cases"]
+    assert int(re.search(r"npbert golden --out golden +# (\d+) cases", page)[1]) == len(cases)
+    assert int(re.search(r"two built-in sentences: (\d+) cases", page)[1]) == len(cases) + len(checkpoint_entries)
+    for kind in ("training", "tokenizer"):
+        said = re.search(rf"(\w+) `{kind}` cases", page)[1]
+        assert NUMBERS.get(said) == sum(c["kind"] == kind for c in cases), (kind, said)
 
 
 def splitmix64(seed, n):
