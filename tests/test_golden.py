@@ -2,8 +2,11 @@
 fails where it should, the files are byte-identical for the same seed, docs/porting.md's table of
 symptoms is what the broken ports produce, and bad results or goldens get clear errors."""
 import json
+import math
 import os
+import re
 import shutil
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -13,15 +16,19 @@ from npbert.cli import main
 from npbert.errors import InputError, NpbertError
 from npbert.golden import conform, schema
 from npbert.golden.write import case_file, write_goldens
+from npbert.backend import use_backend
+from npbert.golden.cases import DROPOUT_MODEL, dropout_model_case, golden_dims
+from npbert.gradcheck.cases import op_cases
+from npbert.ops.dropout import DropoutStream, dropout_rows_forward, dropout_uniforms, splitmix64 as splitmix64_op
 from support import broken_ports
-from support.goldens import conform_case, copy_results
+from support.goldens import VERDICT, conform_case, copy_results
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
 def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):
     reports = conform.conform(golden, own_results)
-    assert len(reports) == 82 and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
+    assert len(reports) == len(schema.read_manifest(golden)["cases"]) and all(r.passed for r in reports), conform.format_report(reports, failures_only=True)
     assert os.path.isfile(os.path.join(own_results, "float64", "linear", "grad", "w.npy"))
     whole = next(r for r in reports if r.name == "float64/bert_for_pretraining")
     given = {row.name for row in whole.rows}
@@ -33,7 +40,7 @@ def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     manifest = schema.read_manifest(golden)
     names = {c["name"] for c in manifest["cases"]}
     assert {"linear", "embedding[padding_idx]", "attention_core", "dropout", "dropout_uniforms", "encoder", "mlm_head",
-            "bert_for_pretraining",
+            "bert_for_pretraining", "bert_for_pretraining[dropout]",
             "bert_for_question_answering", "bert_for_multiple_choice"} <= names
     for c in manifest["cases"]:
         if c["kind"] in ("training", "tokenizer", "generator"):       # their own tests below
@@ -55,6 +62,62 @@ def test_every_case_covers_inputs_outputs_and_every_gradient(golden):
     ids = safetensors.load_file(os.path.join(golden, "float64", "bert_for_pretraining.safetensors"))
     assert (ids["input_ids"][ids["attention_mask"] == 0] == 0).all() and (ids["attention_mask"] == 0).any()
     assert (ids["mlm_labels"] == -100).any()
+
+
+def case_fields(case: dict) -> dict:
+    """field -> [its values] of one manifest case: its keys, its tensors' floor, its constants (an
+    object's keys under the constant's name: constants.dropout.step)."""
+    fields = {k: [v] for k, v in case.items()}
+    fields.update({"tensor.floor": [t["floor"]] for t in case["tensors"] if "floor" in t})
+
+    def add(prefix, constants):
+        for k, v in constants.items():
+            fields.setdefault(f"{prefix}.{k}", []).append(v)
+            if isinstance(v, dict):
+                add(f"{prefix}.{k}", v)
+    add("constants", case.get("constants", {}))
+    return fields
+
+
+@pytest.fixture(scope="module")
+def checkpoint_entries(bert_dir):
+    """The manifest entries --checkpoint adds (the checkpoint's tokenizer and forward cases)."""
+    from npbert.golden.real_model import real_model_cases
+    from npbert.golden.write import case_entry
+    return [case_entry(c) for c in real_model_cases(bert_dir)[0]]
+
+
+def test_every_field_a_port_reads_is_documented_with_its_values(golden, checkpoint_entries):
+    """The manifest's fields name every field of every case, the --checkpoint ones included, and
+    no other; where they list values, each value a case has is listed; every kind a case has its
+    own reading."""
+    manifest = schema.read_manifest(golden)
+    documented = manifest["fields"]
+    entries = manifest["cases"] + checkpoint_entries
+    seen = {}
+    for entry in entries:
+        for field, values in case_fields(entry).items():
+            seen.setdefault(field, []).extend(values)
+    assert set(seen) == set(documented), (set(seen) - set(documented), set(documented) - set(seen))
+    for field, values in seen.items():
+        if isinstance(documented[field], dict):
+            listed = {schema.field_value(v) for v in values}
+            assert listed <= set(documented[field]), (field, listed - set(documented[field]))
+    assert set(documented["kind"]) == {e["kind"] for e in entries}
+    assert {"generator", "training", "tokenizer", "dropout"} <= set(manifest["reading"])
+
+
+NUMBERS = {"Eight": 8, "Twelve": 12, "Sixteen": 16}
+
+
+def test_the_case_counts_in_the_porting_guide_are_what_npbert_golden_writes(golden, checkpoint_entries):
+    page = open(os.path.join(ROOT, "docs", "porting.md"), encoding="utf-8").read()
+    cases = schema.read_manifest(golden)["cases"]
+    assert int(re.search(r"npbert golden --out golden +# (\d+) cases", page)[1]) == len(cases)
+    assert int(re.search(r"two built-in sentences: (\d+) cases", page)[1]) == len(cases) + len(checkpoint_entries)
+    for kind in ("training", "tokenizer"):
+        said = re.search(rf"(\w+) `{kind}` cases", page)[1]
+        assert NUMBERS.get(said) == sum(c["kind"] == kind for c in cases), (kind, said)
 
 
 def splitmix64(seed, n):
@@ -87,6 +150,22 @@ def test_a_port_of_the_described_dropout_generator_reproduces_its_golden_and_the
     np.testing.assert_array_equal(d["keep"].reshape(-1), keep)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_compares_u_with_p_as_a_double_in_either_dtype_as_its_page_says(dtype):
+    """p = 0.7: float32(0.7) is a multiple of 2^-24 below 0.7, so the element whose u is exactly
+    float32(0.7) is dropped by the double comparison and kept by a float32 one."""
+    from npbert.kernels.dropout import keep_threshold
+    p, key, i = 0.7, 0, 14358268                       # u(0, 14358268) == float32(0.7): found by a search
+    f32 = float(np.float32(p))                         # 0.699999988079071: below p, a multiple of 2^-24
+    assert dropout_uniforms(key, np.array([i], np.uint64))[0] == f32 < p
+    x = np.ones((1, 1), dtype)
+    _, cache = dropout_rows_forward(x, p, key, rows=[i])                 # the element at flat index i alone
+    assert not cache.keep[0, 0] and keep_threshold(p) == math.ceil(p * 2 ** 24) > f32 * 2 ** 24
+    page = open(os.path.join(ROOT, "docs", "layers", "dropout.md"), encoding="utf-8").read()
+    main = page.split("## Implementation notes")[0]
+    assert "never `float32(p)`" in main and "in float64 in a float32 model as in a float64 one" in main
+
+
 @pytest.mark.parametrize("bug", list(broken_ports.BROKEN))
 def test_each_broken_port_fails_at_the_first_intermediate_it_breaks(bug, broken):
     _, case, expected = broken_ports.BROKEN[bug]
@@ -98,6 +177,60 @@ def test_each_broken_port_fails_at_the_first_intermediate_it_breaks(bug, broken)
     only_intermediates = bug.startswith("mask value")    # the probabilities, outputs and gradients agree
     assert ("only intermediates differ" in whole.verdict()) == only_intermediates
     assert not all(r.passed for r in broken[bug]) and any(r.passed for r in broken[bug])
+
+
+@pytest.mark.parametrize("bug", broken_ports.DROPOUT_BUGS)
+def test_a_dropout_slip_fails_the_training_cases_with_dropout_at_their_loss_and_nothing_without(bug, broken):
+    """A port whose dropout is keyed or indexed wrong: its loss is off at the first step whose masks
+    differ (the second where only the step is wrong: the first step's is 0), and every case without
+    dropout passes but the generator's and the dropout op's (their own keys)."""
+    step = 2 if "step 0" in bug else 1
+    keyed = set() if "attention" in bug else {"dropout", "dropout_uniforms"}    # keys from a DropoutStream too
+    for r in broken[bug]:
+        name = r.name.split("/")[-1]
+        if name.startswith("train[") and name.endswith(",dropout]"):
+            m = VERDICT.fullmatch(r.verdict())
+            assert m and (m["name"], m["where"]) == ("loss", f"step {step}"), r.verdict()
+            assert ("the steps before match" if step > 1 else "bert_for_pretraining[dropout]") in m["detail"]
+        else:
+            assert r.passed == (name not in keyed | {DROPOUT_MODEL}), (name, r.verdict())
+
+
+def test_each_dropout_call_first_shows_where_the_case_says(golden):
+    """The dropout model case's constants list the model's calls in order: a port that keys call k
+    wrongly (and only it) first differs at call k's first_seen_at, and the forward makes no other call."""
+    entry = next(c for c in schema.read_manifest(golden)["cases"]
+                 if c["name"] == DROPOUT_MODEL and c["dtype"] == "float64")
+    want = safetensors.load_file(os.path.join(golden, entry["file"]))
+    calls = entry["constants"]["dropout"]["calls"]
+    model = op_cases(golden_dims())["bert_for_pretraining"].model
+    real = DropoutStream.next_key
+    for k, call in enumerate(calls + [None]):
+        def next_key(stream, k=k):                     # call k keyed as another step's
+            key = real(stream)
+            return key if stream.calls != k + 1 else int(splitmix64_op(np.uint64(key), 99))
+        with mock.patch.object(DropoutStream, "next_key", next_key), use_backend("numpy"):
+            got = dropout_model_case(model, "float64", 0).tensors
+        differs = [n for n in entry["forward_order"] if not np.array_equal(got[n][1], want[n])]
+        assert differs[:1] == ([call["first_seen_at"]] if call else []), (k, differs[:3])
+
+
+def test_the_dropout_model_case_is_the_pretraining_case_with_both_dropouts_on(golden):
+    cases = {c["name"]: c for c in schema.read_manifest(golden)["cases"] if c["dtype"] == "float64"}
+    plain, dropped = (safetensors.load_file(os.path.join(golden, cases[n]["file"]))
+                      for n in ("bert_for_pretraining", DROPOUT_MODEL))
+    roles = {t["name"]: t["role"] for t in cases[DROPOUT_MODEL]["tensors"]}
+    for name, role in roles.items():                   # the same batch and parameters, the same trace's names
+        assert name in plain
+        if role in ("input", "param"):
+            np.testing.assert_array_equal(dropped[name], plain[name])
+    assert cases[DROPOUT_MODEL]["forward_order"] == cases["bert_for_pretraining"]["forward_order"]
+    c = cases[DROPOUT_MODEL]["constants"]["dropout"]
+    assert 0 < c["hidden_dropout_prob"] != c["attention_probs_dropout_prob"] > 0, "a swap of the two must show"
+    assert c["step"] > 0, "a key without the step, or with step 0, must show"
+    np.testing.assert_array_equal(dropped["bert.embeddings.LayerNorm"], plain["bert.embeddings.LayerNorm"])
+    kept = dropped["bert.embeddings"] / dropped["bert.embeddings.LayerNorm"]     # 0 or 1 / (1 - p), per element
+    np.testing.assert_allclose(np.unique(np.round(kept, 9)), [0, 1 / (1 - c["hidden_dropout_prob"])])
 
 
 def test_porting_guide_table_is_what_the_broken_ports_produce(broken):
@@ -202,7 +335,7 @@ def test_a_manifest_of_another_version_or_schema_is_refused(golden, tmp_path):
     path = os.path.join(other, schema.MANIFEST)
     manifest = json.load(open(path))
     json.dump({**manifest, "version": 1}, open(path, "w"))
-    with pytest.raises(InputError, match="golden schema version 1; this npbert reads version 4"):
+    with pytest.raises(InputError, match=f"golden schema version 1; this npbert reads version {schema.VERSION}"):
         conform.conform(other, other)
     json.dump({**manifest, "schema": "something-else"}, open(path, "w"))
     with pytest.raises(InputError, match="not an npbert golden manifest"):

@@ -16,7 +16,7 @@ ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 def test_npbert_own_training_step_reproduces_the_training_goldens(golden, own_results):
     reports = conform.conform(golden, own_results, only=["train*"])
-    assert len(reports) == 8 and all(r.passed for r in reports)
+    assert len(reports) == 12 and all(r.passed for r in reports)
     assert all(row.rel == 0.0 for r in reports for row in r.rows), "the same code, dtype and machine: equal"
 
 
@@ -25,13 +25,14 @@ def test_training_cases_record_the_recipe_and_what_it_must_show(golden):
     cases = [c for c in schema.read_manifest(golden)["cases"] if c["kind"] == "training"]
     assert sorted(c["name"] for c in cases) == sorted(2 * [
         f"train[{m},{b}]" for m in ("pretraining", "sequence_classification")
-        for b in ("bias_correction", "no_bias_correction")])
+        for b in ("bias_correction", "no_bias_correction", "dropout")])
     clipped = []
     for c in cases:
         roles = {t["name"]: t["role"] for t in c["tensors"]}
         assert {roles[k] for k in ("loss", "grad_norm", "lr")} == {"step"}
         assert roles["trained/" + broken_ports.WORD] == roles["m/" + broken_ports.WORD] == "final"
         assert c["constants"]["bias_correction"] == ("no_bias" not in c["name"])
+        assert isinstance(c["constants"]["dropout"], dict) == ("dropout" in c["name"])
         t = safetensors.load_file(os.path.join(golden, c["file"]))
         K = RECIPE["steps"]
         assert t["loss"].shape == t["grad_norm"].shape == t["lr"].shape == (K,)

@@ -9,9 +9,10 @@ def register(sub):
                                    "the whole BertForPreTraining on small deliberately unequal sizes, in float64 and "
                                    "float32: inputs, parameters (Hugging Face names and layouts), outputs, the "
                                    "upstream gradient, every gradient, and the whole models' traces (every named "
-                                   "intermediate and its gradient), five training steps (AdamW with its schedule, "
-                                   "clipping and weight-decay exclusions) of pretraining and of sequence "
-                                   "classification, and the tokenizer on hard inputs under six settings. With "
+                                   "intermediate and its gradient), the pretraining model again with dropout on, five "
+                                   "training steps (AdamW with its schedule, clipping and weight-decay exclusions) of "
+                                   "pretraining and of sequence classification, with dropout off and on, and the "
+                                   "tokenizer on hard inputs under six settings. With "
                                    "--checkpoint, also the tokenizer's ids and offsets and the traced forward of that "
                                    "model on --text. The same seed gives "
                                    "byte-identical files. Check a port's results with `npbert conform`.")

@@ -6,11 +6,14 @@ The sizes are small and all different (B 3, T 7, A 2, head 5, H 10, I 13, V 17, 
 transposed weight or a swapped axis cannot pass by accident; rows are padded (lengths 7, 4, 5)
 with [PAD] at the padded positions, an id repeats, one MLM label is -100, and dropout is off
 (the dropout op alone gets its keep mask as an input, which its constants also determine; the
-dropout_uniforms case is the generator itself). float32 cases hold the same numbers rounded,
-run by npbert in float32 (NumPy backend).
+dropout_uniforms case is the generator itself) but in bert_for_pretraining[dropout]: the same
+model, parameters and batch with hidden and attention-probability dropout on, its keys those of
+one training step, so a port's dropout calls, keys and indices show at the first intermediate
+they reach. float32 cases hold the same numbers rounded, run by npbert in float32 (NumPy backend).
 """
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from typing import NamedTuple
 
@@ -58,6 +61,10 @@ DESCRIPTIONS = {
     "nsp_head": "pooled W^T + b: IsNext, NotNext",
     "cross_entropy": "mean cross-entropy over rows whose label is not -100",
     "bert_for_pretraining": "BertForPreTraining: MLM at mlm_positions + NSP, loss = mlm_loss + nsp_loss",
+    "bert_for_pretraining[dropout]": "bert_for_pretraining's model, parameters and batch with dropout on as in training "
+                                     "step `step` of DropoutStream(dropout_seed): the calls in constants.dropout.calls, "
+                                     "in that order, call k keyed splitmix64(splitmix64(dropout_seed, step), k), each "
+                                     "keeping u(key, i) >= its p at flat index i (see dropout_uniforms)",
     "classifier": "logits = x W^T + b (dropout off)",
     "qa_head": "qa_outputs: (B, T, H) -> (B, T, 2), start and end scores",
     "span_loss": "(CE(start scores, start) + CE(end scores, end)) / 2; positions clamped into [0, T], T ignored",
@@ -68,6 +75,10 @@ DESCRIPTIONS = {
     "bert_for_question_answering": "BertForQuestionAnswering: span loss over every position",
     "bert_for_multiple_choice": "BertForMultipleChoice, 2 choices run as B*C sequences, scores (B, C)",
 }
+# Dropout as the model's dropout cases run it: the two probabilities unequal (a port that swaps them
+# fails), keyed as training step 3 (a key that leaves the step out, or takes step 0, differs).
+DROPOUT = dict(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.2)
+DROPOUT_STEP = 3
 DERIVED = ("mlm_predictions",)     # outputs that are the argmax of another (mlm_logits): not BERT's, not golden
 OPS = ("linear", "embedding", "layernorm", "gelu", "linear_gelu", "dropout", "dropout_uniforms", "softmax",
        "attention_core", "cross_entropy", "mse", "span_loss")
@@ -98,8 +109,9 @@ def golden_cases(seed: int = 0, dtypes=DTYPES, names=None) -> list:
     with use_backend("numpy"):
         for dtype in sorted(set(dtypes) | {"float64"}, key=DTYPES.index):
             cases = op_cases(golden_dims(seed, dtype))
-            for name in ([n for n in cases if cases[n].golden] if names is None else names):
-                case = golden_case(name, cases[name], dtype, seed)
+            for name in ([n for n in cases if cases[n].golden] + [DROPOUT_MODEL] if names is None else names):
+                case = golden_case(name, cases[name], dtype, seed) if name != DROPOUT_MODEL else \
+                    dropout_model_case(cases["bert_for_pretraining"].model, dtype, seed)
                 if name == "dropout" and dtype in dtypes:
                     out.append(dropout_uniforms_case(seed, dtype))
                 if dtype == "float64":
@@ -108,6 +120,56 @@ def golden_cases(seed: int = 0, dtypes=DTYPES, names=None) -> list:
                 if dtype in dtypes:
                     out.append(case._replace(floors=floors[name]))
     return out
+
+
+DROPOUT_MODEL = "bert_for_pretraining[dropout]"
+
+
+def with_dropout(model: ModelCall) -> ModelCall:
+    """A whole-model case's ModelCall with hidden and attention-probability dropout on (DROPOUT)."""
+    return model._replace(config=dataclasses.replace(model.config, **DROPOUT))
+
+
+def dropout_model_case(model: ModelCall, dtype: str, seed: int, step: int = DROPOUT_STEP) -> GoldenCase:
+    """The whole pretraining model traced with dropout on, its keys those of training step `step`."""
+    model = with_dropout(model)
+    tensors, forward_order, backward_order = model_tensors(model, DropoutStream(seed, step))
+    constants = {"dropout": dropout_constants(model.config, seed, step)}
+    return GoldenCase(DROPOUT_MODEL, dtype, "model", DESCRIPTIONS[DROPOUT_MODEL], constants, tensors, forward_order,
+                      backward_order)
+
+
+def dropout_calls(config, classifier: str | None = None) -> list:
+    """The dropout calls of one forward, in the order the model makes them (call k is the list's k-th,
+    from 0), each with what it drops, the flat index of an element and the first traced name it
+    reaches; classifier: the trace name of a task head's classifier, whose input is dropped last."""
+    hidden = ("(B, T, H)", "(b*T + t)*H + h")
+    calls = [("the embeddings' LayerNorm output", *hidden, "bert.embeddings")]
+    for i in range(config.num_hidden_layers):
+        layer = f"bert.encoder.layer.{i}"
+        calls += [(f"{layer}'s attention probabilities, before they weight the values", "(B, A, T, T)",
+                   "((b*A + a)*T + query)*T + key", f"{layer}.attention.self"),
+                  (f"{layer}'s attention output (attention.output.dense), before the residual sum", *hidden,
+                   f"{layer}.attention.output.sum"),
+                  (f"{layer}'s feed-forward output (output.dense), before the residual sum", *hidden,
+                   f"{layer}.output.sum")]
+    if classifier:
+        calls.append(("the pooled output, the classifier's input", "(B, H)", "b*H + h", classifier))
+    return [dict(zip(("drops", "shape", "index", "first_seen_at"), c)) for c in calls]
+
+
+def dropout_constants(config, seed: int, step: int | None = None, classifier: str | None = None) -> dict:
+    """What a port needs to drop what npbert drops: the probabilities, the seed, the step (a training
+    case: every step its own) and the calls in order."""
+    return {"hidden_dropout_prob": config.hidden_dropout_prob,
+            "attention_probs_dropout_prob": config.attention_probs_dropout_prob, "dropout_seed": seed, **({"step": step} if step is not None else {}),
+            "keys": "call k (from 0, in the order of calls) of step s (updates done before it) is keyed "
+                    "splitmix64(splitmix64(dropout_seed, s), k); it keeps element i iff u(key, i) >= p, u and p "
+                    "compared as doubles (whatever the case's dtype), and multiplies what it keeps by 1 / (1 - p), "
+                    "computed in double and rounded to the case's dtype",
+            "p": "hidden_dropout_prob for every call but the attention probabilities', which take "
+                 "attention_probs_dropout_prob",
+            "calls": dropout_calls(config, classifier)}
 
 
 def dropout_uniforms_case(seed: int, dtype: str, step: int = 3, calls: int = 3, p_drop: float = 0.1) -> GoldenCase:
@@ -154,11 +216,12 @@ def op_tensors(name: str, case: Case, seed: int) -> dict:
     return tensors
 
 
-def model_tensors(m: ModelCall) -> tuple:
+def model_tensors(m: ModelCall, rng=None) -> tuple:
     """A whole model, traced: inputs, every parameter, the outputs, d loss / d loss = 1, every
-    parameter's gradient, and every named intermediate and its gradient (docs/model.md)."""
+    parameter's gradient, and every named intermediate and its gradient (docs/model.md).
+    rng: its dropout (a DropoutStream), or None for none."""
     trace = Trace()
-    out, cache = m.forward(m.params, m.config, **m.inputs, trace=trace)
+    out, cache = m.forward(m.params, m.config, **m.inputs, rng=rng, trace=trace)
     grads = m.backward(cache)
     dtype = m.params["bert.embeddings.word_embeddings.weight"].dtype
     outputs = {k: ("output", np.asarray(v)) for k, v in out.items()

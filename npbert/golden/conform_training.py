@@ -71,6 +71,8 @@ def _hint(entry, golden, name, i, got, scale, tol) -> str:
     if name == "lr":
         return "; one step late?" if i + 1 < K and near(golden["lr"][i + 1]) else \
             "; one step early?" if i > 0 and near(golden["lr"][i - 1]) else "; check the schedule"
+    if name == "loss" and isinstance(c.get("dropout"), dict):
+        return _dropout_hint(i)
     if name == "grad_norm":
         return "; the norm after clipping? (record it before)" if near(min(golden[name][i], c["max_grad_norm"])) else ""
     kind, param = name.split("/", 2)[1:] if name.startswith("steps/") else (None, None)
@@ -81,6 +83,16 @@ def _hint(entry, golden, name, i, got, scale, tol) -> str:
     if kind == "param":
         return _update_hint(c, golden, param, i, near)
     return ""
+
+
+def _dropout_hint(i) -> str:
+    """A loss off in a case with dropout on, before any gradient: the dropout, most likely. At a later
+    step than the first, the steps before drew theirs right: the step's part of the key is the suspect."""
+    if i:
+        return ("; the steps before match: is step s's dropout keyed by s itself (call k: "
+                "splitmix64(splitmix64(dropout_seed, s), k), s = updates done before it)?")
+    return ("; dropout on: the case bert_for_pretraining[dropout] names the first intermediate a wrong call order, "
+            "key or index reaches (its constants.dropout.calls)")
 
 
 def _previous_param(golden, param, i):

@@ -14,8 +14,9 @@ from npbert.errors import JSON_ERRORS, InputError
 from npbert.gradcheck.checker import scaled_error
 
 # 2: training cases, their roles; 3: tokenizer rules, checkpoint vocab.txt; 4: counter-based dropout (the
-# dropout case's keep from its constants, the dropout_uniforms case)
-SCHEMA, VERSION = "npbert-golden", 4
+# dropout case's keep from its constants, the dropout_uniforms case); 5: a model and training cases with
+# dropout on (constants.dropout an object there)
+SCHEMA, VERSION = "npbert-golden", 5
 MANIFEST = "manifest.json"
 
 ROLES = {
@@ -73,9 +74,10 @@ CONVENTIONS = {
     "span_loss": "extractive QA: (CE(start) + CE(end)) / 2 over every position, padded ones included; a "
                  "position is clamped into [0, T] and T is ignored (so -1 means [CLS], T+2 counts nothing), as Hugging Face does",
     "pooler": "tanh(dense(h[:, 0])): the [CLS] token",
-    "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input: "
+    "dropout": "off (evaluation) in every case but the dropout op, whose keep mask is an input, and the cases whose "
+               "constants.dropout is an object (bert_for_pretraining[dropout], train[*,dropout]), which says how: "
                "y = x * keep / (1 - p); keep = u >= p with npbert's counter-based uniforms (the dropout_uniforms "
-               "case defines them)",
+               "case defines them), u and p compared as doubles",
 }
 
 
@@ -97,12 +99,99 @@ READING = {
                 "(the same batch every step) with the recipe in its constants; write loss, grad_norm and lr per "
                 "step, trained/<param>, m/<param>, v/<param> after the last, and where you can the step_tensors; "
                 "the verdict names the first step and quantity that differ",
+    "generator": "a generator case (dropout_uniforms) has no forward to run: compute the keys of calls 0, 1, ... of "
+                 "step constants.step of DropoutStream(constants.dropout_seed), and the uniforms u and masks keep "
+                 "(u >= constants.p) of each key at the input index, as its description says; write keys, u and keep",
+    "dropout": "constants.dropout is 0.0 (off) in a training case without dropout; an object in a case with dropout "
+               "on: hidden_dropout_prob and attention_probs_dropout_prob (instead of the config's 0), dropout_seed, "
+               "step (the model case; a training case's step s is the number of updates before it), how a call is "
+               "keyed and what it keeps, and calls: each call of one forward in order (call k is the k-th, from 0) "
+               "with what it drops, its shape, an element's flat index and the first traced name it changes",
     "tokenizer": "a tokenizer case's constants hold the vocabulary (vocab_tokens, or vocab_file: the checkpoint's "
                  "vocab.txt in the golden directory, with its SHA-256), every setting and rule (cjk_ranges, what "
                  "max_input_chars_per_word counts, what offsets index), the texts (one padded batch) and the text "
                  "pairs (truncated longest_first to pair_max_length, padded, written under pair/); the verdict names "
                  "the text (or pair) and position of the first token that differs",
 }
+
+
+# Every field of a case a port reads, with its possible values (the manifest's "fields"; docs/porting.md).
+# A dict lists the values one by one (JSON's spelling: true, null); a string says what any value is. A
+# string value may be a listed name followed by ":" or a space and its rule spelled out (pair_truncation's
+# "longest_first: budget = ..."): match its first word, never the whole sentence, which may grow.
+FIELDS = {
+    "name": "the case's name: an op, layer or model name, a [variant] after it where one name has several",
+    "dtype": {"float64": "computed in float64 (the reference)", "float32": "the same inputs rounded, run in float32",
+              "int64": "a tokenizer case: integers, equal or wrong"},
+    "kind": {"op": "a leaf op: inputs, parameters w b gamma beta table, out, grad/out, grads",
+             "layer": "a layer of BERT, parameters under (relative) Hugging Face names",
+             "model": "a whole model: the trace's intermediates in forward_order and backward_order",
+             "generator": "the dropout generator alone (reading.generator): no forward, no gradient",
+             "training": "steps of training (reading.training)", "tokenizer": "the tokenizer (reading.tokenizer)",
+             "checkpoint": "a real checkpoint's traced forward (the manifest's checkpoint entry)"},
+    "file": "the case's safetensors file, a relative path; a port's results go to the same path",
+    "description": "what the case computes, for a reader: nothing to parse",
+    "constants": "what the case reads besides its tensors (the constants.* fields)",
+    "tensors": "name, role (the manifest's roles), shape, dtype and, for some gradients, floor",
+    "forward_order": "a model: its intermediates in the order the forward makes them",
+    "backward_order": "a model: grad/<intermediate> in the order the backward makes them",
+    "tensor.floor": "the scale a gradient that is 0 in exact arithmetic is measured against (the error)",
+    "constants.eps": "a number: LayerNorm's epsilon (op layernorm), AdamW's (training)",
+    "constants.hidden_act": {"gelu": "exact: x/2 (1 + erf(x / sqrt 2))",
+                             "gelu_new": "tanh: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))"},
+    "constants.padding_idx": "an integer: the table row the lookup gives no gradient",
+    "constants.num_attention_heads": "an integer: the heads a layer case splits H into",
+    "constants.p": "a number in [0, 1): a dropout probability (the dropout op, the generator's keep, the "
+                   "classifier, where 0.0 means off)",
+    "constants.dropout_seed": "an integer: the seed of DropoutStream(dropout_seed, step)",
+    "constants.step": "an integer: the training step whose keys a case uses (updates done before it)",
+    "constants.call": "an integer: which call of the step keys the dropout op (from 0)",
+    "constants.dropout": "0.0: dropout off; an object (the constants.dropout.* fields): dropout on (reading.dropout)",
+    "constants.dropout.hidden_dropout_prob": "a number in (0, 1): p of every call but the attention probabilities'",
+    "constants.dropout.attention_probs_dropout_prob": "a number in (0, 1): p of the attention probabilities",
+    "constants.dropout.dropout_seed": "an integer: every call's key derives from it",
+    "constants.dropout.step": "an integer (a model case): the step whose keys the forward uses",
+    "constants.dropout.keys": "how call k of step s is keyed, what it keeps and how it scales: read once",
+    "constants.dropout.p": "which p each call takes: read once",
+    "constants.dropout.calls": "a list, one object per call of one forward, in order (call k is the k-th, from "
+                               "0): drops, shape, index (an element's flat index) and first_seen_at (the first "
+                               "traced name it changes)",
+    "constants.steps": "an integer: the updates a training case runs",
+    "constants.warmup_steps": "an integer (schedule)", "constants.total_steps": "an integer (schedule)",
+    "constants.peak_lr": "a number (schedule)", "constants.max_grad_norm": "a number (clip)",
+    "constants.weight_decay": "a number (adamw, no_decay)", "constants.betas": "[b1, b2] (adamw)",
+    "constants.bias_correction": {"true": "m_hat, v_hat as in adamw", "false": "m and v as they are"},
+    "constants.frozen": "which parameters the optimizer leaves alone, and why: read once",
+    "constants.schedule": "the learning rate of update s: read once",
+    "constants.clip": "the clipping rule: read once", "constants.adamw": "the update rule: read once",
+    "constants.no_decay": "which parameters take no weight decay: read once",
+    "constants.same_batch_every_step": {"true": "every step runs on the case's one batch"},
+    "constants.pad_token_id": "an integer: [PAD]'s id",
+    "constants.pad_at": "where [PAD] also sits at a real position: read once",
+    "constants.vocab": "which vocabulary, for a reader", "constants.vocab_tokens": "the vocabulary, id by id",
+    "constants.vocab_file": "the vocabulary's file in the golden directory, one token a line, id by line",
+    "constants.vocab_sha256": "that file's SHA-256",
+    "constants.do_lower_case": {"true": "lower-case (and strip accents unless strip_accents is false)",
+                                "false": "keep case (strip accents only if strip_accents is true)"},
+    "constants.strip_accents": {"null": "as do_lower_case", "true": "strip (NFD, drop Mn)", "false": "keep"},
+    "constants.tokenize_chinese_chars": {"true": "spaces around every code point in cjk_ranges", "false": "no"},
+    "constants.cjk_ranges": "a list of \"U+XXXX-U+YYYY\", inclusive",
+    "constants.max_input_chars_per_word": "an integer: a longer word is one [UNK]",
+    "constants.max_input_chars_per_word_counts": "what that limit counts: read once",
+    "constants.special_tokens": "where [CLS] and [SEP] go: read once",
+    "constants.offsets": "what offset_mapping indexes: read once",
+    "constants.padding": {"longest": "pad every text to the batch's longest, [PAD] id, mask 0"},
+    "constants.texts": "the batch's texts", "constants.text_pairs": "the pairs' texts, [first, second]",
+    "constants.pair_max_length": "an integer: the pairs' max_length",
+    "constants.pair_truncation": {"longest_first": "the rule after the colon (docs/porting.md)"},
+    "constants.truncation": {"longest_first": "to max_length, as its text after the name says"},
+}
+
+
+def field_value(value) -> str:
+    """What a field's value is listed under in a FIELDS dict: a string's first word (up to ":" or a
+    space), JSON's spelling of anything else (true, null)."""
+    return re.match(r"[^:\s]*", value).group(0) if isinstance(value, str) else json.dumps(value)
 
 
 def manifest_path(directory) -> str:

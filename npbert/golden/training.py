@@ -2,7 +2,9 @@
 the whole-model cases) run by npbert's own training step (npbert/training/loop.py `update`: the
 warmup + linear-decay schedule, clipping by the global norm, AdamW with its weight-decay
 exclusions), for pretraining (MLM + NSP) and for one fine-tuning head, with bias correction on
-and off. Dropout is off; the same batch is used at every step.
+and off and dropout off, and with bias correction and dropout on (each step's dropout
+DropoutStream(seed, step), as `npbert pretrain` and `npbert finetune` draw it). The same batch is
+used at every step.
 
 Recorded, per step: the loss, the global gradient norm before clipping and the learning rate
 (required), and every parameter's gradient before clipping, both AdamW moments and the
@@ -17,9 +19,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from npbert.backend import use_backend
-from npbert.golden.cases import GoldenCase, golden_dims
+from npbert.golden.cases import GoldenCase, dropout_constants, golden_dims, with_dropout
 from npbert.gradcheck.cases import op_cases
 from npbert.gradcheck.checker import zero_gradient_floors
+from npbert.ops.dropout import DropoutStream
 from npbert.optim import AdamW
 from npbert.training.loop import Schedule, update
 
@@ -30,6 +33,7 @@ RECIPE = dict(steps=5, warmup_steps=2, total_steps=6, peak_lr=0.01, max_grad_nor
               betas=(0.9, 0.999), eps=1e-6)
 MODELS = {"pretraining": "bert_for_pretraining", "sequence_classification": "bert_for_sequence_classification"}
 PAD_AT = (0, 2)                                        # (row, position) of a real token that is [PAD]
+CLASSIFIERS = {"pretraining": None, "sequence_classification": "classifier"}   # a head's dropped input: its trace name
 
 
 def frozen(name: str) -> bool:
@@ -39,11 +43,12 @@ def frozen(name: str) -> bool:
     return name.endswith("attention.self.key.bias")
 
 
-def training_case_name(model: str, bias_correction: bool) -> str:
-    return f"train[{model},{'bias_correction' if bias_correction else 'no_bias_correction'}]"
+def training_case_name(model: str, bias_correction: bool, dropout: bool = False) -> str:
+    return f"train[{model},{'dropout' if dropout else 'bias_correction' if bias_correction else 'no_bias_correction'}]"
 
 
-def training_constants(bias_correction: bool) -> dict:
+def training_constants(bias_correction: bool, dropout=0.0) -> dict:
+    """The recipe, for the manifest; dropout: 0.0 (off) or what dropout_constants says of it."""
     r = RECIPE
     return {"frozen": "every attention.self.key.bias: not updated, no moments (its gradient is 0 in exact "
                       "arithmetic, and Adam would turn its rounding noise into steps of up to lr)",
@@ -59,20 +64,21 @@ def training_constants(bias_correction: bool) -> dict:
                      "wd p), m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t) with bias correction, else m, v; t is "
                      "the 1-based number of the update, the first (lr 0) update included: t = 1 at step 1",
             "no_decay": "weight_decay is 0 for every name ending in .bias or containing LayerNorm",
-            "dropout": 0.0, "same_batch_every_step": True, "pad_token_id": 0,
+            "dropout": dropout, "same_batch_every_step": True, "pad_token_id": 0,
             "pad_at": f"input_ids{list(PAD_AT)} is [PAD] at a real position: padding_idx gives its row no lookup "
                       "gradient (the tied decoder and weight decay still move it)"}
 
 
-def train_steps(model, bias_correction: bool, recipe=RECIPE) -> dict:
+def train_steps(model, bias_correction: bool, recipe=RECIPE, dropout_seed=None) -> dict:
     """Run recipe["steps"] updates of a whole-model case's ModelCall with npbert's own step ->
-    {loss, grad_norm, lr: (K,)} and {grad, m, v, param: {name: (K, *shape)}} per step."""
+    {loss, grad_norm, lr: (K,)} and {grad, m, v, param: {name: (K, *shape)}} per step.
+    dropout_seed: None for no dropout, else step s drops with DropoutStream(dropout_seed, s)."""
     params = {k: v.copy() for k, v in model.params.items()}
     schedule = Schedule(recipe["total_steps"], recipe["warmup_steps"], recipe["peak_lr"], recipe["max_grad_norm"])
     trained = {k: v for k, v in params.items() if not frozen(k)}
-    state = SimpleNamespace(params=params, dropout=lambda: None, position=SimpleNamespace(step=0),   # dropout off
-                            optimizer=AdamW(trained, recipe["weight_decay"], recipe["betas"], recipe["eps"],
+    state = SimpleNamespace(params=params, position=SimpleNamespace(step=0), optimizer=AdamW(trained, recipe["weight_decay"], recipe["betas"], recipe["eps"],
                                             bias_correction))
+    state.dropout = lambda: None if dropout_seed is None else DropoutStream(dropout_seed, state.position.step)
     raw = {}                                           # the gradients before clipping (it scales them in place)
 
     def backward(cache):
@@ -112,33 +118,51 @@ def golden_model(name: str, dtype: str, seed: int):
     return model._replace(inputs=inputs)
 
 
+# (bias correction, dropout) of each model's cases: the optimizer's two settings without dropout,
+# and dropout on (with bias correction, the default of npbert's and PyTorch's AdamW)
+SETTINGS = ((True, False), (False, False), (True, True))
+
+
 def training_cases(seed: int = 0, dtypes=("float64", "float32")) -> list:
-    """A GoldenCase per model, bias-correction setting and dtype: the batch and initial parameters
-    (inputs), the per-step series and tensors, the final parameters and moments. A gradient that is
-    0 in exact arithmetic is measured against its floor, found in float64 (as in cases.py)."""
+    """A GoldenCase per model, setting and dtype: the batch and initial parameters (inputs), the
+    per-step series and tensors, the final parameters and moments. A gradient that is 0 in exact
+    arithmetic is measured against its floor, found in float64 (as in cases.py)."""
     out, floors = [], {}
     with use_backend("numpy"):
         for dtype in ("float64",) + tuple(d for d in dtypes if d != "float64"):
             for kind, name in MODELS.items():
-                for bias_correction in (True, False):
+                for bias_correction, dropout in SETTINGS:
                     model = golden_model(name, dtype, seed)
-                    series, steps = train_steps(model, bias_correction)
-                    case = training_case_name(kind, bias_correction)
+                    model = with_dropout(model) if dropout else model
+                    series, steps = train_steps(model, bias_correction, dropout_seed=seed if dropout else None)
+                    case = training_case_name(kind, bias_correction, dropout)
                     if dtype == "float64":
                         grads = {"steps/grad/" + k: g for k, g in steps["grad"].items()}
                         floors[case] = {k: f for k, f in zero_gradient_floors(grads).items() if f}
-                    tensors = {k: ("input", np.asarray(v)) for k, v in model.inputs.items()}
-                    tensors.update({k: ("param", v) for k, v in model.params.items()})
-                    tensors.update({k: ("step", v) for k, v in series.items()})
-                    for k in model.params:
-                        tensors["trained/" + k] = ("final", steps["param"][k][-1])
-                    for moment in ("m", "v"):
-                        tensors.update({f"{moment}/{k}": ("final", a[-1]) for k, a in steps[moment].items()})
-                    for what in ("grad", "m", "v", "param"):
-                        tensors.update({f"steps/{what}/{k}": ("step_tensor", a) for k, a in steps[what].items()})
                     if dtype in dtypes:
-                        out.append(GoldenCase(case, dtype, "training", f"{RECIPE['steps']} training steps of "
-                                              f"{DESCRIPTIONS[kind]}, AdamW bias correction "
-                                              f"{'on' if bias_correction else 'off'}", training_constants(
-                                                  bias_correction), tensors, [], [], floors[case]))
+                        constants = training_constants(bias_correction, dropout_constants(
+                            model.config, seed, classifier=CLASSIFIERS[kind]) if dropout else 0.0)
+                        out.append(GoldenCase(case, dtype, "training", training_description(kind, bias_correction,
+                                                                                            dropout),
+                                              constants, training_tensors(model, series, steps), [], [], floors[case]))
     return out
+
+
+def training_description(kind: str, bias_correction: bool, dropout: bool) -> str:
+    return f"{RECIPE['steps']} training steps of {DESCRIPTIONS[kind]}, AdamW bias correction " \
+           f"{'on' if bias_correction else 'off'}" + (", dropout on (constants.dropout)" if dropout else "")
+
+
+def training_tensors(model, series, steps) -> dict:
+    """name -> (role, array): the batch and initial parameters, the per-step series and tensors, the
+    final parameters and moments."""
+    tensors = {k: ("input", np.asarray(v)) for k, v in model.inputs.items()}
+    tensors.update({k: ("param", v) for k, v in model.params.items()})
+    tensors.update({k: ("step", v) for k, v in series.items()})
+    for k in model.params:
+        tensors["trained/" + k] = ("final", steps["param"][k][-1])
+    for moment in ("m", "v"):
+        tensors.update({f"{moment}/{k}": ("final", a[-1]) for k, a in steps[moment].items()})
+    for what in ("grad", "m", "v", "param"):
+        tensors.update({f"steps/{what}/{k}": ("step_tensor", a) for k, a in steps[what].items()})
+    return tensors

@@ -101,7 +101,8 @@ def write_goldens(out, seed: int = 0, checkpoint=None, texts=None) -> dict:
         "schema": schema.SCHEMA, "version": schema.VERSION, "seed": seed,
         "config": golden_dims(seed).config().to_dict(), "dims": {k: list(v) if isinstance(v, tuple) else v
                                                                   for k, v in GOLDEN_DIMS.items()},
-        "conventions": schema.CONVENTIONS, "reading": schema.READING, "tolerance": schema.TOLERANCE,
+        "conventions": schema.CONVENTIONS, "reading": schema.READING, "fields": schema.FIELDS,
+        "tolerance": schema.TOLERANCE,
         "error": schema.ERROR,
         "roles": schema.ROLES, "required_roles": list(schema.REQUIRED), "optional_roles": list(schema.OPTIONAL),
     }

@@ -24,10 +24,12 @@ from npbert import backend, model, safetensors  # noqa: E402
 from npbert.golden import conform, schema  # noqa: E402
 from npbert.layers import layout  # noqa: E402
 from npbert import optim  # noqa: E402
+from npbert.golden.cases import DROPOUT_MODEL  # noqa: E402
 from npbert.golden.training import training_cases  # noqa: E402
 from npbert.golden.write import case_file, default_cases, write_goldens  # noqa: E402
 from npbert.training import loop  # noqa: E402
 from npbert.ops import attention_core as attention_core_op  # noqa: E402
+from npbert.ops import dropout as dropout_op  # noqa: E402
 from npbert.ops import embedding as embedding_op  # noqa: E402
 from npbert.ops.softmax import softmax_forward  # noqa: E402
 
@@ -103,6 +105,39 @@ def _pad_row_gets_gradient():
                 mock.patch("npbert.kernels.embedding.without_padding_row", lambda dtable, cache: dtable))
 
 
+def _calls_from_one():
+    def next_key(self):                                    # call k keyed as call k + 1
+        self.calls += 1
+        return int(dropout_op.splitmix64(np.uint64(self.step_key), self.calls))
+    return mock.patch.object(dropout_op.DropoutStream, "next_key", next_key)
+
+
+def _step_key(step_key):
+    """A DropoutStream whose step key is step_key(seed, step) instead of splitmix64(seed, step)."""
+    real = dropout_op.DropoutStream.__init__
+
+    def __init__(self, seed, step):
+        real(self, seed, step)
+        self.step_key = step_key(seed, step)
+    return mock.patch.object(dropout_op.DropoutStream, "__init__", __init__)
+
+
+def _step_left_out():                                      # call k keyed splitmix64(seed, k)
+    return _step_key(lambda seed, step: seed % 2 ** 64)
+
+
+def _every_step_as_step_0():                               # one set of masks for the whole run
+    return _step_key(lambda seed, step: int(dropout_op.splitmix64(np.uint64(seed % 2 ** 64), 0)))
+
+
+def _probs_indexed_by_key_then_query():
+    def dropout_forward(x, p_drop, rng):                   # x: (B, A, T, T); index ((b*A + a)*T + key)*T + query
+        y, cache = dropout_op.dropout_forward(x.swapaxes(-1, -2), p_drop, rng)
+        keep = None if cache.keep is None else cache.keep.swapaxes(-1, -2)
+        return y.swapaxes(-1, -2), cache._replace(keep=keep)
+    return mock.patch.object(attention_core_op, "dropout_forward", dropout_forward)
+
+
 @contextlib.contextmanager
 def _all(*patches):
     with contextlib.ExitStack() as stack:
@@ -122,7 +157,13 @@ BROKEN = {
     "softmax over the query axis": (_softmax_over_queries, "bert_for_pretraining",
                                     "bert.encoder.layer.0.attention.self.probs"),
     "[PAD] row's gradient not zeroed": (_pad_row_gets_gradient, "bert_for_question_answering", "grad/" + WORD),
+    "dropout calls numbered from 1": (_calls_from_one, DROPOUT_MODEL, "bert.embeddings"),
+    "the step left out of the dropout keys": (_step_left_out, DROPOUT_MODEL, "bert.embeddings"),
+    "every step's dropout keyed as step 0's": (_every_step_as_step_0, DROPOUT_MODEL, "bert.embeddings"),
+    "attention probabilities dropped at index (b, a, key, query)": (_probs_indexed_by_key_then_query, DROPOUT_MODEL,
+                                                                    "bert.encoder.layer.0.attention.self"),
 }
+DROPOUT_BUGS = [bug for bug, (_, case, _) in BROKEN.items() if case == DROPOUT_MODEL]
 
 
 # --- broken optimizers: each a patch of one of npbert's training functions --------------------------
