@@ -73,13 +73,16 @@ def prepare_commands(r: Runner, quick: bool) -> list:
             for name, extra in DATA.items()]
 
 
-def pretrain_commands(r: Runner, arms, minutes: float, seeds) -> list:
+def pretrain_commands(r: Runner, arms, minutes: float, seeds, steps=None) -> list:
+    """steps: the step count a budget planned before (its run's `budget` record), to give more
+    seeds that count while other runs share the cores (a plan made then would be smaller)."""
     commands = []
     for arm in arms:
         for seed in seeds:
             name = run_name(arm, minutes, seed)
-            argv = ["pretrain", "--data", r.path("data-imdb"), "--out", r.path(name), "--seed", str(seed), "--budget",
-                    f"{minutes:g}", "--eval-every", "100", "--save-every", "1000", "--log-every", "100",
+            length = ["--budget", f"{minutes:g}"] if steps is None else ["--steps", str(steps)]
+            argv = ["pretrain", "--data", r.path("data-imdb"), "--out", r.path(name), "--seed", str(seed), *length,
+                    "--eval-every", "100", "--save-every", "1000", "--log-every", "100",
                     *[a.format(runs=r.runs) for a in ARMS[arm]]]          # an arm's own --data comes last, and wins
             commands.append((r.path("done", f"{name}.json"), argv, r.path("logs", f"{name}.log")))
     return commands
@@ -157,22 +160,30 @@ def mean_sd(values, scale=1.0, digits=3) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
+BLIMP_COLUMNS = (("overall:overall", "BLiMP"), ("phenomenon:determiner_noun_agreement", "det.-noun"),
+                 ("phenomenon:subject_verb_agreement", "subj.-verb"))
+
+
 def report(results=RESULTS) -> str:
     """Markdown: a row per arm and budget, mean ± sd over its seeds."""
     runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
     groups = {}
     for run in runs:
         groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    blimp = f"blimp{BLIMP_PER_PARADIGM}"
     lines = ["| arm | budget (min) | seeds | steps | CPU min | held-out MLM | plateau exit (CPU min) | "
-             f"BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|"]
+             + " | ".join(f"{title} (first {BLIMP_PER_PARADIGM})" for _, title in BLIMP_COLUMNS) + " |",
+             "|---|---|---|---|---|---|---|" + "---|" * len(BLIMP_COLUMNS)]
     for key, rs in groups.items():
         arm, minutes = key.rsplit("-m", 1)
         never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
         exit_ = mean_sd([r["plateau_exit_cpu_min"] for r in rs], digits=1) + (f" ({never} never)" if never else "")
-        blimp = mean_sd([r.get(f"blimp{BLIMP_PER_PARADIGM}", {}).get("overall:overall") for r in rs], 100, 1)
+        if rs[0]["options"].get("instances") == "sentences":
+            exit_ += " (held-out sentences)"            # the run's own evaluations: its held-out is single sentences
+        scores = [mean_sd([r.get(blimp, {}).get(group) for r in rs], 100, 1) for group, _ in BLIMP_COLUMNS]
         lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
-                     f"{mean_sd([r['heldout_mlm'] for r in rs])} | {exit_} | {blimp} |")
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])} | {exit_} | " + " | ".join(scores) + " |")
     return "\n".join(lines)
 
 
@@ -184,6 +195,8 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
     p.add_argument("--seeds", type=lambda text: [int(x) for x in text.split(",")], default=[0],
                    help="run: pretraining seeds, comma-separated (default 0)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="run: this step count instead of planning --minutes (a plan recorded by an earlier seed)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
@@ -197,7 +210,7 @@ def main(argv=None) -> int:
     if args.stage == "run":
         for commands in prepare_commands(r, args.quick):
             r.run_all(commands)
-        r.run_all(pretrain_commands(r, args.arms, args.minutes, args.seeds))
+        r.run_all(pretrain_commands(r, args.arms, args.minutes, args.seeds, args.steps))
     elif args.stage == "blimp":
         if not args.blimp:
             p.error("blimp needs --blimp DIR (BLiMP's data/)")
