@@ -21,8 +21,8 @@ GOOD = {"sentence_good": "the children play chess .", "sentence_bad": "the child
         "linguistics_term": "subject_verb_agreement", "UID": "toy", "pairID": "0"}
 
 
-def small_model(directory, heads=True, positions=64):
-    tokenizer = BertTokenizer(builtin_vocab())
+def small_model(directory, heads=True, positions=64, vocab=None):
+    tokenizer = BertTokenizer(vocab or builtin_vocab())
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=positions)
     save_pretrained(str(directory), config, init_params(config, np.random.default_rng(0), heads=heads), tokenizer)
@@ -135,6 +135,17 @@ def test_attention_heads_reads_the_held_out_text(run_dir, tmp_path, capsys):
     assert means.shape == (2, 2, len(STATISTICS) + 1) and saved["queries"] > 0
     assert ((means[:, :, :6] >= 0) & (means[:, :, :6] <= 1 + 1e-9)).all()
     assert (means[:, :, 6] <= means[:, :, 7] + 1e-9).all()          # no entropy above the uniform one
+
+
+def test_attention_heads_refuses_data_of_another_vocabulary(run_dir, tmp_path, capsys):
+    """Before: data prepared with another vocabulary ran, and its statistics were over ids that are
+    other pieces to the model; refused as the counting baselines refuse it."""
+    vocab = list(builtin_vocab())
+    vocab[-1], vocab[-2] = vocab[-2], vocab[-1]
+    other = small_model(tmp_path / "other", vocab=vocab)
+    assert main(["attention-heads", other, "--data", str(run_dir / "data"), "--sequences", "4"]) == 2
+    assert "was prepared with another vocabulary than the checkpoint's" in one_error_line(capsys, "attention-heads")
+    assert capsys.readouterr().out == ""
 
 
 def test_probe_prints_every_layer_beside_the_control(run_dir, tmp_path, capsys):
