@@ -160,6 +160,17 @@ def test_probe_prints_every_layer_beside_the_control(run_dir, tmp_path, capsys):
     assert "a probe classifies sentences or tokens" in one_error_line(capsys, "probe")
 
 
+def test_probe_refuses_a_length_with_no_room_for_a_word(run_dir, capsys):
+    """Before: --max-seq-length 2 made every sentence [CLS] [SEP], all features alike, and each layer
+    reported the majority class."""
+    args = ["probe", str(run_dir / "checkpoint"), "--task", "builtin-sentence", "--max-train-examples", "20",
+            "--no-control", "--max-seq-length"]
+    assert main(args + ["2"]) == 2
+    assert "max_seq_length 2 leaves no room for a word between [CLS] and [SEP]: sequence classification needs 3 " \
+           "at least" in one_error_line(capsys, "probe")
+    assert main(args + ["3"]) == 0
+
+
 # --- outputs: a new file, or one npbert wrote there before; nothing a user made, nothing read -------------
 
 def command_line(command, run_dir, checkpoint, pairs):
