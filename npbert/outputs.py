@@ -1,11 +1,12 @@
-"""The files a command writes (--json, --scores, --plot, plot's --out), one rule for all, checked
-by check_outputs before any work is done:
+"""The files a command writes (--json, --scores, --plot, plot's --out, predict's --output), one rule
+for all, checked by check_outputs before any work is done:
 
     a path is written when nothing is there, or when it holds what npbert wrote there before,
     recognisably (a PNG with npbert's Software mark, JSON whose first object has the fields of
-    that output, text whose every line is one npbert prints there): a re-run replaces its own result and nothing a user made. Never a directory or a
-    special file (a FIFO would block the check, a device is not a file to replace), never a file
-    the same command reads (or one inside a directory it reads), never one file for two outputs.
+    that output, text whose every line is one npbert prints there): a re-run replaces its own
+    result and nothing a user made. Never a directory or a special file (a FIFO would block the
+    check, a device is not a file to replace), never a file the same command reads (or one inside
+    a directory it reads), never one file for two outputs.
 
 Writing is npbert/atomic.py's atomic_write: a crash leaves the old file or all of the new one.
 """

@@ -48,7 +48,8 @@ def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys)
     (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
     assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path)]) == 2
-    assert f"cannot write --output {tmp_path}: it is a directory, not a regular file" in one_error_line(capsys, "predict")
+    assert f"cannot write --output {tmp_path}: it is a directory, not a regular file" in \
+        one_error_line(capsys, "predict")
 
 
 def test_predict_output_replaces_only_its_own_file(sentence_model, tmp_path, capsys):

@@ -231,8 +231,9 @@ def test_sequence_pairs_truncate_the_longer_side_first(tok):
 
 def test_a_sequence_length_with_no_room_for_a_word_is_refused(tok):
     """Before: every example became [CLS] [SEP] (a pair [CLS] [SEP] [SEP]), all alike."""
-    single, pair = [dict(text="the cat", label="1", where="f:1")], [dict(text="the cat", text_pair="a dog", where="f:1")]
-    with pytest.raises(DataError, match=r"max_seq_length 2 leaves no room .*: sequence classification needs 3 at least"):
+    single = [dict(text="the cat", label="1", where="f:1")]
+    pair = [dict(text="the cat", text_pair="a dog", where="f:1")]
+    with pytest.raises(DataError, match=r"max_seq_length 2 leaves no room .*: sequence classification needs 3"):
         encode_sequences(single, tok, 2, ["0", "1"])
     with pytest.raises(DataError, match=r"max_seq_length 3 leaves no room .*: a sentence pair needs 4 at least"):
         encode_sequences(pair, tok, 3)

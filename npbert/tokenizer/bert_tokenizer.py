@@ -274,7 +274,7 @@ class BertTokenizer:
             limit = self.model_max_length if o.max_length is None else o.max_length
             if limit < n_special:
                 raise InputError(f"max_length={limit} leaves no room for the {n_special} special tokens")
-            if limit == n_special and o.overflowing:   # windows of no token: the Rust code's one window is the whole text
+            if limit == n_special and o.overflowing:   # no token a window: Rust's one window is the whole text
                 raise InputError(f"max_length={limit} leaves no token for the windows of return_overflowing_tokens "
                                  f"beside the {n_special} special tokens: give at least {n_special + 1}")
             rows = truncation_windows(lengths, o.truncation, limit - n_special, o.stride, self.truncation_side)
