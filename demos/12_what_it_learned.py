@@ -105,8 +105,8 @@ ok(scored.accuracies()[0].pairs == 240, "240 pairs scored")
 
 # %%
 stage("What each attention head looks at, over 100 held-out sequences of its pretraining data.")
-stats = head_statistics(params, config, heldout_batches(pretraining_data_of(os.path.join(run, "checkpoint")), 100),
-                        tokenizer)
+batches = heldout_batches(pretraining_data_of(os.path.join(run, "checkpoint")), tokenizer.ids_to_tokens, 100)
+stats = head_statistics(params, config, batches, tokenizer)
 means = stats.mean()                                                          # (L, A, 8)
 print("   layer head " + " ".join(f"{t:>11}" for t in TARGETS) + "  entropy")
 for i in range(config.num_hidden_layers):

@@ -1,11 +1,12 @@
-"""The files a command writes (--json, --scores, --plot, plot's --out), one rule for all, checked
-by check_outputs before any work is done:
+"""The files a command writes (--json, --scores, --plot, plot's --out, predict's --output), one rule
+for all, checked by check_outputs before any work is done:
 
     a path is written when nothing is there, or when it holds what npbert wrote there before,
     recognisably (a PNG with npbert's Software mark, JSON whose first object has the fields of
-    that output): a re-run replaces its own result and nothing a user made. Never a directory or a
-    special file (a FIFO would block the check, a device is not a file to replace), never a file
-    the same command reads (or one inside a directory it reads), never one file for two outputs.
+    that output, text whose every line is one npbert prints there): a re-run replaces its own
+    result and nothing a user made. Never a directory or a special file (a FIFO would block the
+    check, a device is not a file to replace), never a file the same command reads (or one inside
+    a directory it reads), never one file for two outputs.
 
 Writing is npbert/atomic.py's atomic_write: a crash leaves the old file or all of the new one.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from typing import Callable, NamedTuple
 
@@ -32,6 +34,24 @@ class Output(NamedTuple):
 def json_output(option: str, path, fields) -> Output:
     """A JSON or JSON-lines output whose first object has every one of `fields`."""
     return Output(option, path, lambda head: set(fields) <= set(first_object(head)))
+
+
+def text_output(option: str, path, line: str) -> Output:
+    """A text output of lines each matching the regular expression `line` (the whole line)."""
+    pattern = re.compile(line)
+    return Output(option, path, lambda head: every_line_matches(head, pattern))
+
+
+def every_line_matches(head: bytes, pattern) -> bool:
+    """head holds at least one line, every line matches, and it ends as npbert ends a file: with a
+    newline (or cut by HEAD_BYTES, the cut line then not judged)."""
+    *lines, last = head.split(b"\n")
+    if last and len(head) < HEAD_BYTES:
+        return False
+    try:
+        return bool(lines) and all(pattern.fullmatch(line.decode("utf-8")) for line in lines)
+    except UnicodeDecodeError:
+        return False
 
 
 def first_object(head: bytes) -> dict:

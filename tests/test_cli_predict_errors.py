@@ -48,7 +48,39 @@ def test_predict_output_that_cannot_be_written(sentence_model, tmp_path, capsys)
     (tmp_path / "in.txt").write_text("Anna bakes bread.\n")
     assert main(["predict", sentence_model, "--task", "builtin-sentence", "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path)]) == 2
-    assert f"cannot write --output {tmp_path}: Is a directory" in one_error_line(capsys, "predict")
+    assert f"cannot write --output {tmp_path}: it is a directory, not a regular file" in \
+        one_error_line(capsys, "predict")
+
+
+def test_predict_output_replaces_only_its_own_file(sentence_model, tmp_path, capsys):
+    """Before: --output replaced whatever was there (the input, a user's file) with a plain
+    open(..., "w"). Now outputs.py's rule: a new file, or one npbert predict wrote."""
+    inp, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    inp.write_text("Anna bakes bread.\n\nTom flies planes.\n")
+    args = ["predict", sentence_model, "--task", "builtin-sentence", "--input", str(inp), "--output"]
+    out.write_text("precious\n")
+    assert main(args + [str(out)]) == 2
+    assert f"--output {out} exists and was not written by npbert" in one_error_line(capsys, "predict")
+    assert out.read_text() == "precious\n"
+    assert main(args + [str(inp)]) == 2
+    assert f"cannot write --output {inp}: the command reads {inp}" in one_error_line(capsys, "predict")
+    out.unlink()
+    assert main(args + [str(out)]) == 0 and main(args + [str(out)]) == 0     # a re-run replaces its own
+    assert out.read_text().splitlines()[1] == "(empty)"                     # atomic: no hidden file left
+    assert sorted(os.listdir(tmp_path)) == ["in.txt", "out.txt"]
+
+
+@pytest.mark.parametrize("line, ours", [
+    ("POSITIVE\t0.873", True), ("(empty)", True), ("-1.2500", True), ("Anna/B-PER lives/O", True),
+    ("\t0.412", True), ("2\t0.500\tthe end", True),
+    ("precious", False), ("a\tb", False), ("Anna lives", False), ("POSITIVE\t0.87", False)])
+def test_predict_output_is_recognised_by_its_lines(line, ours):
+    from npbert.commands.predict import predictions_output
+    from npbert.outputs import HEAD_BYTES
+    recognise = predictions_output("out.txt").ours
+    assert recognise(f"{line}\nPOSITIVE\t1.000\n".encode()) == ours
+    assert not recognise(f"{line}".encode()) and not recognise(b"")          # npbert ends its lines; empty: no line
+    assert recognise(("POSITIVE\t0.500\n" * HEAD_BYTES)[:HEAD_BYTES].encode())   # a long file, its start cut
 
 
 class Keyboard(io.TextIOWrapper):

@@ -1,4 +1,5 @@
 """The whole pipeline: corpus -> vocabulary -> tokens -> shards, through prepare() and `npbert prepare`."""
+import dataclasses
 import json
 import os
 
@@ -296,6 +297,25 @@ def test_more_predictions_than_positions_is_refused_before_anything_is_read(tmp_
     assert r.returncode == 2 and r.stderr == ("npbert prepare: error: max_predictions_per_seq 1,000,000,000 is more than "
                                               "the 64 positions of an instance (max_seq_length): give at most 64\n")
     assert os.listdir(tmp_path) == []
+
+
+def test_the_default_predictions_follow_a_short_max_seq_length(tmp_path, capsys):
+    """Before: --max-seq-length 16 alone was refused, the default max_predictions_per_seq (20) being
+    more than 16 positions. The default is min(20, max_seq_length), recorded resolved; a value given
+    is still refused when too big, and data prepared with the old default (20) are still reused."""
+    out = str(tmp_path / "short")
+    command = ["prepare", "--max-documents", "30", "--dupe-factor", "1", "--out", out, "--max-seq-length", "16"]
+    assert main(command) == 0
+    assert PretrainingData(out).manifest["options"]["max_predictions_per_seq"] == 16
+    assert main(command + ["--max-predictions-per-seq", "20"]) == 2
+    assert capsys.readouterr().err.endswith("max_predictions_per_seq 20 is more than the 16 positions of an instance "
+                                            "(max_seq_length): give at most 16\n")
+    old = PrepareOptions(out=str(tmp_path / "old"), max_documents=30, dupe_factor=1)
+    given = dataclasses.replace(old, max_predictions_per_seq=20)      # as every manifest recorded it before
+    assert prepare(given, **QUIET)["options"]["max_predictions_per_seq"] == 20
+    log = []
+    prepare(old, log=log.append)                                       # the default resolves to what was recorded
+    assert log == [f"{old.out} is already prepared with these options"]
 
 
 def test_a_dupe_factor_whose_shards_cannot_fit_on_the_disk_is_refused_before_they_are_planned(tmp_path):

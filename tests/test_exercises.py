@@ -257,3 +257,63 @@ def test_a_wrong_name_or_number_of_functions_is_said_to_the_student(args, words,
 
 def test_check_says_ctrl_c_stops_a_function_that_never_returns():
     assert "Ctrl-C" in check.__doc__
+
+
+# --- diagnoses that named the wrong cause, or none ---------------------------------------------------
+
+def layernorm_forward_in_place(x, gamma, beta, eps):
+    x -= x.mean(-1, keepdims=True)                     # the caller's x is now centred
+    rstd = 1 / np.sqrt((x * x).mean(-1, keepdims=True) + eps)
+    return x * rstd * gamma + beta, (x * rstd, rstd, gamma)
+
+
+def layernorm_backward_zeroing_dy(dy, cache):
+    grads = layernorm_backward(dy, cache)
+    dy[...] = 0                                        # "done with it"
+    return grads
+
+
+def text_of(name, *functions):
+    r = report(name, *functions)
+    assert not r.passed
+    return " ".join(str(r).split())
+
+
+def test_an_input_changed_in_place_is_named():
+    # before: both were "dx is wrong with dropout on" (LayerNorm has no dropout): the output and the
+    # gradients are right once, and the finite differences then saw another x, or a zeroed dy
+    text = text_of("layernorm", layernorm_forward_in_place, layernorm_backward)
+    assert "In your layernorm_forward: it changes its input x in place" in text and "x -= mean" in text, text
+    text = text_of("layernorm", layernorm_forward, layernorm_backward_zeroing_dy)
+    assert "In your layernorm_backward: it changes dout, the gradient it was given, in place" in text, text
+    assert "dropout" not in text
+
+
+@pytest.mark.parametrize("returned, words", [
+    (lambda g: tuple(a.astype(np.float64) for a in g), "the gradient dx for float32 inputs is not float32"),
+    (lambda g: (g[0].tolist(), *g[1:]), "the gradient dx for float32 inputs is a list, not a NumPy array"),
+])
+def test_a_gradient_of_the_wrong_dtype_or_type_blames_the_backward(returned, words):
+    # before: "In your layernorm_forward: the gradient dx for float32 inputs is not float32"
+    text = text_of("layernorm", ops.layernorm_forward, lambda dy, c: returned(ops.layernorm_backward(dy, c)))
+    assert f"In your layernorm_backward: {words}" in text, text
+
+
+@pytest.mark.parametrize("name, extra", [("layernorm", 1), ("linear", 1), ("attention", -1)])
+def test_a_backward_returning_another_number_of_values_is_told(name, extra):
+    # before: zip() dropped an extra value and the report said "all checks passed"
+    forward, backward = EXERCISES[name].solution
+    cut = (lambda *a: (*backward(*a), None)) if extra > 0 else (lambda *a: backward(*a)[:-1])
+    text = text_of(name, forward, cut)
+    assert f"In your {EXERCISES[name].functions[1]}: it returns {3 + extra} values, not 3" in text, text
+    assert ("extra value" if extra > 0 else "missing") in text
+
+
+def test_state_kept_between_calls_is_not_blamed_on_dropout():
+    kept = {}
+
+    def gelu_forward(x, hidden_act):                   # the first call's output, whatever comes after
+        kept.setdefault("y", ops.gelu_forward(x.copy(), hidden_act))
+        return kept["y"]
+    text = text_of("gelu", gelu_forward, ops.gelu_backward)
+    assert "dx is wrong when your functions are called again" in text and "dropout" not in text, text

@@ -21,8 +21,8 @@ GOOD = {"sentence_good": "the children play chess .", "sentence_bad": "the child
         "linguistics_term": "subject_verb_agreement", "UID": "toy", "pairID": "0"}
 
 
-def small_model(directory, heads=True, positions=64):
-    tokenizer = BertTokenizer(builtin_vocab())
+def small_model(directory, heads=True, positions=64, vocab=None):
+    tokenizer = BertTokenizer(vocab or builtin_vocab())
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=positions)
     save_pretrained(str(directory), config, init_params(config, np.random.default_rng(0), heads=heads), tokenizer)
@@ -137,6 +137,17 @@ def test_attention_heads_reads_the_held_out_text(run_dir, tmp_path, capsys):
     assert (means[:, :, 6] <= means[:, :, 7] + 1e-9).all()          # no entropy above the uniform one
 
 
+def test_attention_heads_refuses_data_of_another_vocabulary(run_dir, tmp_path, capsys):
+    """Before: data prepared with another vocabulary ran, and its statistics were over ids that are
+    other pieces to the model; refused as the counting baselines refuse it."""
+    vocab = list(builtin_vocab())
+    vocab[-1], vocab[-2] = vocab[-2], vocab[-1]
+    other = small_model(tmp_path / "other", vocab=vocab)
+    assert main(["attention-heads", other, "--data", str(run_dir / "data"), "--sequences", "4"]) == 2
+    assert "was prepared with another vocabulary than the checkpoint's" in one_error_line(capsys, "attention-heads")
+    assert capsys.readouterr().out == ""
+
+
 def test_probe_prints_every_layer_beside_the_control(run_dir, tmp_path, capsys):
     record = tmp_path / "probe.json"
     assert main(["probe", str(run_dir / "checkpoint"), "--task", "builtin-tagging", "--max-train-examples", "60",
@@ -147,6 +158,17 @@ def test_probe_prints_every_layer_beside_the_control(run_dir, tmp_path, capsys):
     assert [r["layer"] for r in saved["layers"]["pretrained"]] == [0, 1, 2]
     assert main(["probe", str(run_dir / "checkpoint"), "--task", "builtin-qa"]) == 2
     assert "a probe classifies sentences or tokens" in one_error_line(capsys, "probe")
+
+
+def test_probe_refuses_a_length_with_no_room_for_a_word(run_dir, capsys):
+    """Before: --max-seq-length 2 made every sentence [CLS] [SEP], all features alike, and each layer
+    reported the majority class."""
+    args = ["probe", str(run_dir / "checkpoint"), "--task", "builtin-sentence", "--max-train-examples", "20",
+            "--no-control", "--max-seq-length"]
+    assert main(args + ["2"]) == 2
+    assert "max_seq_length 2 leaves no room for a word between [CLS] and [SEP]: sequence classification needs 3 " \
+           "at least" in one_error_line(capsys, "probe")
+    assert main(args + ["3"]) == 0
 
 
 # --- outputs: a new file, or one npbert wrote there before; nothing a user made, nothing read -------------

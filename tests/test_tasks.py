@@ -229,6 +229,19 @@ def test_sequence_pairs_truncate_the_longer_side_first(tok):
     assert encode_sequences([dict(ex[0], label="2.5")], tok, 8, None, regression=True)[0]["labels"] == 2.5
 
 
+def test_a_sequence_length_with_no_room_for_a_word_is_refused(tok):
+    """Before: every example became [CLS] [SEP] (a pair [CLS] [SEP] [SEP]), all alike."""
+    single = [dict(text="the cat", label="1", where="f:1")]
+    pair = [dict(text="the cat", text_pair="a dog", where="f:1")]
+    with pytest.raises(DataError, match=r"max_seq_length 2 leaves no room .*: sequence classification needs 3"):
+        encode_sequences(single, tok, 2, ["0", "1"])
+    with pytest.raises(DataError, match=r"max_seq_length 3 leaves no room .*: a sentence pair needs 4 at least"):
+        encode_sequences(pair, tok, 3)
+    assert tok.convert_ids_to_tokens(encode_sequences(single, tok, 3, ["0", "1"])[0]["input_ids"]) == \
+        ["[CLS]", "the", "[SEP]"]
+    assert len(encode_sequences(pair, tok, 4)[0]["input_ids"]) == 4
+
+
 def test_tags_go_on_the_first_wordpiece(tok):
     ex = [dict(words=["unwanted", "cat", "running", "zzz"], tags=["B-X", "O", "B-Y", "O"], where="f:1")]
     f = encode_tags(ex, tok, 16, ["O", "B-X", "B-Y"])[0]

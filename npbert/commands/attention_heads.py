@@ -45,8 +45,8 @@ def run(args):
     if data is None:
         raise DataError(f"no pretraining data found for {args.checkpoint}: give --data DIR (a directory `npbert "
                         "prepare` made, with a held-out split)")
-    stats = head_statistics(loaded.params, loaded.config, heldout_batches(data, args.sequences, args.batch_size),
-                            tokenizer)
+    batches = heldout_batches(data, tokenizer.ids_to_tokens, args.sequences, args.batch_size)
+    stats = head_statistics(loaded.params, loaded.config, batches, tokenizer)
     means = stats.mean()                                                          # (L, A, 8)
     print(f"{int(stats.counts[0]):,} query tokens of {data}'s held-out IsNext pairs, masks put back")
     print("\n".join(format_heads(means)))

@@ -20,7 +20,8 @@ def register(sub):
     p.add_argument("--input", default="-", help="text file, one example per line: "
                    + " | ".join(dict.fromkeys(f.line_fields for f in FORMATS)) + " (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
-    p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout)")
+    p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout); a "
+                   "file that is there must be one npbert predict wrote")
     p.add_argument("--max-seq-length", type=positive_int, default=None, help="tokens per sequence (default: the task's)")
     p.add_argument("--batch-size", type=positive_int, default=64, help="sequences per batch")
     add_backend_argument(p)
@@ -28,14 +29,18 @@ def register(sub):
 
 
 def run(args):
+    from npbert.atomic import atomic_write
     from npbert.errors import DataError
     from npbert.finetuning.evaluation import check_max_length, load_finetuned, run_model
+    from npbert.outputs import check_outputs
     from npbert.reading import read_stream
     from npbert.tasks.files import decode_lines, read_lines
     from npbert.tasks.lines import EMPTY, examples_from_lines
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
     format = task.format
+    output = None if args.output == "-" else args.output
+    check_outputs([predictions_output(output)], inputs=[args.checkpoint, args.input if args.input != "-" else None])
     check_checkpoint_task(args.checkpoint, task)
     config, params, tokenizer, labels = load_finetuned(args.checkpoint, task)
     if args.task_file:
@@ -54,12 +59,22 @@ def run(args):
     outputs, _ = run_model(params, config, task.head, encoded.features, args.batch_size, tokenizer.pad_token_id)
     predictions = iter(zip(examples, outputs, format.decode(examples, encoded, outputs, labels)))
     text = "".join((EMPTY if ex is None else format.format(*next(predictions))) + "\n" for ex in lines)
-    if args.output == "-":
+    if output is None:
         sys.stdout.write(text)
     else:
         try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
+            atomic_write(output, lambda f: f.write(text.encode("utf-8")))
         except OSError as e:
             raise DataError(f"cannot write --output {args.output}: {e.strerror}") from None
     return 0
+
+
+def predictions_output(path):
+    """--output as outputs.py's rule sees it: npbert predict's, when every line is a prediction line of
+    some task's format, or EMPTY (a re-run with another --task still replaces its own file)."""
+    import re
+
+    from npbert.outputs import text_output
+    from npbert.tasks.formats import FORMATS
+    from npbert.tasks.lines import EMPTY
+    return text_output("--output", path, "|".join([re.escape(EMPTY)] + [f"(?:{f.line_printed})" for f in FORMATS]))

@@ -7,6 +7,7 @@ from npbert.data.instances import INSTANCE_KINDS
 from npbert.options import POSITIVE, PROBABILITY, Integer, Interval, Option, options_record
 
 DEFAULT_HELDOUT_FRACTION = 0.02
+DEFAULT_MAX_PREDICTIONS = 20             # google-research/bert's; a shorter instance has fewer positions
 TOKENS_PER_SHARD = 1_000_000
 
 CORPUS_OPTIONS = (
@@ -39,7 +40,8 @@ PREPARE_OPTIONS = CORPUS_OPTIONS + (
                                   "running text, blank line between documents (default: detect per file)",
            choices=("bert", "raw"), flag="--format"),
     Option("out", "data/pretraining", "output directory"),
-    Option("max_predictions_per_seq", 20, "most masked positions per instance", POSITIVE),
+    Option("max_predictions_per_seq", None, f"most masked positions per instance (default: "
+                                            f"{DEFAULT_MAX_PREDICTIONS}, or --max-seq-length when shorter)", POSITIVE),
     Option("masked_lm_prob", 0.15, "share of the tokens masked",
            Interval(0, 1, low_open=True, high_open=True)),           # 0 or 1: no task left to learn
     Option("short_seq_prob", 0.1, "share of instances made shorter than --max-seq-length", Interval(0, 1)),

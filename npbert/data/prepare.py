@@ -26,8 +26,8 @@ from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
 from npbert.data.progress import Progress
-from npbert.data.options import (DEFAULT_HELDOUT_FRACTION, TOKENS_PER_SHARD, CorpusOptions,  # noqa: F401
-                                 PrepareOptions)
+from npbert.data.options import (DEFAULT_HELDOUT_FRACTION, DEFAULT_MAX_PREDICTIONS, TOKENS_PER_SHARD,  # noqa: F401
+                                 CorpusOptions, PrepareOptions)
 from npbert.data.instances import DEFAULT_MASK_MIX, InstanceOptions, VocabIds, canonical_mask_mix, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
                                 id_dtype, pack_instances, read_manifest, read_shard, write_json,
@@ -90,12 +90,15 @@ def resolved_options(opts: PrepareOptions) -> dict:
     (a prepared directory may be moved), and checked."""
     builtin = opts.corpus == "builtin"
     options = {k: v for k, v in dataclasses.asdict(opts).items() if k != "out"}
+    max_seq_length = default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128)
     options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
                    corpus_sha256=corpus_sha256(opts.corpus),
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
                    vocab_file_sha256=vocab_file_sha256(opts.vocab),
                    vocab_size=None if opts.vocab or builtin else opts.vocab_size,
-                   max_seq_length=default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128),
+                   max_seq_length=max_seq_length,
+                   max_predictions_per_seq=default_if_none(opts.max_predictions_per_seq,     # a given one is checked
+                                                           min(DEFAULT_MAX_PREDICTIONS, max_seq_length)),
                    dupe_factor=default_if_none(opts.dupe_factor, 5 if builtin else 2),
                    heldout_fraction=default_if_none(opts.heldout_fraction, DEFAULT_HELDOUT_FRACTION),
                    do_lower_case=default_if_none(opts.do_lower_case, True),

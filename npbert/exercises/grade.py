@@ -68,8 +68,10 @@ def grade(exercise: Exercise, functions) -> Report:
 
 def _grade(exercise: Exercise, functions) -> Report:
     tensors, constants, floors = golden(exercise.golden, "float64")
+    given = {k: v.copy() for k, v in tensors.items() if isinstance(v, np.ndarray)}
     first, last = exercise.functions[0], exercise.functions[-1]
     out, cache, finding = attempt(lambda: exercise.run(functions, tensors, constants), first)
+    finding = finding or changed_in_place(tensors, given, "forward")
     finding = finding or compare("out", out, tensors["out"], TOLERANCE["float64"], exercise.axes.get("out", ()),
                                  _mistakes(exercise, "out"), tensors, _regions(exercise, tensors, "out"),
                                  nonfinite=exercise.nonfinite)
@@ -77,6 +79,7 @@ def _grade(exercise: Exercise, functions) -> Report:
     if finding:
         return failed(exercise, first, finding)
     grads, _, finding = attempt(lambda: (exercise.backward(functions, tensors["grad/out"], cache), None), last)
+    finding = finding or changed_in_place(tensors, given, "backward")
     for name in () if finding else exercise.grads:
         finding = compare(name, grads.get(name), tensors["grad/" + name], TOLERANCE["float64"],
                           exercise.axes.get(name, ()), _mistakes(exercise, name), tensors,
@@ -87,6 +90,41 @@ def _grade(exercise: Exercise, functions) -> Report:
     if finding:
         return failed(exercise, last, finding)
     return after_the_goldens(exercise, functions, out, grads, tensors)
+
+
+def changed_in_place(tensors, given, function: str) -> Finding | None:
+    """An array the learner's forward or backward was given and wrote into (x -= mean, dy *= gamma):
+    the result may be right once, while the caller's array (a layer's input, the gradient the layer
+    before still needs) is not what it was; every later call sees another one."""
+    name = next((k for k, v in given.items() if not np.array_equal(tensors[k], v)), None)
+    if name is None:
+        return None
+    what = "dout, the gradient it was given," if name == "grad/out" else f"its input {name}"
+    example = "dy *= gamma, dy[...] = 0" if function == "backward" else "x -= mean, x *= gamma, x[...] = ..."
+    return Finding(f"it changes {what} in place", (
+        f"{'dout' if name == 'grad/out' else name} after the call is not what the caller passed: an in-place operation "
+        f"({example}) writes into the caller's array, so the result may be right while everything that reads that "
+        f"array afterwards sees another one; make a new array instead (xc = x - mean, dxhat = dy * gamma)",))
+
+
+def gradients(names, returned) -> dict:
+    """A backward's return value by the gradients' names, one per input (zip would drop an extra value
+    silently, and leave a missing one None); WrongCount otherwise."""
+    if not isinstance(returned, (tuple, list)) or len(returned) != len(names):
+        raise WrongCount(names, returned)
+    return dict(zip(names, returned))
+
+
+class WrongCount(Exception):
+    """A backward returned another number of values than its inputs have gradients."""
+
+    def finding(self) -> Finding:
+        names, returned = self.args
+        count = len(returned) if isinstance(returned, (tuple, list)) else 1
+        wanted = ", ".join("d" + n for n in names)
+        return Finding(f"it returns {count} value{'s' * (count != 1)}, not {len(names)}", (
+            f"a backward returns one gradient per input, {wanted}, in that order; "
+            + ("is there an extra value in the return?" if count > len(names) else "is one of them missing?"),))
 
 
 def shape_of(value):
@@ -104,13 +142,10 @@ def after_the_goldens(exercise, functions, out, grads, tensors) -> Report:
         return failed(exercise, exercise.functions[-1], errors)
     if max(errors.values()) >= TOL:
         name = max(errors, key=errors.get)
-        return failed(exercise, exercise.functions[-1], Finding(f"d{name} is wrong with dropout on", (
-            f"central finite differences of your forward disagree with it (relative error {errors[name]:.2g}, "
-            f"tolerance {TOL:g}), though it matches the golden vectors (where dropout is off): with dropout on, "
-            "is the gradient multiplied by the same mask?",)))
-    finding = float32_finding(exercise, functions)
+        return failed(exercise, exercise.functions[-1], disagreement(exercise, name, errors[name]))
+    function, finding = float32_finding(exercise, functions)
     if finding:
-        return failed(exercise, exercise.functions[0], finding)
+        return failed(exercise, function, finding)
     forward = float(np.max(np.abs(np.asarray(out, np.float64) - tensors["out"]), initial=0.0))
     backward = max(float(np.max(np.abs(np.asarray(grads[n], np.float64) - tensors["grad/" + n]), initial=0.0))
                    for n in exercise.grads)
@@ -123,6 +158,19 @@ def after_the_goldens(exercise, functions, out, grads, tensors) -> Report:
              f"{max(errors.values()):.2g}, tolerance {TOL:g})"]
     lines += [f"  - {probe.__doc__.strip()[0].lower()}{probe.__doc__.strip()[1:]}: right" for probe in exercise.probes]
     return Report(exercise.name, True, lines + ["  - float32 in, float32 out, within the golden float32 tolerance"])
+
+
+def disagreement(exercise: Exercise, name: str, error: float) -> Finding:
+    """Finite differences disagree with a backward that matched the golden vectors: with dropout on
+    (an exercise's own gradcheck), a missing mask; else (the golden inputs again) state kept between calls."""
+    measured = f"central finite differences of your forward disagree with it (relative error {error:.2g}, " \
+               f"tolerance {TOL:g}), though it matches the golden vectors"
+    if exercise.gradcheck is not None:
+        return Finding(f"d{name} is wrong with dropout on", (
+            f"{measured} (where dropout is off): with dropout on, is the gradient multiplied by the same mask?",))
+    return Finding(f"d{name} is wrong when your functions are called again", (
+        f"{measured} on the same inputs, called once: does your code keep something from one call to the next "
+        "(a global, a cached result)?",))
 
 
 def failed(exercise: Exercise, function: str, finding: Finding, extra=None) -> Report:
@@ -158,24 +206,40 @@ def finite_differences(exercise: Exercise, functions, only=None):
         return Finding("the finite-difference check did not run", (f"{type(error).__name__}: {error}",))
 
 
-def float32_finding(exercise: Exercise, functions) -> Finding | None:
-    """float32 in must give float32 out (and float32 gradients), within the golden float32 tolerance."""
+def float32_finding(exercise: Exercise, functions) -> tuple:
+    """float32 in must give float32 out (and float32 gradients), within the golden float32 tolerance:
+    (the function at fault, a Finding), or (None, None)."""
     tensors, constants, floors = golden(exercise.golden, "float32")
-    out, cache, finding = attempt(lambda: exercise.run(functions, tensors, constants), exercise.functions[0])
-    grads, _, finding = (None, None, finding) if finding else attempt(
-        lambda: (exercise.backward(functions, tensors["grad/out"], cache), None), exercise.functions[-1])
+    first, last = exercise.functions[0], exercise.functions[-1]
+    out, cache, finding = attempt(lambda: exercise.run(functions, tensors, constants), first)
     if finding:
-        return finding._replace(what=finding.what + " (given float32 inputs)")
+        return first, finding._replace(what=finding.what + " (given float32 inputs)")
+    grads, _, finding = attempt(lambda: (exercise.backward(functions, tensors["grad/out"], cache), None), last)
+    if finding:
+        return last, finding._replace(what=finding.what + " (given float32 inputs)")
     for name, got in {"out": out, **grads}.items():
         want = tensors["out" if name == "out" else "grad/" + name]
-        if np.asarray(got).dtype != want.dtype:
-            return Finding(f"the {'output' if name == 'out' else 'gradient d' + name} for float32 inputs is not float32", (
-                f"it is {np.asarray(got).dtype}, not float32: a float64 constant (np.ones(H), np.array(1.0), "
-                "np.float64(...)) upcast it; keep the input's dtype (x.dtype), as BERT trains in float32",))
-        finding = compare(name, got, want, TOLERANCE["float32"], exercise.axes.get(name, ()),
-                          floor=floors.get("grad/" + name, 0.0))
+        finding = not_float32(name, got)
+        if not finding:
+            finding = compare(name, got, want, TOLERANCE["float32"], exercise.axes.get(name, ()),
+                              floor=floors.get("grad/" + name, 0.0))
+            finding = finding and finding._replace(what=finding.what + " in float32")
         if finding:
-            return finding._replace(what=finding.what + " in float32")
+            return (first if name == "out" else last), finding
+    return None, None
+
+
+def not_float32(name: str, got) -> Finding | None:
+    """What the learner returned for float32 inputs, when it is not a float32 NumPy array (or scalar)."""
+    what = "the output" if name == "out" else f"the gradient d{name}"
+    if not isinstance(got, (np.ndarray, np.generic)):
+        return Finding(f"{what} for float32 inputs is a {type(got).__name__}, not a NumPy array", (
+            "return an array of the input's dtype (np.array of a list is float64; build it with NumPy operations "
+            "on the inputs, or convert with .astype(x.dtype))",))
+    if got.dtype != np.float32:
+        return Finding(f"{what} for float32 inputs is not float32", (
+            f"it is {got.dtype}, not float32: a float64 constant (np.ones(H), np.array(1.0), np.float64(...)) upcast "
+            "it; keep the input's dtype (x.dtype), as BERT trains in float32",))
     return None
 
 
@@ -192,6 +256,8 @@ def raised(function: str, error: Exception) -> Finding:
     """An exception from the learner's code, the line it came from, and what such an error usually means."""
     if isinstance(error, NotImplementedError):
         return Finding("it is not written yet", ("replace its `raise NotImplementedError` with your code",))
+    if isinstance(error, WrongCount):
+        return error.finding()
     frames = [f for f in traceback.extract_tb(error.__traceback__) if not _ours(f.filename)]
     where = f", at line {frames[-1].lineno}: `{frames[-1].line}`" if frames and frames[-1].line else ""
     lines = [f"it raised {type(error).__name__}: {error}{where}"]

@@ -40,9 +40,7 @@ def training_sentences(data_dir, vocab_tokens) -> list:
     vocabulary, which must be vocab_tokens (the checkpoint's)."""
     manifest = read_manifest(data_dir)
     options = manifest["options"]
-    if load_vocab(os.path.join(data_dir, VOCAB_FILE)) != list(vocab_tokens):
-        raise DataError(f"{data_dir} was prepared with another vocabulary than the checkpoint's: its counts would "
-                        "not be of the pieces the model reads")
+    check_vocabulary(data_dir, vocab_tokens, "its counts would not be of the pieces the model reads")
     if options["corpus"] != "builtin" and corpus_sha256(options["corpus"]) != options.get("corpus_sha256"):
         raise DataError(f"the corpus {options['corpus']} has changed since {data_dir} was prepared: the counts would "
                         "not be of what the model saw")
@@ -52,19 +50,35 @@ def training_sentences(data_dir, vocab_tokens) -> list:
     return [s for i in sorted(train) for s in ids[i]]
 
 
-def heldout_batches(data_dir, sequences: int, batch_size: int = 32):
+def check_vocabulary(data_dir, vocab_tokens, consequence) -> None:
+    """DataError unless data_dir was prepared with vocab_tokens (the checkpoint's): its ids would
+    be other pieces to the model; consequence says what that would do."""
+    if load_vocab(os.path.join(data_dir, VOCAB_FILE)) != list(vocab_tokens):
+        raise DataError(f"{data_dir} was prepared with another vocabulary than the checkpoint's: {consequence}")
+
+
+def heldout_batches(data_dir, vocab_tokens, sequences: int, batch_size: int = 32):
     """The first `sequences` held-out IsNext instances of a prepared directory ([CLS] A [SEP] B [SEP],
     B the true next segment), with their masked pieces put back: the text as written, in batches
-    (input_ids, token_type_ids, attention_mask). A DataError when there are none."""
-    from npbert.data.pretraining_data import PretrainingData, make_batch
-    if "heldout" not in read_manifest(data_dir)["splits"]:
+    (input_ids, token_type_ids, attention_mask). A DataError when there are none, or when the
+    directory's vocabulary is not vocab_tokens (the checkpoint's)."""
+    from npbert.data.pretraining_data import PretrainingData
+    manifest = read_manifest(data_dir)
+    check_vocabulary(data_dir, vocab_tokens, "its ids would be other pieces to the model")
+    if "heldout" not in manifest["splits"]:
         raise DataError(f"{data_dir} has no held-out split (prepared with --heldout-fraction 0)")
     heldout = PretrainingData(data_dir, "heldout")
     rows = np.flatnonzero(heldout.arrays["next_sentence_labels"] == 0)[:sequences]     # IsNext
     if len(rows) == 0:
         raise DataError(f"{data_dir}'s held-out split has no IsNext instance")
+    return unmasked_batches(heldout.arrays, rows, batch_size)                          # checked now, read lazily
+
+
+def unmasked_batches(arrays, rows, batch_size):
+    """The instances `rows` of a split's arrays in batches, their masked pieces put back."""
+    from npbert.data.pretraining_data import make_batch
     for start in range(0, len(rows), batch_size):
-        batch = make_batch(heldout.arrays, rows[start:start + batch_size])
+        batch = make_batch(arrays, rows[start:start + batch_size])
         ids = batch["input_ids"]                                                        # (B, T)
         ids.reshape(-1)[batch["mlm_positions"]] = batch["mlm_labels"]                   # unmasked
         yield {k: batch[k] for k in ("input_ids", "token_type_ids", "attention_mask")}

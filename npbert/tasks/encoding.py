@@ -44,8 +44,19 @@ def label_ids(example, index, regression):
     return index[str(label)]
 
 
+def check_room_for_a_word(max_seq_length, special: int, about: str) -> None:
+    """DataError for a max_seq_length that holds the `special` tokens and no piece of text."""
+    if max_seq_length <= special:
+        raise DataError(f"max_seq_length {max_seq_length} leaves no room for a word between [CLS] and [SEP]: "
+                        f"{about} needs {special + 1} at least")
+
+
 def encode_sequences(examples, tokenizer, max_seq_length, label_names=None, regression=False) -> list:
-    """Single sentences or pairs: [CLS] a [SEP] (b [SEP]), the longer side truncated first."""
+    """Single sentences or pairs: [CLS] a [SEP] (b [SEP]), the longer side truncated first. A length
+    with no room for a word is refused: every example would be the same [CLS] [SEP], its features
+    alike, a score of nothing."""
+    pairs = any(ex.get("text_pair") is not None for ex in examples)
+    check_room_for_a_word(max_seq_length, 3 if pairs else 2, "a sentence pair" if pairs else "sequence classification")
     index = {str(n): i for i, n in enumerate(label_names or ())}
     features = []
     for ex in examples:
@@ -62,9 +73,7 @@ def encode_tags(examples, tokenizer, max_seq_length, tag_names) -> list:
     [SEP]). A word without a piece in the sequence (cut off, or nothing but control characters)
     gets word_starts -1 and is predicted "O". A window with no room for a word is refused: every
     word would be "O" and the loss 0 over no labels, a score of nothing."""
-    if max_seq_length < 3:
-        raise DataError(f"max_seq_length {max_seq_length} leaves no room for a word between [CLS] and [SEP]: "
-                        "token classification needs 3 at least")
+    check_room_for_a_word(max_seq_length, 2, "token classification")
     index = {n: i for i, n in enumerate(tag_names)}
     features = []
     for ex in examples:

@@ -12,7 +12,7 @@ Face names); the head never sees an example.
 Each says how examples become features (encode) and the model's outputs predictions (decode),
 the gold answers and their metrics (score, the task's first metric first), the majority guess a
 run must beat (baseline), the label names, what a checkpoint's outputs must be, and the plain
-lines `npbert predict` reads and prints (line_fields, from_line, format).
+lines `npbert predict` reads and prints (line_fields, from_line, format, line_printed).
 """
 from __future__ import annotations
 
@@ -27,12 +27,14 @@ from npbert.tasks import qa
 from npbert.tasks.encoding import Encoded, encode_choices, encode_sequences, encode_tags
 
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
+PROBABILITY = r"(0\.\d{3}|1\.000|nan)"     # as format() prints it
 
 
 class Format:
     about = ""                           # what its tasks are, for messages ("a token classification task")
     gold_key = "label"                   # the example field that holds the answer
     line_fields = ""                     # what one line of `npbert predict`'s input holds
+    line_printed = ""                    # a regular expression that every line format() prints matches
     outputs_about = None                 # what the head's outputs are when they have no names ("regression")
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
@@ -84,6 +86,7 @@ class Format:
 
 class Sentences(Format):
     about, line_fields = "sequence classification", "text[<TAB>text_pair]"
+    line_printed = rf"[^\t]*\t{PROBABILITY}"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels))
@@ -138,6 +141,7 @@ class Scores(Sentences):
     """Sentences (or pairs) with a number as the label: the sequence head with one output, whose
     loss is then MSE (Hugging Face's problem_type "regression")."""
     about, outputs_about = "regression", "regression"
+    line_printed = r"-?(\d+\.\d{4}|inf|nan)"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels, regression=True))
@@ -179,6 +183,7 @@ class Scores(Sentences):
 
 class Tags(Format):
     about, gold_key, line_fields = "token classification", "tags", "words separated by spaces"
+    line_printed = r"\S+/\S+( \S+/\S+)*"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_tags(examples, tokenizer, max_seq_length, labels))
@@ -219,6 +224,7 @@ class Spans(Format):
     """SQuAD v1.1 questions, read in windows of the context (qa.py); the answer is the best span
     over the windows."""
     about, gold_key, line_fields = "question answering", "answers", "question<TAB>context"
+    line_printed = rf"[^\t]*\t{PROBABILITY}"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         """Each example -> one feature per window of its context (a long context has several)."""
@@ -252,6 +258,7 @@ class Spans(Format):
 
 class Choices(Format):
     about, line_fields = "multiple choice", "context<TAB>ending<TAB>ending ..."
+    line_printed = rf"\d+\t{PROBABILITY}\t.*"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_choices(examples, tokenizer, max_seq_length))

@@ -274,6 +274,9 @@ class BertTokenizer:
             limit = self.model_max_length if o.max_length is None else o.max_length
             if limit < n_special:
                 raise InputError(f"max_length={limit} leaves no room for the {n_special} special tokens")
+            if limit == n_special and o.overflowing:   # no token a window: Rust's one window is the whole text
+                raise InputError(f"max_length={limit} leaves no token for the windows of return_overflowing_tokens "
+                                 f"beside the {n_special} special tokens: give at least {n_special + 1}")
             rows = truncation_windows(lengths, o.truncation, limit - n_special, o.stride, self.truncation_side)
         return [self._row(list(zip(sequences, spans)), o) for spans in (rows if o.overflowing else rows[:1])]
 
@@ -367,9 +370,7 @@ class BertTokenizer:
     def _options(self, add_special_tokens, padding, truncation, max_length, stride, is_split_into_words,
                  pad_to_multiple_of, padding_side, with_offsets, overflowing) -> _Options:
         """__call__'s options checked, with HF's defaults and rules applied."""
-        for name, value, least in (("max_length", max_length, 1), ("stride", stride, 0)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < least):
-                raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
+        max_length, stride = _count("max_length", max_length, 1), _count("stride", stride, 0)
         truncation = _check_choice("truncation", self._implicit_truncation(truncation, max_length, padding),
                                    _TRUNCATION)
         padding = _check_choice("padding", padding, _PADDING)
@@ -400,6 +401,16 @@ class BertTokenizer:
                                     self.pad_token_id)} for r in rows]
         out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in rows[0]} if rows else {}
         return Encoding(_as_arrays(out, batched) if return_tensors == "np" else out, None, batched)
+
+
+def _count(name, value, least):
+    """An integer option (a Python or NumPy integer, not a bool, as transformers takes them) as an
+    int, or None when not given."""
+    if value is None:
+        return None
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
+        raise InputError(f"{name} must be an integer >= {least}, got {value!r}")
+    return int(value)
 
 
 def _rows_of(encoded_inputs) -> tuple[list, bool]:
