@@ -80,6 +80,7 @@ class Option:
     choices: tuple | dict | None = None                # a dict: its keys, as they are when checked
     flag: str | None = None
     action: str | None = None                          # "store_true" / "store_false": a flag without a value
+    opposite: str | None = None                        # with action: a second flag setting the other value
     metavar: str | None = None
     command_line: bool = True                          # False: a field of the Python API only
 

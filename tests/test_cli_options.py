@@ -103,7 +103,9 @@ def test_defaults_are_shown_by_value(capsys):
     with pytest.raises(SystemExit):
         main(["pretrain", "--help"])
     text = " ".join(capsys.readouterr().out.split())                      # help lines unwrapped
-    assert f"--steps STEPS training steps (batches) (an integer >= 1) (default: {PretrainOptions().steps})" in text
+    assert f"--batch-size BATCH_SIZE sequences per step (an integer >= 1) (default: {PretrainOptions().batch_size})" \
+        in text
+    assert "--steps STEPS training steps (batches) (an integer >= 1) (default: 2000, or what --budget plans)" in text
     assert f"--out OUT run directory; when not given and it holds a run, the next free one (runs/pretrain-2, ...) " \
            f"(default: {PretrainOptions().out})" in text
 

@@ -37,7 +37,10 @@ def test_readme_holds_the_table_of_ranges_the_declarations_make():
 def test_every_argument_is_its_declaration(command, record):
     """The parser's arguments and the record's fields are the declarations: same names, defaults,
     ranges and choices (the run's own --resume, --overwrite, --backend aside)."""
-    actions = {a.dest: a for a in subcommands()[command]._actions if a.option_strings and a.dest != "help"}
+    actions, opposites = {}, {}
+    for a in subcommands()[command]._actions:
+        if a.option_strings and a.dest != "help":
+            (opposites if a.dest in actions else actions)[a.dest] = a      # a flag's opposite comes second
     for o in declarations(record):
         assert getattr(record(), o.name) == o.default
         if not o.command_line:
@@ -47,7 +50,10 @@ def test_every_argument_is_its_declaration(command, record):
         assert (a.option_strings[0], a.default, a.help) == (o.option_string, o.default, o.help)
         assert getattr(a.type, "range", None) == (o.range.text if o.range else None)
         assert a.choices == (list(o.choices) if o.choices else None)
-    assert set(actions) <= {"resume", "overwrite", "backend"}
+        if o.opposite is not None:                              # --nsp: the other value of --no-nsp's field
+            b = opposites.pop(o.name)
+            assert (b.option_strings, b.default, b.const) == ([o.opposite], o.default, not a.const)
+    assert set(actions) <= {"resume", "overwrite", "backend"} and not opposites
 
 
 TOY = Option("toy_rounds", 3, "rounds of the toy", Integer(2))

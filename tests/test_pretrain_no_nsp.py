@@ -131,8 +131,8 @@ def test_a_corpus_is_prepared_with_the_mask_mix_and_the_checkpoint_records_it(tm
     assert r["step"] == 2
 
 
-def test_single_sentences_train_masked_lm_only_and_nsp_on_them_is_refused_before_anything_is_written(tmp_path,
-                                                                                                   capsys):
+def test_single_sentences_train_masked_lm_only_and_another_kind_is_refused_before_anything_is_written(tmp_path,
+                                                                                                      capsys):
     data = str(tmp_path / "sentences")
     assert main(["prepare", "--max-documents", "24", "--dupe-factor", "1", "--max-seq-length", "32", "--out", data,
                  "--instances", "sentences"]) == 0
@@ -140,17 +140,12 @@ def test_single_sentences_train_masked_lm_only_and_nsp_on_them_is_refused_before
     out = tmp_path / "run"
     cmd = ["pretrain", "--data", data, "--out", str(out), "--steps", "3", "--batch-size", "4", "--eval-batches", "1",
            "--backend", "numpy"]
-    assert main(cmd) == 2
-    assert capsys.readouterr().err == (f"npbert pretrain: error: {data} (prepared with --instances sentences): single "
-                                       "sentences hold no pair to predict the next sentence of; pretrain them with "
-                                       "--no-nsp (masked LM only)\n")
-    assert main(cmd + ["--no-nsp", "--instances", "pairs"]) == 2
+    assert main(cmd + ["--instances", "pairs"]) == 2
     assert f"{data} was prepared with --instances sentences, not pairs: the kind of instance is fixed" in \
         capsys.readouterr().err and not out.exists()
-    assert main(cmd + ["--no-nsp"]) == 0
+    assert main(cmd) == 0                                               # no --no-nsp needed: nothing else to do
     said = capsys.readouterr().out
-    assert saved_options(str(out))["instances"] == "sentences" and " sentences): mlm acc " in said
+    assert "masked LM only (single sentences have no next sentence)" in said and " sentences): mlm acc " in said
+    options = saved_options(str(out))
+    assert options["instances"] == "sentences" and options["no_nsp"] is True
     assert "nsp_acc" not in records(str(out), "final")[0]
-    corpus = tmp_path / "corpus-run"
-    assert main(["pretrain", "--corpus", "builtin", "--instances", "sentences", "--out", str(corpus)]) == 2
-    assert "--instances sentences: single sentences hold no pair" in capsys.readouterr().err and not corpus.exists()

@@ -20,3 +20,7 @@ def add_options(p, record) -> None:
         if o.metavar is not None:
             kwargs["metavar"] = o.metavar
         p.add_argument(o.option_string, **kwargs)
+        if o.opposite is not None:                     # e.g. --nsp beside --no-nsp, both setting no_nsp
+            other = "store_false" if o.action == "store_true" else "store_true"
+            p.add_argument(o.opposite, dest=o.name, default=o.default, action=other,
+                           help=f"the opposite of {o.option_string}")

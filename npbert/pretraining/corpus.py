@@ -16,7 +16,8 @@ DATA_DIR, HELDOUT_SPLIT = "data", "heldout"
 def with_data_options(opts, data):
     """opts recording the mask mix and instance kind the data were prepared with (the checkpoint
     keeps them); a --mask-mix or --instances they were not prepared with is an error, not a run
-    on other data, and so is next-sentence prediction on single sentences."""
+    on other data. Single sentences train masked LM only: they have no next sentence (--nsp on
+    them is refused)."""
     for flag, what, asked, made in (
             ("--mask-mix", "mix", opts.mask_mix and canonical_mask_mix(opts.mask_mix), data.mask_mix),
             ("--instances", "kind of instance", opts.instances, data.instances)):
@@ -24,15 +25,11 @@ def with_data_options(opts, data):
             raise DataError(f"{data.directory} was prepared with {flag} {made}, not {asked}: the {what} is fixed when "
                             f"the shards are made; prepare the corpus again with `npbert prepare {flag} {asked}`, or "
                             f"leave {flag} out to train on the data's")
-    check_nsp_has_pairs(data.instances, opts.no_nsp, f"{data.directory} (prepared with --instances sentences)")
-    return dataclasses.replace(opts, mask_mix=data.mask_mix, instances=data.instances)
-
-
-def check_nsp_has_pairs(instances, no_nsp, what) -> None:
-    """Next-sentence prediction needs pairs: refused on single sentences, before any work."""
-    if instances == "sentences" and not no_nsp:
-        raise DataError(f"{what}: single sentences hold no pair to predict the next sentence of; pretrain them with "
-                        "--no-nsp (masked LM only)")
+    if data.instances == "sentences" and opts.no_nsp is False:
+        raise DataError(f"{data.directory} holds single sentences (--instances sentences): there is no next sentence "
+                        "to predict; leave --nsp out")
+    return dataclasses.replace(opts, mask_mix=data.mask_mix, instances=data.instances,
+                               no_nsp=True if data.instances == "sentences" else opts.no_nsp)
 
 
 def load_prepared(directory):

@@ -31,13 +31,13 @@ from npbert.data.instances import canonical_mask_mix
 from npbert.errors import NpbertError
 from npbert.model import NSP_ONLY_PARAMS, init_params
 from npbert.options import check_ranges
-from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, check_nsp_has_pairs,  # noqa: F401
-                                       load_prepared, prepare_corpus, with_data_options)
+from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
+                                       prepare_corpus, with_data_options)
 from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretraining.recipe.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
-from npbert.pretraining.options import DEFAULT_STEPS, DEFAULT_WARMUP_PROPORTION, PretrainOptions
+from npbert.pretraining.options import BUILTIN_RECIPE, DEFAULT_STEPS, PretrainOptions, with_corpus_defaults
 from npbert.tokenizer import BertTokenizer
 from npbert.training.budget import BudgetClock, plan_steps
 from npbert.training.loop import Schedule, update
@@ -92,12 +92,15 @@ class PretrainingRecipe(Recipe):
         if opts.model is not None and saved is None:
             loaded = load_pretrained(opts.model, strict=False)
             opts = checkpoint_options(opts, loaded)
-            note_learning_rate(opts, log)
         if opts.data is not None or saved is not None:
             data = load_prepared(self.data_dir(opts))
             opts = with_data_options(opts, data[0])
         else:
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
+        if saved is None:                              # a resumed run has its options, defaults resolved then
+            opts = with_corpus_defaults(opts, data[0].manifest["options"]["corpus"] if data else opts.corpus)
+        if loaded is not None:
+            note_learning_rate(opts, log)
         return opts, PretrainingInputs(loaded, data, clock_start)
 
     def data_dir(self, opts):
@@ -125,7 +128,7 @@ class PretrainingRecipe(Recipe):
         log(f"pretraining {opts.model or opts.preset} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, vocab "
             f"{c.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}"
-            + ("; masked LM only (--no-nsp): the NSP head and the pooler stay as they are" if opts.no_nsp else ""))
+            + masked_lm_only(opts))
         # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
         tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
         return Started(ckpt, job, schedule, tokenizer)
@@ -157,11 +160,19 @@ def final_evaluation(opts, ckpt, job, metrics, log) -> dict:
         log(f"held-out NSP accuracy {final['nsp_acc']:.3f} {pairs}  (majority-class baseline "
             f"{job.nsp_baseline:.3f}: {job.nsp_notnext:.0%} of the held-out pairs are NotNext)")
     else:
-        log("no NSP accuracy: pretrained without next-sentence prediction (--no-nsp); the NSP head and the pooler "
+        log("no NSP accuracy: pretrained without next-sentence prediction (masked LM only); the NSP head and the pooler "
             "are as they were at step 0")
     log(saved_line)
     return dict(final, **{f"baseline_{k}": v for k, v in job.baselines().items()},
                 step=step, checkpoint=ckpt_dir, stopped=False)
+
+
+def masked_lm_only(opts) -> str:
+    """What the start line says of NSP when it is off, and why (a flag, or the corpus's default)."""
+    if not opts.no_nsp:
+        return ""
+    why = "single sentences have no next sentence" if opts.instances == "sentences" else "no NSP; --nsp turns it on"
+    return f"; masked LM only ({why}): the NSP head and the pooler stay as they are"
 
 
 def times_baseline(accuracy, baseline) -> str:
@@ -214,9 +225,10 @@ def planned(opts, ckpt, job, clock_start, metrics, log):
 
 def pretraining_schedule(opts: PretrainOptions) -> Schedule:
     """The run's learning rate at every step and its clipping norm (warmup: --warmup-steps, else
-    --warmup-proportion of the steps, 25% unless given). tests/reference/continue_with_torch.py
-    continues a run on PyTorch with this same schedule."""
-    share = DEFAULT_WARMUP_PROPORTION if opts.warmup_proportion is None else opts.warmup_proportion
+    --warmup-proportion of the steps; none recorded, as in runs started before that option, is the
+    built-in recipe's share). tests/reference/continue_with_torch.py continues a run on PyTorch
+    with this same schedule."""
+    share = BUILTIN_RECIPE["warmup_proportion"] if opts.warmup_proportion is None else opts.warmup_proportion
     warmup = opts.warmup_steps if opts.warmup_steps is not None else int(share * opts.steps)
     return Schedule(opts.steps, warmup, opts.learning_rate, opts.max_grad_norm)
 
@@ -228,7 +240,8 @@ def check_options(opts) -> None:
     if opts.budget is not None and opts.steps is not None:
         raise NpbertError("--budget and --steps cannot both be given: --budget plans the step count (the run records "
                           "it; --steps N alone remakes that run)")
-    check_nsp_has_pairs(opts.instances, opts.no_nsp, "--instances sentences")
+    if opts.instances == "sentences" and opts.no_nsp is False:
+        raise NpbertError("--nsp with --instances sentences: single sentences have no next sentence to predict")
     if opts.warmup_steps is not None and opts.warmup_proportion is not None:
         raise NpbertError("--warmup-steps and --warmup-proportion cannot both be given: each sets the warm-up")
     if opts.mask_mix is not None:

@@ -48,10 +48,11 @@ def _show(value) -> str:
 # "Options"): AdamW moves every weight by about lr per step, and the weights start near 0.02, so
 # a learning rate above 1 destroys the model in one step; a weight decay above 1 shrinks the
 # weights by more than the step itself. The gradient norm's bound only needs to be a number.
-def optimizer_options(learning_rate: float) -> tuple:
+def optimizer_options(learning_rate, learning_rate_help="") -> tuple:
+    """learning_rate_help: what a default of None means."""
     return (
         Option("batch_size", 32, "sequences per step", POSITIVE),
-        Option("learning_rate", learning_rate, "peak learning rate", Interval(0, 1)),
+        Option("learning_rate", learning_rate, "peak learning rate" + learning_rate_help, Interval(0, 1)),
         Option("weight_decay", 0.01, "AdamW weight decay (not on LayerNorm weights or biases)", Interval(0, 1)),
         Option("max_grad_norm", 1.0, "clip the gradients to this global norm", Interval(0, 1e6)),
     )
