@@ -40,8 +40,9 @@ from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
 from npbert.layers.scalar_mix import W as MIX_W
-from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
+from npbert.model import (packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
                           packed_pretraining_forward, pretraining_backward, pretraining_forward)
+from npbert.model_params import init_params
 from npbert.ops.dropout import DropoutStream, dropout_key
 from npbert.ops.packed_attention import AttentionLayout
 from npbert.trace import NO_TRACE
