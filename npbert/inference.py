@@ -24,8 +24,8 @@ from npbert import backend
 from npbert.errors import InputError
 from npbert.heads.task_model import task_model_forward
 from npbert.layers.mlm_head import BIAS, WORD, mlm_transform_forward
-from npbert.model import (_check_range, bert_model_forward, check_inputs, check_labels, make_layout,
-                          packed_bert_forward, packed_pretraining_forward)
+from npbert.model import bert_model_forward, make_layout, packed_bert_forward, packed_pretraining_forward
+from npbert.model_inputs import check_inputs, check_labels, check_range
 from npbert.ops import decoder_top_k
 
 __all__ = ["bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pretraining_inference", "task_inference"]
@@ -82,7 +82,7 @@ def masked_lm_log_probs(params, config, input_ids, token_type_ids=None, attentio
     targets = np.asarray([] if targets is None else targets).reshape(-1)
     if targets.shape != (len(t),):
         raise InputError(f"targets has shape {targets.shape} but mlm_positions has ({len(t)},): one target each")
-    _check_range("targets", targets, config.vocab_size, "vocab_size")
+    check_range("targets", targets, config.vocab_size, "vocab_size")
     return backend.decoder_log_softmax_at(t, params[WORD], params[BIAS], targets.astype(np.int64))
 
 

@@ -18,9 +18,10 @@ from npbert.heads.params import init_head
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import task_model_backward, task_model_forward
 from npbert.layers.layout import Packed, Padded
-from npbert.model import (IGNORE_INDEX, packed_pretraining_backward, packed_pretraining_forward, pretraining_backward,
+from npbert.model import (packed_pretraining_backward, packed_pretraining_forward, pretraining_backward,
                           pretraining_forward)
 from npbert.model_params import init_params
+from npbert.ops import IGNORE_INDEX
 from npbert.trace import Trace
 
 CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
