@@ -1,11 +1,11 @@
 """The BERT model: forward/backward written out layer by layer.
 
-    bert_model_forward: embeddings -> encoder stack -> pooler, on a layout's rows   (BertModel)
-        bert_forward         on the padded layout: every position, (B, T, H) out: the reference
-        packed_bert_forward  on the packed layout: the real tokens, the last layer at the rows read
+    bert_forward: BertModel, embeddings -> encoder stack -> pooler; (B, T, H) out on the padded
+        layout (the reference), or packed=True: the real tokens, the last layer at the rows read
     bert_hidden_states: the embeddings' and every layer's output, forward only (frozen features)
     pretraining_forward: BertModel -> MLM head + NSP head -> losses   (BertForPreTraining;
-        packed=True, or packed_pretraining_forward: the training step's layout)
+        packed=True: the training step's layout)
+    bert_model_forward: BertModel on a layout's rows, what the above and the task models build on
 
 BertModel is written once, over rows (N, H); the layout (npbert/layers/layout.py) says which
 positions are rows and picks the attention core. The backward functions call the layer
@@ -98,34 +98,29 @@ def bert_model_backward(dh, dpooled, cache: BertCache):
     return grads
 
 
-def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None):
-    """BertModel on the padded layout, the reference -> (sequence_output (B, T, H), pooled_output
-    (B, H) or None without a pooler), cache. rng=None: no dropout (evaluation). trace: a
-    npbert.trace.Trace to record every named intermediate into (and, in bert_backward, their
-    gradients)."""
+def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None,
+                 packed=False, read=None, keep_caches=True):
+    """BertModel -> (sequence_output, pooled_output (B, H) or None without a pooler), cache.
+    rng=None: no dropout (evaluation). trace: a npbert.trace.Trace to record every named
+    intermediate into (and, in bert_backward, their gradients); the padded layout only.
+    packed=False: the padded layout, the reference; sequence_output is (B, T, H).
+    packed=True: the real tokens only, the last layer at `read` (flat indices into B*T the
+    caller's head reads; None: every real token) and [CLS]; sequence_output is the rows h (R, H),
+    row cache.layout.index(positions) holding those flat positions: the padded numbers there, up
+    to rounding. keep_caches=False: forward only (no backward possible), as inference."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    layout = make_layout(params, attention_mask)
-    (h, pooled), cache = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace)  # (N, H)
-    return (layout.batched(h), pooled), cache                                                # (B, T, H)
+    layout = make_layout(params, attention_mask, packed, read)
+    (h, pooled), cache = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
+                                            keep_caches)                                  # (R, H)
+    return (h if packed else layout.batched(h), pooled), cache                            # (B, T, H) padded
 
 
 def bert_backward(dh, dpooled, cache: BertCache):
-    """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
-    return bert_model_backward(None if dh is None else cache.layout.rows_of(dh), dpooled, cache)   # (N, H)
-
-
-def packed_bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, read=None,
-                        keep_caches=True):
-    """BertModel on the packed layout: the real tokens only, the last layer at `read` (flat
-    indices into B*T the caller's head reads; None: every real token) and [CLS] (for the pooler)
-    -> (h (R, H), pooled (B, H) or None), cache; row cache.layout.index(positions) of h holds
-    those flat positions. The same numbers as bert_forward's there, up to rounding."""
-    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    layout = make_layout(params, attention_mask, packed=True, read=read)
-    return bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, keep_caches=keep_caches)
-
-
-packed_bert_backward = bert_model_backward    # dh: (R, H), packed_bert_forward's h
+    """dh: bert_forward's sequence_output's gradient ((B, T, H) padded, (R, H) packed) or None,
+    dpooled: (B, H) or None -> grads for every bert.* parameter."""
+    if dh is not None and isinstance(cache.layout, Padded):
+        dh = cache.layout.rows_of(dh)                                                     # (N, H)
+    return bert_model_backward(dh, dpooled, cache)
 
 
 def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention_mask=None, layers=None) -> list:
@@ -193,15 +188,6 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
     return out, PretrainingCache(bert, *heads)
 
 
-def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                               mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, keep_caches=True,
-                               mlm_logits=False):
-    """pretraining_forward(..., packed=True): the step npbert pretrain trains with (the decoder and
-    its loss fused unless mlm_logits)."""
-    return pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels,
-                               nsp_labels, rng, packed=True, keep_caches=keep_caches, mlm_logits=mlm_logits)
-
-
 def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE,
                               mlm_logits=True, grad=True):
     """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
@@ -230,9 +216,6 @@ def pretraining_backward(cache: PretrainingCache, dloss=1.0):
     """Gradients of the pretraining loss for every parameter (same keys as the params), either layout."""
     dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (1, R, H), (B, H)
     return with_head_grads(bert_model_backward(dh[0], dpooled, cache.bert), head_grads)
-
-
-packed_pretraining_backward = pretraining_backward    # the backward of packed_pretraining_forward's cache
 
 
 def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):

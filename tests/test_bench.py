@@ -363,7 +363,7 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
     import numpy as np
     workload = _workload()
     from npbert import backend
-    from npbert.model import packed_pretraining_forward
+    from npbert.model import pretraining_forward
     from npbert.model_params import init_params
 
     config = small_config()
@@ -388,5 +388,5 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
                           ("decoder_cross_entropy_forward", linear),       # the MLM decoder, fused with its loss
                           ("packed_attention_forward", attention)):
             monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
-        packed_pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)
+        pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch, packed=True)
     assert sum(flops) == workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])
