@@ -33,6 +33,7 @@ from npbert.model_params import POOLER_WEIGHT, WORD_EMBEDDINGS
 from npbert.ops import CrossEntropyCache, LinearCache
 from npbert.trace import NO_TRACE, Trace
 
+
 # --- BertModel ------------------------------------------------------------------------------------
 
 class BertCache(NamedTuple):
@@ -118,8 +119,8 @@ def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=
 def bert_backward(dh, dpooled, cache: BertCache):
     """dh: bert_forward's sequence_output's gradient ((B, T, H) padded, (R, H) packed) or None,
     dpooled: (B, H) or None -> grads for every bert.* parameter."""
-    if dh is not None and isinstance(cache.layout, Padded):
-        dh = cache.layout.rows_of(dh)                                                     # (N, H)
+    if dh is not None and isinstance(cache.layout, Padded):     # the packed forward gave rows already
+        dh = cache.layout.rows_of(dh)                                                     # (B, T, H) -> (N, H)
     return bert_model_backward(dh, dpooled, cache)
 
 
