@@ -207,7 +207,7 @@ def products_steps(matmuls: list, dtype=np.float32):
 
 def init_params(config: BertConfig, seed: int = 0) -> dict:
     """The benchmark's float32 weights (npbert's initialisation; ort.py builds its graph from them)."""
-    from npbert.model import init_params as npbert_init
+    from npbert.model_params import init_params as npbert_init
     return npbert_init(config, np.random.default_rng(seed), dtype=np.float32)
 
 
