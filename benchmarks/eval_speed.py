@@ -105,7 +105,8 @@ def heldout_evaluation(args) -> None:
 
 def heldout_evaluation_on(data, opts, args) -> None:
     from npbert.config import BertConfig
-    from npbert.model import init_params, pretraining_forward
+    from npbert.model import pretraining_forward
+    from npbert.model_params import init_params
     from npbert.pretraining.corpus import load_prepared
     from npbert.pretraining.evaluation import evaluate
 

@@ -53,7 +53,7 @@ def load_model(args):
         mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
         return loaded.params, loaded.config, loaded.tokenizer, args.checkpoint
     from npbert.config import BertConfig
-    from npbert.model import init_params
+    from npbert.model_params import init_params
     from npbert.tokenizer import BertTokenizer
     vocab_file = args.vocab_file or minilm_vocab()
     tokenizer = BertTokenizer(vocab_file)

@@ -207,7 +207,7 @@ def products_steps(matmuls: list, dtype=np.float32):
 
 def init_params(config: BertConfig, seed: int = 0) -> dict:
     """The benchmark's float32 weights (npbert's initialisation; ort.py builds its graph from them)."""
-    from npbert.model import init_params as npbert_init
+    from npbert.model_params import init_params as npbert_init
     return npbert_init(config, np.random.default_rng(seed), dtype=np.float32)
 
 
@@ -231,16 +231,15 @@ def npbert_steps(config: BertConfig, batch: dict, seed: int = 0, packed: bool = 
     float32 throughout."""
     from npbert import optim
     from npbert.inference import pretraining_inference
-    from npbert.model import packed_pretraining_forward, pretraining_backward, pretraining_forward
-    forward, backward = (packed_pretraining_forward if packed else pretraining_forward), pretraining_backward
+    from npbert.model import pretraining_backward, pretraining_forward
 
     params = init_params(config, seed)
     opt = optim.AdamW(params)
     rng = np.random.default_rng(seed + 1)
 
     def train_step():
-        out, cache = forward(params, config, **batch, rng=rng)
-        grads = backward(cache)
+        out, cache = pretraining_forward(params, config, **batch, rng=rng, packed=packed)
+        grads = pretraining_backward(cache)
         del cache
         optim.clip_by_global_norm(grads, 1.0)        # looked up on the module: parts.py times it
         opt.step(params, grads, 1e-4)

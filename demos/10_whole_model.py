@@ -13,7 +13,8 @@ import numpy as np
 
 from npbert import BertConfig, InputError, backend, count_params, init_params, ops
 from npbert.layers.mlm_head import mlm_head_backward
-from npbert.model import mlm_positions_from_labels, pretraining_backward, pretraining_forward
+from npbert.model import pretraining_backward, pretraining_forward
+from npbert.model_inputs import mlm_positions_from_labels
 
 
 args = arguments(__doc__, picture=True)

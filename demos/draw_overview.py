@@ -18,7 +18,7 @@ from demo_common import arguments, exit_with  # first: puts this checkout's npbe
 from npbert.checkpoint import check_checkpoint
 from npbert.config import PRESETS, BertConfig
 from npbert.errors import NpbertError
-from npbert.model import param_shapes
+from npbert.model_params import param_shapes
 from npbert.plotting import MISSING_NOTE, check_png_path, load_pyplot, save_png
 
 LAYER = "bert.encoder.layer.0."

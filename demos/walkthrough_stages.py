@@ -20,7 +20,8 @@ from npbert.checkpoint import VOCAB_FILE, load_config, load_pretrained
 from npbert.errors import CheckpointError, InputError
 from npbert.ops import split_heads
 from npbert.layers.mlm_head import mlm_head_backward, mlm_head_forward
-from npbert.model import WORD_EMBEDDINGS, bert_backward, bert_forward
+from npbert.model import bert_backward, bert_forward
+from npbert.model_params import WORD_EMBEDDINGS
 from npbert.plotting import attention_heads, check_png_path, gradient_norms
 from npbert.tokenizer import BertTokenizer
 from npbert.trace import NO_TRACE, Trace

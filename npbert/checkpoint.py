@@ -24,7 +24,7 @@ from npbert import safetensors
 from npbert.atomic import atomic_replace_dir
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
-from npbert.model import WORD_EMBEDDINGS, param_shapes
+from npbert.model_params import WORD_EMBEDDINGS, param_shapes
 from npbert.tokenizer import BertTokenizer
 from npbert.tokenizer.vocab import check_vocab, load_vocab
 

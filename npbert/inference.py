@@ -24,8 +24,8 @@ from npbert import backend
 from npbert.errors import InputError
 from npbert.heads.task_model import task_model_forward
 from npbert.layers.mlm_head import BIAS, WORD, mlm_transform_forward
-from npbert.model import (_check_range, bert_model_forward, check_inputs, check_labels, make_layout,
-                          packed_bert_forward, packed_pretraining_forward)
+from npbert.model import bert_forward, bert_model_forward, make_layout, pretraining_forward
+from npbert.model_inputs import check_inputs, check_labels, check_range
 from npbert.ops import decoder_top_k
 
 __all__ = ["bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pretraining_inference", "task_inference"]
@@ -34,8 +34,8 @@ __all__ = ["bert_inference", "masked_lm_inference", "masked_lm_log_probs", "pret
 def bert_inference(params, config, input_ids, token_type_ids=None, attention_mask=None):
     """bert_forward's (sequence_output (B, T, H), pooled (B, H) or None) for inference: no
     dropout, no caches, padding not computed (zeros in the sequence output)."""
-    (h, pooled), cache = packed_bert_forward(params, config, input_ids, token_type_ids, attention_mask,
-                                             keep_caches=False)                         # (N, H)
+    (h, pooled), cache = bert_forward(params, config, input_ids, token_type_ids, attention_mask, packed=True,
+                                      keep_caches=False)                                # (N, H)
     return cache.layout.batched(h), pooled                                             # (B, T, H)
 
 
@@ -44,8 +44,8 @@ def pretraining_inference(params, config, input_ids, token_type_ids=None, attent
     """pretraining_forward's outputs (loss, mlm_loss, nsp_loss, mlm_predictions, nsp_logits, labels)
     without dropout or caches, the last layer and the MLM head only at the masked positions
     (which must be real tokens) and [CLS], the decoder and its loss fused (no (M, V) logits)."""
-    out, _ = packed_pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions,
-                                        mlm_labels, nsp_labels, keep_caches=False)
+    out, _ = pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels,
+                                 nsp_labels, packed=True, keep_caches=False)
     return out
 
 
@@ -82,7 +82,7 @@ def masked_lm_log_probs(params, config, input_ids, token_type_ids=None, attentio
     targets = np.asarray([] if targets is None else targets).reshape(-1)
     if targets.shape != (len(t),):
         raise InputError(f"targets has shape {targets.shape} but mlm_positions has ({len(t)},): one target each")
-    _check_range("targets", targets, config.vocab_size, "vocab_size")
+    check_range("targets", targets, config.vocab_size, "vocab_size")
     return backend.decoder_log_softmax_at(t, params[WORD], params[BIAS], targets.astype(np.int64))
 
 

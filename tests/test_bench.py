@@ -110,7 +110,8 @@ def test_the_benchmark_counts_the_matmuls_the_model_does(monkeypatch):
 
     from npbert import backend
     from npbert.config import BertConfig
-    from npbert.model import init_params, pretraining_forward
+    from npbert.model import pretraining_forward
+    from npbert.model_params import init_params
 
     config = BertConfig(vocab_size=97, hidden_size=24, num_hidden_layers=2, num_attention_heads=3,
                         intermediate_size=40, max_position_embeddings=16)
@@ -362,7 +363,8 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
     import numpy as np
     workload = _workload()
     from npbert import backend
-    from npbert.model import init_params, packed_pretraining_forward
+    from npbert.model import pretraining_forward
+    from npbert.model_params import init_params
 
     config = small_config()
     batch = workload.make_batch(config, B=3, T=16, padded=True)
@@ -386,5 +388,5 @@ def test_the_needed_work_is_what_the_packed_step_multiplies(monkeypatch):
                           ("decoder_cross_entropy_forward", linear),       # the MLM decoder, fused with its loss
                           ("packed_attention_forward", attention)):
             monkeypatch.setattr(backend, name, spy(getattr(backend, name)))
-        packed_pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch)
+        pretraining_forward(init_params(config, np.random.default_rng(0)), config, **batch, packed=True)
     assert sum(flops) == workload.needed_forward_flops(config, batch["attention_mask"], batch["mlm_positions"])

@@ -10,7 +10,8 @@ from npbert.atomic import atomic_write
 from npbert.checkpoint import check_checkpoint, load_pretrained, save_pretrained
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
-from npbert.model import init_params, pretraining_forward
+from npbert.model import pretraining_forward
+from npbert.model_params import init_params
 from npbert.tokenizer import BertTokenizer
 
 CONFIG = BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=2, num_attention_heads=2,

@@ -14,7 +14,8 @@ from npbert.data.prepare import PrepareOptions, prepare
 from npbert.data.pretraining_data import PretrainingData
 from npbert.data.shards import MANIFEST, VOCAB_FILE
 from npbert.errors import DataError
-from npbert.model import init_params, pretraining_forward
+from npbert.model import pretraining_forward
+from npbert.model_params import init_params
 
 QUIET = dict(log=lambda *a: None)
 TEXT = """The farmer feeds the cows every morning.

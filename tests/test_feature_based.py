@@ -23,7 +23,8 @@ from npbert.heads.params import head_shapes, init_head
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import model_of
 from npbert.layers.scalar_mix import GAMMA, W
-from npbert.model import bert_forward, bert_hidden_states, init_params
+from npbert.model import bert_forward, bert_hidden_states
+from npbert.model_params import init_params
 from npbert.tasks.registry import TASKS
 from npbert.trace import Trace
 

@@ -14,7 +14,7 @@ from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.heads.registry import HEADS
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.tasks.formats import SCORES
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import BertTokenizer

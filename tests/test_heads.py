@@ -16,7 +16,7 @@ from npbert.gradcheck import TOL, Dims, check, float32_errors, op_cases, run_gra
 from npbert.heads.params import check_head, finetuned_config, head_shapes, init_head, label_names_of
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import model_of, task_model_backward, task_model_forward
-from npbert.model import init_params
+from npbert.model_params import init_params
 
 
 def model_forward(kind):

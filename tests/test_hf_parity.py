@@ -13,7 +13,9 @@ import pytest
 
 from npbert.checkpoint import load_pretrained
 from npbert.config import BertConfig
-from npbert.model import bert_forward, mlm_positions_from_labels, param_shapes, pretraining_backward, pretraining_forward
+from npbert.model import bert_forward, pretraining_backward, pretraining_forward
+from npbert.model_inputs import mlm_positions_from_labels
+from npbert.model_params import param_shapes
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
 

@@ -18,7 +18,8 @@ from npbert.heads.task_model import task_model_forward
 from npbert.inference import (bert_inference, masked_lm_inference, masked_lm_log_probs, pretraining_inference,
                               task_inference)
 from npbert.layers.layout import Packed
-from npbert.model import IGNORE_INDEX, bert_forward, pretraining_forward
+from npbert.model import bert_forward, pretraining_forward
+from npbert.ops import IGNORE_INDEX
 
 SETTINGS = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CONFIG = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,

@@ -7,7 +7,8 @@ import pytest
 from npbert import backend, kernels
 from npbert.config import BertConfig
 from npbert.gradcheck import Dims, float32_errors, run_gradchecks
-from npbert.model import init_params, pretraining_backward, pretraining_forward
+from npbert.model import pretraining_backward, pretraining_forward
+from npbert.model_params import init_params
 
 
 def _pretraining_step(params, config, batch, seed):

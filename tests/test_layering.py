@@ -18,7 +18,7 @@ LAYERS = [
     ("npbert.ops", 2), ("npbert.logreg", 2.5), ("npbert.plotting", 2), ("npbert.tokenizer", 2), ("npbert.metrics", 2),
     ("npbert.kernels", 3),
     ("npbert.backend", 4),
-    ("npbert.layers", 5), ("npbert.optim", 5),
+    ("npbert.layers", 5), ("npbert.optim", 5), ("npbert.model_params", 5), ("npbert.model_inputs", 5),
     ("npbert.model", 6),
     ("npbert.heads", 8), ("npbert.checkpoint", 8),
     ("npbert.inference", 8.7), ("npbert.fill_mask", 8.8),

@@ -13,7 +13,7 @@ from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.prepare import PrepareOptions, prepare
 from npbert.linguistics.attention_heads import STATISTICS
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.tokenizer import BertTokenizer
 from support.patience import call_beside_fifos
 

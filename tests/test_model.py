@@ -7,7 +7,8 @@ import pytest
 from npbert import BertConfig, InputError, count_params, init_params, param_shapes
 from npbert.cli import main
 from npbert.gradcheck import Dims, float32_errors
-from npbert.model import (bert_forward, mlm_positions_from_labels, pretraining_backward, pretraining_forward)
+from npbert.model import bert_forward, pretraining_backward, pretraining_forward
+from npbert.model_inputs import mlm_positions_from_labels
 
 
 def test_parameter_counts_are_exact():

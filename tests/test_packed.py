@@ -18,8 +18,9 @@ from npbert.heads.params import init_head
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import task_model_backward, task_model_forward
 from npbert.layers.layout import Packed, Padded
-from npbert.model import (IGNORE_INDEX, init_params, packed_pretraining_backward, packed_pretraining_forward,
-                          pretraining_backward, pretraining_forward)
+from npbert.model import pretraining_backward, pretraining_forward
+from npbert.model_params import init_params
+from npbert.ops import IGNORE_INDEX
 from npbert.trace import Trace
 
 CONFIG = BertConfig(vocab_size=23, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=12,
@@ -76,15 +77,15 @@ def test_packed_pretraining_step_is_the_padded_one(backend, seed, B, T, gaps, dr
     with npbert.backend.use_backend(backend):
         drop = seed + 7 if dropout else None
         want, g_want, next_want = step(pretraining_forward, pretraining_backward, p64, b, drop or 0)
-        got, g_got, next_got = step(packed_pretraining_forward, packed_pretraining_backward, p64, b, drop or 0)
-        got32, g32, _ = step(packed_pretraining_forward, packed_pretraining_backward, params_of(seed, np.float32), b,
-                             drop or 0)
+        got, g_got, next_got = step(pretraining_forward, pretraining_backward, p64, b, drop or 0, packed=True)
+        got32, g32, _ = step(pretraining_forward, pretraining_backward, params_of(seed, np.float32), b, drop or 0,
+                             packed=True)
     assert next_got == next_want                              # the same draws: the same dropout masks
     for key in ("loss", "mlm_loss", "nsp_loss"):
         assert abs(got[key] - want[key]) <= 1e-12 * max(1.0, abs(want[key])), key
         assert abs(got32[key] - want[key]) <= 2e-6 * max(1.0, abs(want[key])), key
     assert "mlm_logits" not in got and "mlm_logits" in want                # fused: no (M, V) logits made
-    logits = step(packed_pretraining_forward, packed_pretraining_backward, p64, b, drop or 0, mlm_logits=True)[0]
+    logits = step(pretraining_forward, pretraining_backward, p64, b, drop or 0, packed=True, mlm_logits=True)[0]
     assert np.abs(logits["mlm_logits"] - want["mlm_logits"]).max() <= 1e-12 * np.abs(want["mlm_logits"]).max()
     top2 = np.sort(want["mlm_logits"], axis=1)[:, -2:]                      # a prediction decided by more than
     clear = top2[:, 1] - top2[:, 0] > 1e-9 * np.abs(top2).max(initial=1.0)  # rounding must be the same
@@ -95,7 +96,7 @@ def test_packed_pretraining_step_is_the_padded_one(backend, seed, B, T, gaps, dr
 
 def test_the_last_layer_runs_at_the_read_rows_only():
     b = batch(3, 4, 12, False)
-    out, cache = packed_pretraining_forward(params_of(0), CONFIG, **b)
+    out, cache = pretraining_forward(params_of(0), CONFIG, **b, packed=True)
     layout = cache.bert.layout
     rows = layout.read_rows
     read = np.unique(np.concatenate([layout.row_of(b["mlm_positions"]), layout.starts]))
@@ -158,11 +159,11 @@ def test_rows_the_heads_read_must_be_real_tokens():
     b["attention_mask"][1, 4:] = 0
     b["mlm_positions"], b["mlm_labels"] = np.array([1, 6 + 5]), np.array([3, 4])   # sequence 1, position 5: padding
     with pytest.raises(InputError, match=r"sequence 1, position 5\), a padded position"):
-        packed_pretraining_forward(params_of(0), CONFIG, **b)
+        pretraining_forward(params_of(0), CONFIG, **b, packed=True)
     b = batch(0, 2, 6, False)
     b["attention_mask"][0, 0] = 0                             # left padding: [CLS] is padding
     with pytest.raises(InputError, match=r"attention_mask\[0, 0\] is 0"):
-        packed_pretraining_forward(params_of(0), CONFIG, **{**b, "mlm_positions": None, "mlm_labels": None})
+        pretraining_forward(params_of(0), CONFIG, **{**b, "mlm_positions": None, "mlm_labels": None}, packed=True)
 
 
 def test_a_trace_records_the_padded_layout_only():

@@ -13,7 +13,8 @@ from npbert.linguistics.builtin_pairs import builtin_pairs
 from npbert.linguistics.minimal_pairs import ScoredPairs, score_with_bert, tokenize_pairs
 from npbert.linguistics.pll import masked_copies, pseudo_log_likelihoods, token_log_probs
 from npbert.data.builtin_vocab import builtin_vocab
-from npbert.model import init_params, pretraining_forward
+from npbert.model import pretraining_forward
+from npbert.model_params import init_params
 from npbert.tokenizer import BertTokenizer
 
 CLS, SEP, MASK, UNK = 2, 3, 4, 1

@@ -69,7 +69,7 @@ def test_existing_output_directory_is_refused_unless_resume_or_overwrite(tmp_pat
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_dir, monkeypatch):
     import npbert.pretraining.job as pretrain_module
-    real = pretrain_module.packed_pretraining_forward
+    real = pretrain_module.pretraining_forward
     calls = {"n": 0}
 
     def poisoned(*args, **kwargs):
@@ -78,7 +78,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_dir, m
         if calls["n"] == 10:                            # the 10th training step
             out["loss"] = np.float32("nan")
         return out, cache
-    monkeypatch.setattr(pretrain_module, "packed_pretraining_forward", poisoned)
+    monkeypatch.setattr(pretrain_module, "pretraining_forward", poisoned)
     with pytest.raises(TrainingDiverged, match="nan at step 10"):
         pretrain(options(tmp_path, data_dir, eval_every=100), log=quiet)
     state = json.load(open(tmp_path / "run" / "checkpoint" / "training_state.json"))
@@ -185,13 +185,13 @@ def test_every_step_uses_the_schedule_and_clipped_gradients(tmp_path, data_dir, 
 
 def test_a_non_finite_gradient_stops_before_the_update(tmp_path, data_dir, monkeypatch):
     import npbert.pretraining.job as pretrain_module
-    real = pretrain_module.packed_pretraining_backward
+    real = pretrain_module.pretraining_backward
 
     def poisoned(cache):
         grads = real(cache)
         grads["bert.pooler.dense.bias"][0] = np.inf
         return grads
-    monkeypatch.setattr(pretrain_module, "packed_pretraining_backward", poisoned)
+    monkeypatch.setattr(pretrain_module, "pretraining_backward", poisoned)
     seen = spy_on_updates(monkeypatch)
     with pytest.raises(TrainingDiverged, match="gradient norm is (inf|nan) at step 1"):
         pretrain(options(tmp_path, data_dir), log=quiet)

@@ -92,7 +92,7 @@ def test_model_that_does_not_fit_the_data_is_refused(tmp_path, data_dir, first_r
     save_pretrained(str(tmp_path / "swapped"), loaded.config, loaded.params, tokens)
     with pytest.raises(DataError, match="prepared with a different vocabulary"):
         pretrain(options(tmp_path / "a", data_dir, model=str(tmp_path / "swapped"), model_overrides=None), log=quiet)
-    from npbert.model import init_params
+    from npbert.model_params import init_params
     short = dataclasses.replace(loaded.config, max_position_embeddings=16)
     save_pretrained(str(tmp_path / "short"), short, init_params(short, np.random.default_rng(0)), loaded.tokenizer)
     with pytest.raises(DataError, match="up to 32 tokens, more than .* max_position_embeddings 16"):

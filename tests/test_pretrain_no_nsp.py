@@ -18,7 +18,7 @@ from support.pretraining_runs import (SMALL, data_dir, options, quiet, records, 
 def test_without_nsp_the_nsp_head_and_pooler_never_change_and_nothing_reports_nsp(tmp_path, data_dir, monkeypatch):
     """A large weight decay would move any frozen weight it touched; the NSP labels, counted in
     no loss, give the frozen parameters zero gradients; no NSP figure anywhere."""
-    from npbert.model import NSP_ONLY_PARAMS
+    from npbert.model_params import NSP_ONLY_PARAMS
     from npbert.optim import AdamW
     from npbert.pretraining.recipe import load_prepared, new_checkpoint
     seen, real = [], AdamW.step

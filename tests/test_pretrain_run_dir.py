@@ -96,7 +96,7 @@ def test_a_failed_first_run_does_not_block_the_retry(tmp_path, data_dir, monkeyp
     corpus.write_text("".join(f"document {i} begins here .\nand it ends here .\n\n" for i in range(30)))
     first = options(tmp_path, data_dir, data=None, corpus=str(corpus), max_seq_length=32, steps=4, save_every=100)
     import npbert.pretraining.job as pretrain_module
-    real = pretrain_module.packed_pretraining_forward
+    real = pretrain_module.pretraining_forward
 
     def crash_at_step_3(*args, **kwargs):
         if kwargs.get("rng") is not None and len(crash_at_step_3.calls) == 2:
@@ -104,10 +104,10 @@ def test_a_failed_first_run_does_not_block_the_retry(tmp_path, data_dir, monkeyp
         crash_at_step_3.calls.append(1)
         return real(*args, **kwargs)
     crash_at_step_3.calls = []
-    monkeypatch.setattr(pretrain_module, "packed_pretraining_forward", crash_at_step_3)
+    monkeypatch.setattr(pretrain_module, "pretraining_forward", crash_at_step_3)
     with pytest.raises(MemoryError):                     # the data is prepared, no checkpoint was saved
         pretrain(first, log=quiet)
-    monkeypatch.setattr(pretrain_module, "packed_pretraining_forward", real)
+    monkeypatch.setattr(pretrain_module, "pretraining_forward", real)
     assert (tmp_path / "run" / "data" / "manifest.json").exists()
     with pytest.raises(NpbertError, match="stopped before it saved a checkpoint; run the same command again"):
         pretrain(first, resume=True, log=quiet)

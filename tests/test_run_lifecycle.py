@@ -123,7 +123,7 @@ def test_a_non_finite_model_is_never_saved_and_the_message_says_what_is_kept(tmp
 
 def test_a_diverged_overwrite_puts_the_earlier_run_back_and_says_so(tmp_path, data_dir, trained, monkeypatch):
     import npbert.pretraining.job as job
-    monkeypatch.setattr(job, "packed_pretraining_forward", lambda *a, **k: ({"loss": np.float32("nan")}, None))
+    monkeypatch.setattr(job, "pretraining_forward", lambda *a, **k: ({"loss": np.float32("nan")}, None))
     with pytest.raises(TrainingDiverged, match="this run saved nothing, and the earlier run in .* is put back"):
         pretrain(options(tmp_path, data_dir, steps=3), overwrite=True, log=quiet)
     assert saved_step(trained) == 7
@@ -269,7 +269,7 @@ def test_a_retry_after_a_failed_first_run_reads_the_edited_corpus(tmp_path, monk
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"document {i} begins here .\nand it ends here .\n\n" for i in range(30)))
     import npbert.pretraining.job as job
-    monkeypatch.setattr(job, "packed_pretraining_forward", lambda *a, **k: (_ for _ in ()).throw(MemoryError("simulated")))
+    monkeypatch.setattr(job, "pretraining_forward", lambda *a, **k: (_ for _ in ()).throw(MemoryError("simulated")))
     opts = options(tmp_path, None, corpus=str(corpus), max_seq_length=32, steps=2)
     with pytest.raises(MemoryError):
         pretrain(opts, log=quiet)

@@ -11,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError
-from npbert.model import param_shapes
+from npbert.model_params import param_shapes
 from npbert.safetensors import DTYPES, load_file, load_metadata, load_shapes, save_file
 
 NUMPY_DTYPES = [np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8,

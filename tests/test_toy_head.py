@@ -12,7 +12,7 @@ from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.gradcheck import Dims, check, run_gradchecks
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import model_of
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.tasks.registry import TASKS, Task
 from npbert.trace import NO_TRACE
 

@@ -19,7 +19,8 @@ from npbert.layers.layout import Padded
 from npbert.layers.mlm_head import mlm_head_forward
 from npbert.layers.nsp_head import nsp_head_forward
 from npbert.layers.pooler import pooler_forward
-from npbert.model import bert_forward, init_params, pretraining_backward, pretraining_forward
+from npbert.model import bert_forward, pretraining_backward, pretraining_forward
+from npbert.model_params import init_params
 from npbert.ops import merge_heads, split_heads
 from npbert.ops import cross_entropy_forward, softmax_forward
 from npbert.trace import Trace

@@ -20,7 +20,7 @@ from hypothesis import given, strategies as st
 from npbert.checkpoint import save_pretrained
 from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert import plotting
 from npbert.plotting import MISSING_NOTE
 from npbert.tokenizer import BertTokenizer

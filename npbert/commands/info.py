@@ -17,7 +17,7 @@ def register(sub):
 def run(args):
     from npbert.checkpoint import check_checkpoint
     from npbert.config import PRESETS, BertConfig
-    from npbert.model import count_params
+    from npbert.model_params import count_params
     shapes = None
     if args.model in PRESETS and not os.path.exists(args.model):
         config = BertConfig.from_preset(args.model)

@@ -12,7 +12,7 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
 from npbert.heads.feature_based import FIELD, FINE_TUNE, features_named, with_features
 from npbert.heads.params import check_head, init_head, label_names_of
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.tokenizer import BertTokenizer
 
 

@@ -40,8 +40,8 @@ from npbert.layers.nsp_head import nsp_head_backward, nsp_head_forward
 from npbert.layers.pooler import pooler_backward, pooler_forward
 from npbert.layers.scalar_mix import GAMMA, scalar_mix_backward, scalar_mix_forward
 from npbert.layers.scalar_mix import W as MIX_W
-from npbert.model import (init_params, packed_bert_backward, packed_bert_forward, packed_pretraining_backward,
-                          packed_pretraining_forward, pretraining_backward, pretraining_forward)
+from npbert.model import bert_backward, bert_forward, pretraining_backward, pretraining_forward
+from npbert.model_params import init_params
 from npbert.ops.dropout import DropoutStream, dropout_key
 from npbert.ops.packed_attention import AttentionLayout
 from npbert.trace import NO_TRACE
@@ -382,11 +382,12 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda dy, c: _merge(encoder_backward(dy, c)), f"L={d.layers} " + shapes, golden=False)
     bert = {k: v for k, v in params.items() if k.startswith("bert.")}
     add("bert_model[packed, read rows]", bert,
-        lambda p: _sequence_output(packed_bert_forward(p, config, pr.ids, pr.types, pr.mask, d.rng(), pr.positions)),
-        lambda dy, c: packed_bert_backward(dy, None, c), f"L={d.layers} ({d.B},{d.T}) -> ({R},{H})", golden=False)
+        lambda p: _sequence_output(bert_forward(p, config, pr.ids, pr.types, pr.mask, d.rng(), packed=True,
+                                                read=pr.positions)),
+        lambda dy, c: bert_backward(dy, None, c), f"L={d.layers} ({d.B},{d.T}) -> ({R},{H})", golden=False)
     add("bert_for_pretraining[packed]", dict(params),
-        lambda p: _model_loss(p, config, batch, d.rng(), packed_pretraining_forward),
-        lambda dl, c: packed_pretraining_backward(c, dl),
+        lambda p: _model_loss(p, config, batch, d.rng(), packed=True),
+        lambda dl, c: pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
 
 
@@ -425,8 +426,8 @@ def _merge(dx_and_grads, name="x"):
     return {name: dx, **grads}
 
 
-def _model_loss(params, config, batch, rng, forward=pretraining_forward):
-    out, cache = forward(params, config, **batch, rng=rng)
+def _model_loss(params, config, batch, rng, packed=False):
+    out, cache = pretraining_forward(params, config, **batch, rng=rng, packed=packed)
     return out["loss"], cache
 
 

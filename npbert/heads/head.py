@@ -21,7 +21,8 @@ from typing import Callable
 import numpy as np
 
 from npbert.errors import InputError
-from npbert.model import IGNORE_INDEX, _check_range
+from npbert.model_inputs import check_range
+from npbert.ops import IGNORE_INDEX
 
 CLS, TOKENS = "cls", "tokens"    # what a head reads: the [CLS] position (pooled), or every token
 
@@ -53,7 +54,7 @@ def int_labels(name, labels, shape, limit, limit_name):
         raise InputError(f"{name} has shape {labels.shape}, expected {tuple(shape)}")
     if not np.issubdtype(labels.dtype, np.integer):
         raise InputError(f"{name} must be integer class ids, got dtype {labels.dtype}")
-    _check_range(name, labels, limit, limit_name, allow=IGNORE_INDEX)
+    check_range(name, labels, limit, limit_name, allow=IGNORE_INDEX)
     return labels
 
 

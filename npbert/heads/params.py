@@ -12,7 +12,7 @@ from npbert.errors import CheckpointError
 from npbert.heads.feature_based import FIELD, FINE_TUNE, feature_choice, feature_width, mix_shapes, with_features
 from npbert.layers.scalar_mix import GAMMA
 from npbert.layers.scalar_mix import W as MIX_W
-from npbert.model import truncated_normal
+from npbert.model_params import truncated_normal
 
 # config.json fields that name a task head (HF's names); a pretraining config has none of them
 HEAD_FIELDS = ("architectures", "num_labels", "id2label", "label2id", "problem_type", FIELD)

@@ -29,8 +29,9 @@ from npbert.config import BertConfig
 from npbert.errors import InputError
 from npbert.heads.feature_based import FeaturesCache, feature_choice, features_backward, features_forward
 from npbert.heads.head import CLS, Head
-from npbert.model import (IGNORE_INDEX, BertCache, bert_model_backward, bert_model_forward, check_inputs, make_layout,
-                          require_pooler)
+from npbert.model import BertCache, bert_model_backward, bert_model_forward, make_layout, require_pooler
+from npbert.model_inputs import check_inputs
+from npbert.ops import IGNORE_INDEX
 
 
 class TaskModelCache(NamedTuple):

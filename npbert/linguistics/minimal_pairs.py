@@ -16,7 +16,7 @@ from npbert.data.progress import Progress
 from npbert.errors import CheckpointError, DataError
 from npbert.linguistics.accuracy import correct, group_accuracies
 from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS, pseudo_log_likelihoods
-from npbert.model import init_params
+from npbert.model_params import init_params
 
 
 @dataclass

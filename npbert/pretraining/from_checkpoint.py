@@ -10,7 +10,7 @@ import numpy as np
 from npbert.checkpoint import VOCAB_FILE
 from npbert.config import BertConfig
 from npbert.errors import CheckpointError, DataError, NpbertError
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.heads.params import pretraining_config
 from npbert.tokenizer import load_vocab
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from npbert.model import packed_pretraining_backward, packed_pretraining_forward
+from npbert.model import pretraining_backward, pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
 from npbert.training.overfitting import RisingLossWatch
@@ -56,10 +56,10 @@ class PretrainingJob(Job):
     def forward(self, params, batch, rng):
         if not self.nsp:
             batch = dict(batch, nsp_labels=None)       # no label counted: NSP loss 0, its gradients 0
-        return packed_pretraining_forward(params, self.config, **batch, rng=rng)
+        return pretraining_forward(params, self.config, **batch, rng=rng, packed=True)
 
     def backward(self, cache):
-        return packed_pretraining_backward(cache)
+        return pretraining_backward(cache)
 
     def step_metrics(self, out, batch):
         return keep_nsp(step_metrics(out), self.nsp)

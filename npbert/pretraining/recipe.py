@@ -29,7 +29,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.config import BertConfig
 from npbert.data.instances import canonical_mask_mix
 from npbert.errors import NpbertError
-from npbert.model import NSP_ONLY_PARAMS, init_params
+from npbert.model_params import NSP_ONLY_PARAMS, init_params
 from npbert.options import check_ranges
 from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
                                        prepare_corpus, with_data_options)

@@ -27,7 +27,8 @@ import transformers
 
 from npbert.checkpoint import load_pretrained, save_pretrained
 from npbert.config import BertConfig
-from npbert.model import bert_forward, init_params, pretraining_forward
+from npbert.model import bert_forward, pretraining_forward
+from npbert.model_params import init_params
 
 TOLERANCE = 1e-4   # float32 outputs of two implementations of the same model
 

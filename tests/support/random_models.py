@@ -9,7 +9,7 @@ from npbert.config import BertConfig
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.heads.params import finetuned_config, init_head
 from npbert.heads.registry import HEADS
-from npbert.model import init_params
+from npbert.model_params import init_params
 from npbert.tasks.registry import TASKS
 from npbert.tokenizer import BertTokenizer
 
