@@ -41,7 +41,7 @@ def test_option_numbers_are_checked_with_the_flag_named():
     for change, message in ((dict(steps=0), "--steps must be an integer >= 1, got 0"),
                             (dict(steps=True), "--steps must be an integer >= 1, got True"),
                             (dict(learning_rate=-1.0), r"--learning-rate must be a number in \[0, 1\], got -1.0"),
-                            (dict(learning_rate=None), r"--learning-rate must be a number in \[0, 1\], got None"),
+                            (dict(batch_size=None), r"--batch-size must be an integer >= 1, got None"),
                             (dict(hidden_dropout_prob=1.0), r"--hidden-dropout-prob must be a number in \[0, 1\)"),
                             (dict(max_grad_norm=nan), r"--max-grad-norm must be a number in \[0, 1e\+06\], got nan"),
                             (dict(max_grad_norm=inf), r"--max-grad-norm must be a number in \[0, 1e\+06\], got inf"),
