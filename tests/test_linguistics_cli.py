@@ -130,7 +130,10 @@ def test_attention_heads_reads_the_held_out_text(run_dir, tmp_path, capsys):
     assert main(["attention-heads", str(run_dir / "checkpoint"), "--sequences", "10", "--json", str(record)]) == 0
     out = capsys.readouterr().out
     assert "query tokens of" in out and len([line for line in out.splitlines() if line[:5].strip().isdigit()]) == 4
+    # a random model's heads are near-uniform: no pattern, so none is "recognisable"
+    assert "no head puts half its attention on one target\nheads with no clear pattern" in out
     saved = json.load(open(record))
+    assert saved["named"] == [] and [b[:2] for b in saved["broad"]] == [[0, 0], [0, 1], [1, 0], [1, 1]]
     means = np.array(saved["means"])
     assert means.shape == (2, 2, len(STATISTICS) + 1) and saved["queries"] > 0
     assert ((means[:, :, :6] >= 0) & (means[:, :, :6] <= 1 + 1e-9)).all()
