@@ -62,6 +62,8 @@ def test_minimal_pairs_scores_the_builtin_set_beside_its_baselines(run_dir, tmp_
     header = next(line for line in out.splitlines() if line.startswith("group"))
     assert header.split()[-3:] == ["random", "unigram", "3-gram"]
     assert any(line.startswith("paradigm transitive ") for line in out.splitlines())
+    verdict = out.splitlines()[-1]                                             # after the table
+    assert verdict.startswith("overall, bert (") and "random (" in verdict and "3-gram (" in verdict, out
     lines = [json.loads(line) for line in open(scores)]
     assert len(lines) == 48 and set(lines[0]) == {"pairID", "UID", "pll_good", "pll_bad", "tokens_good",
                                                   "tokens_bad", "correct", "has_unk"}
