@@ -198,3 +198,24 @@ def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkey
         monkeypatch.setattr(info, "run", warn_then(fail=False))
         assert main(["info", "tiny"]) == 0
         assert capsys.readouterr().err == "RuntimeWarning: overflow encountered in exp\n"
+
+
+def test_more_threads_than_cpus_are_capped_with_a_note(monkeypatch):
+    # before: NPBERT_NUM_THREADS=1000 was taken as asked (up to Numba's pool), many threads taking turns on few cores
+    import numba
+
+    from npbert import environment
+    from npbert.kernels import threads
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 64)     # Numba's pool follows the machine, not the affinity
+    monkeypatch.setattr(environment, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1000")
+    assert threads.num_threads() == 2
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
+    assert threads.num_threads() == 1 and environment.threads_note() is None
+
+
+def test_the_cap_is_one_note_on_stderr():
+    cpus = len(os.sched_getaffinity(0))
+    r = run_npbert("info", "tiny", env=env(NPBERT_NUM_THREADS="1000"))
+    assert r.returncode == 0 and r.stderr == (f"npbert info: note: NPBERT_NUM_THREADS=1000 is more than the {cpus} "
+                                              f"CPUs this process may use: the kernels run {cpus} threads\n")
