@@ -171,7 +171,8 @@ def test_an_output_on_a_full_disk_is_named_not_its_hidden_copy(pretrained_model,
     full.mkdir()
     proc = run_on_full_disk(full, [*NPBERT, "minimal-pairs", pretrained_model, "builtin", "--per-paradigm", "1",
                                    "--baselines", "none", "--backend", "numpy", "--json", f"{full}/s.json"])
-    assert proc.returncode == 2 and proc.stderr == f"npbert minimal-pairs: error: {full}/s.json: No space left on device\n"
+    assert proc.returncode == 2
+    assert proc.stderr == f"npbert minimal-pairs: error: {full}/s.json: No space left on device\n"
 
 
 def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkeypatch, capsys):

@@ -163,6 +163,7 @@ def test_an_unwritable_cache_directory_says_every_run_compiles(tmp_path):
     place = tmp_path / "cache"
     place.mkdir()
     code = "import numpy as np; from npbert import backend; backend.sum_of_squares(np.ones(3, np.float32))"
-    r, _ = run_unwritable(place, ["env", f"NUMBA_CACHE_DIR={place}", "NPBERT_BACKEND=numba", sys.executable, "-c", code])
+    argv = ["env", f"NUMBA_CACHE_DIR={place}", "NPBERT_BACKEND=numba", sys.executable, "-c", code]
+    r, _ = run_unwritable(place, argv)
     assert r.returncode == 0, r.stderr
     assert f"on every run: {place} cannot be written, so nothing is cached" in r.stderr and "first run" not in r.stderr

@@ -7,7 +7,8 @@ import pytest
 
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import DataError
-from npbert.linguistics.attention_heads import STATISTICS, TARGETS, HeadStatistics, broad_heads, named_heads, punctuation_ids
+from npbert.linguistics.attention_heads import (STATISTICS, TARGETS, HeadStatistics, broad_heads, named_heads,
+                                                punctuation_ids)
 from npbert.linguistics.builtin_pairs import PAIRS_PER_PARADIGM, PARADIGMS, builtin_pairs, write_jsonl
 from npbert.linguistics.pairs import read_pairs
 from npbert.linguistics.probes import LayerFeatures, probe_layers

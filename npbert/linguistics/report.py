@@ -1,5 +1,6 @@
 """What `npbert minimal-pairs` prints and writes: the accuracy table (every scorer side by side,
-the first one with its 95% interval), one sentence on whether it beats the others, a JSON summary, and one JSON line of scores per pair."""
+the first one with its 95% interval), one sentence on whether it beats the others, a JSON
+summary, and one JSON line of scores per pair."""
 from __future__ import annotations
 
 import json
