@@ -76,7 +76,7 @@ def show(plt, fig, path=None):
         return
     path = path or picture_path()
     save_png(plt, fig, path)
-    print(f"   wrote {path}")
+    print(f"   wrote {os.path.abspath(path)}")          # the current directory, which a reader may not expect
 
 
 def in_notebook() -> bool:

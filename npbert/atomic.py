@@ -149,9 +149,11 @@ def atomic_write(path, write) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.remove(tmp)
+        if isinstance(e, OSError) and e.filename in (tmp, None):
+            e.filename = path                          # the file the user named, not the hidden one (or none: ENOSPC)
         raise
     _fsync(parent)
 

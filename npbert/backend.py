@@ -86,7 +86,7 @@ def _announce_compile() -> None:
     global _compile_announced
     _compile_announced = True
     if kernels.jit_cache.cache_is_cold():
-        print(kernels.jit_cache.COMPILE_MESSAGE, file=sys.stderr, flush=True)
+        print(kernels.jit_cache.compile_message(), file=sys.stderr, flush=True)
 
 
 # --- the hot ops: reference or kernel --------------------------------------------------------------

@@ -16,7 +16,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 from npbert.commands import HelpFormatter, Parser  # noqa: E402  (after the thread settings, on purpose)
-from npbert.environment import check_environment  # noqa: E402
+from npbert.environment import check_environment, threads_note  # noqa: E402
 from npbert.errors import NpbertError  # noqa: E402
 from npbert.signals import Terminated, terminated_as_interrupt  # noqa: E402
 
@@ -57,6 +57,8 @@ def _run(argv) -> int:
     name = f"npbert {argv[0]}" if argv and argv[0] in COMMANDS else "npbert"
     try:
         check_environment()                           # before Numba loads: it reads NUMBA_NUM_THREADS then
+        if threads_note():
+            print(f"{name}: note: {threads_note()}", file=sys.stderr)
         args = build_parser().parse_args(argv)
         name = f"npbert {args.command}"
         if getattr(args, "backend", None):           # every command that runs the model has --backend

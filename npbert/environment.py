@@ -3,7 +3,8 @@ anything else must parse, or an NpbertError names the variable and what it takes
 NPBERT_NUM_THREADS=abc was a traceback in the first kernel, NUMBA_NUM_THREADS=0 one at import).
 
     NPBERT_BACKEND       numpy | numba, any case (default: numpy; the training commands numba)
-    NPBERT_NUM_THREADS   an integer >= 1: the kernels' threads (default: the CPUs this process may use)
+    NPBERT_NUM_THREADS   an integer >= 1: the kernels' threads, at most the CPUs this process may use
+                         (default: those CPUs; more is capped with a note)
     NUMBA_NUM_THREADS    an integer >= 1: Numba's thread pool, read by Numba when it loads
     NUMBA_THREADING_LAYER one of Numba's names (default, safe, threadsafe, forksafe, tbb, omp, workqueue)
     OMP_WAIT_POLICY      active | passive, any case: whether the kernels' idle worker spins (default:
@@ -51,6 +52,26 @@ def threads_from_environment(name: str = "NPBERT_NUM_THREADS") -> int | None:
     if value < 1:
         raise NpbertError(f"{name}={text!r} must be an integer >= 1 (or unset: the CPUs this process may use)")
     return value
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may use (its affinity, which a container or taskset narrows)."""
+    return len(os.sched_getaffinity(0))
+
+
+def kernel_threads() -> int:
+    """NPBERT_NUM_THREADS, at most the usable CPUs (threads beyond the cores only take turns on
+    them and wait for each other at every loop), or the usable CPUs when unset."""
+    return min(threads_from_environment("NPBERT_NUM_THREADS") or usable_cpus(), usable_cpus())
+
+
+def threads_note() -> str | None:
+    """One line when NPBERT_NUM_THREADS asks for more threads than kernel_threads() gives."""
+    wanted = threads_from_environment("NPBERT_NUM_THREADS")
+    if wanted and wanted > usable_cpus():
+        return f"NPBERT_NUM_THREADS={wanted} is more than the {usable_cpus()} CPUs this process may use: the " \
+               f"kernels run {usable_cpus()} threads"
+    return None
 
 
 def check_choice(name: str, choices: tuple, what: str) -> None:

@@ -22,6 +22,14 @@ def encode_with_masks(tokenizer, text) -> list:
     return ids + [tokenizer.sep_token_id]
 
 
+def unknown_words(tokenizer, text) -> list:
+    """The words of text the model reads as [UNK] (not in its vocabulary), as written, in order:
+    the output shows the text as typed, so nothing else tells a reader the model never saw them."""
+    tokenized = tokenizer.tokenize_with_offsets(text)
+    return [text[start:end] for token, (start, end) in zip(tokenized.tokens, tokenized.offsets)
+            if token == tokenizer.unk_token]
+
+
 def fill_mask(params, config, tokenizer, text, top_k=5) -> list:
     """-> for each [MASK], in order: a list of (token, probability), best first."""
     if "cls.predictions.bias" not in params:

@@ -6,7 +6,8 @@ for all, checked by check_outputs before any work is done:
     that output, text whose every line is one npbert prints there): a re-run replaces its own
     result and nothing a user made. Never a directory or a special file (a FIFO would block the
     check, a device is not a file to replace), never a file the same command reads (or one inside
-    a directory it reads), never one file for two outputs.
+    a directory it reads), never one file for two outputs, never in a directory where no file can
+    be made (a read-only file system: found before the work, not after it).
 
 Writing is npbert/atomic.py's atomic_write: a crash leaves the old file or all of the new one.
 """
@@ -18,6 +19,7 @@ import re
 import stat
 from typing import Callable, NamedTuple
 
+from npbert.atomic import sibling
 from npbert.errors import NpbertError
 from npbert.reading import file_kind
 
@@ -86,6 +88,7 @@ def check_output(output: Output, inputs) -> None:
     read = next((i for i in inputs if i and is_within(path, i)), None)
     if read is not None:
         raise NpbertError(f"cannot write {option} {path}: the command reads {read}; write elsewhere")
+    check_writable(parent, option, path)
     try:
         mode = os.stat(path).st_mode                   # a link is followed: to a device, it is refused
     except FileNotFoundError:
@@ -101,6 +104,17 @@ def check_output(output: Output, inputs) -> None:
     if not ours:
         raise NpbertError(f"{option} {path} exists and was not {output.made} by npbert: not overwritten (move it, "
                           "or write elsewhere)")
+
+
+def check_writable(parent, option, path) -> None:
+    """Make and remove the hidden file atomic_write would build the output in: a read-only file
+    system or a directory without write permission is found now, not after the work."""
+    probe = sibling(path, "tmp")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError as e:
+        raise NpbertError(f"cannot write {option} {path}: no file can be made in {parent} ({e.strerror})") from None
+    os.remove(probe)
 
 
 def is_within(path, read) -> bool:

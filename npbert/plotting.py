@@ -42,6 +42,8 @@ def png_output(option, path) -> Output:
     replaced only if npbert drew it."""
     if path and not path.lower().endswith(".png"):
         raise NpbertError(f"{path}: the picture is a PNG; give a FILE.png")
+    if path:
+        load_pyplot()                                  # a bogus MPLBACKEND is refused now, not after the work
     return Output(option, path, drawn_head, made="drawn")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import npbert
 from npbert.cli import main
-from support.hostile import NPBERT, env, npbert as run_npbert, run_unwritable
+from support.hostile import NPBERT, env, npbert as run_npbert, run_on_full_disk, run_unwritable
 from support.patience import HANG_SECONDS
 from support.error_lines import one_error_line
 from support.random_models import pretrained_model, random_finetuned, sentence_model  # noqa: F401  (fixtures)
@@ -129,6 +129,15 @@ def test_a_bogus_mplbackend_is_one_line_for_plot(tmp_path):
     r = run_npbert("plot", str(run), env=env(MPLBACKEND="bogus"))
     assert r.returncode == 2 and r.stderr.endswith("unset it (or name a backend, e.g. MPLBACKEND=Agg)\n")
     assert r.stderr.count("\n") == 1 and "npbert plot: error: MPLBACKEND='bogus' is not a backend" in r.stderr
+    assert r.stdout == ""                              # refused before the log is read, not after
+
+
+def test_a_bogus_mplbackend_is_refused_before_the_work(pretrained_model, tmp_path):
+    # before: attention-heads averaged every head, printed them, then failed at the picture
+    pytest.importorskip("matplotlib")
+    r = run_npbert("attention-heads", pretrained_model, "--plot", str(tmp_path / "h.png"), "--backend", "numpy",
+                   env=env(MPLBACKEND="bogus"))
+    assert r.returncode == 2 and "MPLBACKEND='bogus' is not a backend" in r.stderr and r.stdout == ""
 
 
 @pytest.mark.parametrize("command", ["predict", "fill-mask"])
@@ -151,8 +160,19 @@ def test_a_plot_into_an_unwritable_place_is_one_line(tmp_path):
     place.mkdir()
     (run / "metrics.jsonl").write_text('{"kind": "train", "step": 1, "loss": 2.0, "lr": 0.001}\n')
     proc, errno_text = run_unwritable(place, [*NPBERT, "plot", str(run), "--out", str(place / "m.png")])
-    assert proc.returncode == 2 and proc.stderr == f"npbert plot: error: could not write {place / 'm.png'}: {errno_text}\n"
-    assert os.listdir(place) == []
+    assert proc.returncode == 2 and proc.stderr == (f"npbert plot: error: cannot write --out {place / 'm.png'}: no "
+                                                    f"file can be made in {place} ({errno_text})\n")
+    assert proc.stdout == "" and os.listdir(place) == []   # found before the log is read, not after the drawing
+
+
+def test_an_output_on_a_full_disk_is_named_not_its_hidden_copy(pretrained_model, tmp_path):
+    # before: "could not write the output: No space left on device", which output not said
+    full = tmp_path / "full"
+    full.mkdir()
+    proc = run_on_full_disk(full, [*NPBERT, "minimal-pairs", pretrained_model, "builtin", "--per-paradigm", "1",
+                                   "--baselines", "none", "--backend", "numpy", "--json", f"{full}/s.json"])
+    assert proc.returncode == 2
+    assert proc.stderr == f"npbert minimal-pairs: error: {full}/s.json: No space left on device\n"
 
 
 def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkeypatch, capsys):
@@ -179,3 +199,24 @@ def test_warnings_are_dropped_after_an_error_line_and_shown_after_success(monkey
         monkeypatch.setattr(info, "run", warn_then(fail=False))
         assert main(["info", "tiny"]) == 0
         assert capsys.readouterr().err == "RuntimeWarning: overflow encountered in exp\n"
+
+
+def test_more_threads_than_cpus_are_capped_with_a_note(monkeypatch):
+    # before: NPBERT_NUM_THREADS=1000 was taken as asked (up to Numba's pool), many threads taking turns on few cores
+    import numba
+
+    from npbert import environment
+    from npbert.kernels import threads
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 64)     # Numba's pool follows the machine, not the affinity
+    monkeypatch.setattr(environment, "usable_cpus", lambda: 2)
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1000")
+    assert threads.num_threads() == 2
+    monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
+    assert threads.num_threads() == 1 and environment.threads_note() is None
+
+
+def test_the_cap_is_one_note_on_stderr():
+    cpus = len(os.sched_getaffinity(0))
+    r = run_npbert("info", "tiny", env=env(NPBERT_NUM_THREADS="1000"))
+    assert r.returncode == 0 and r.stderr == (f"npbert info: note: NPBERT_NUM_THREADS=1000 is more than the {cpus} "
+                                              f"CPUs this process may use: the kernels run {cpus} threads\n")

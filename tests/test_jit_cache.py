@@ -154,3 +154,16 @@ def test_a_warm_cache_says_nothing(monkeypatch, capsys):
     with backend.use_backend("numba"):
         backend.sum_of_squares(np.ones(3, np.float32))
     assert capsys.readouterr().err == ""
+
+
+def test_an_unwritable_cache_directory_says_every_run_compiles(tmp_path):
+    """Before: "first run only ... cached afterwards", while nothing could be cached and every run
+    compiled again."""
+    from support.hostile import run_unwritable
+    place = tmp_path / "cache"
+    place.mkdir()
+    code = "import numpy as np; from npbert import backend; backend.sum_of_squares(np.ones(3, np.float32))"
+    argv = ["env", f"NUMBA_CACHE_DIR={place}", "NPBERT_BACKEND=numba", sys.executable, "-c", code]
+    r, _ = run_unwritable(place, argv)
+    assert r.returncode == 0, r.stderr
+    assert f"on every run: {place} cannot be written, so nothing is cached" in r.stderr and "first run" not in r.stderr

@@ -7,7 +7,8 @@ import pytest
 
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.errors import DataError
-from npbert.linguistics.attention_heads import STATISTICS, TARGETS, HeadStatistics, named_heads, punctuation_ids
+from npbert.linguistics.attention_heads import (STATISTICS, TARGETS, HeadStatistics, broad_heads, named_heads,
+                                                punctuation_ids)
 from npbert.linguistics.builtin_pairs import PAIRS_PER_PARADIGM, PARADIGMS, builtin_pairs, write_jsonl
 from npbert.linguistics.pairs import read_pairs
 from npbert.linguistics.probes import LayerFeatures, probe_layers
@@ -48,9 +49,9 @@ def test_all_mass_on_the_previous_token_gives_exactly_one():
     uniform = (5 * np.log(5) + 3 * np.log(3)) / 8
     assert means[1, COLUMN["entropy"]] == pytest.approx(uniform) and means[1, -1] == pytest.approx(uniform)
     assert means[1, COLUMN["previous"]] == pytest.approx((4 / 5 + 2 / 3) / 6)
-    named = named_heads(means[None])
-    assert [(layer, head) for layer, head, _ in named] == [(0, 0), (0, 0 + 1)]
-    assert "previous (1.00)" in named[0][2] and named[1][2].startswith("broad")
+    named, broad = named_heads(means[None]), broad_heads(means[None])
+    assert [(layer, head) for layer, head, _ in named] == [(0, 0)] and "previous (1.00)" in named[0][2]
+    assert broad == [(0, 1, f"entropy {uniform:.2f} of {uniform:.2f} nats")]   # uniform: no pattern, not a named head
 
 
 @pytest.mark.parametrize("target", TARGETS)

@@ -62,6 +62,8 @@ def test_minimal_pairs_scores_the_builtin_set_beside_its_baselines(run_dir, tmp_
     header = next(line for line in out.splitlines() if line.startswith("group"))
     assert header.split()[-3:] == ["random", "unigram", "3-gram"]
     assert any(line.startswith("paradigm transitive ") for line in out.splitlines())
+    verdict = out.splitlines()[-1]                                             # after the table
+    assert verdict.startswith("overall, bert (") and "random (" in verdict and "3-gram (" in verdict, out
     lines = [json.loads(line) for line in open(scores)]
     assert len(lines) == 48 and set(lines[0]) == {"pairID", "UID", "pll_good", "pll_bad", "tokens_good",
                                                   "tokens_bad", "correct", "has_unk"}
@@ -130,7 +132,10 @@ def test_attention_heads_reads_the_held_out_text(run_dir, tmp_path, capsys):
     assert main(["attention-heads", str(run_dir / "checkpoint"), "--sequences", "10", "--json", str(record)]) == 0
     out = capsys.readouterr().out
     assert "query tokens of" in out and len([line for line in out.splitlines() if line[:5].strip().isdigit()]) == 4
+    # a random model's heads are near-uniform: no pattern, so none is "recognisable"
+    assert "no head puts half its attention on one target\nheads with no clear pattern" in out
     saved = json.load(open(record))
+    assert saved["named"] == [] and [b[:2] for b in saved["broad"]] == [[0, 0], [0, 1], [1, 0], [1, 1]]
     means = np.array(saved["means"])
     assert means.shape == (2, 2, len(STATISTICS) + 1) and saved["queries"] > 0
     assert ((means[:, :, :6] >= 0) & (means[:, :, :6] <= 1 + 1e-9)).all()

@@ -126,3 +126,16 @@ def test_group_accuracies_overall_field_phenomenon_paradigm():
     assert by[("field", "morphology")].pairs == 12 and by[("field", "syntax")].pairs == 6
     assert by[("phenomenon", "subject_verb_agreement")].pairs == 6
     assert sum(r.pairs for r in rows if r.level == "paradigm") == 18
+
+
+def test_one_sentence_says_whether_the_model_beats_each_baseline():
+    """1,000 pairs at 60 % give the model [57.0, 63.0]: a baseline below it is beaten, one above
+    it is ahead, one inside it is not told apart by these pairs."""
+    from npbert.linguistics.accuracy import GroupAccuracy
+    from npbert.linguistics.report import verdict
+    overall = GroupAccuracy("overall", "overall", 1000, {"bert": 600, "unigram": 500, "3-gram": 700, "random": 610})
+    assert verdict(overall, ["bert", "unigram", "3-gram", "random"]) == (
+        "overall, bert (60.0 %) is ahead of unigram (50.0 %), behind 3-gram (70.0 %), "
+        "within its 95% interval [56.9, 63.0] of random (61.0 %)")
+    assert verdict(overall, ["bert", "unigram"]) == "overall, bert (60.0 %) is ahead of unigram (50.0 %)"
+    assert verdict(overall, ["bert"]) is None

@@ -1,11 +1,12 @@
 """`npbert attention-heads CHECKPOINT`: what every attention head looks at on average (to [CLS], to
 [SEP], to punctuation, to itself, to the previous or next token, and how spread out it is), over
 held-out text of the model's own pretraining data, with the heads that do something recognisable
-named (Clark et al. 2019)."""
+named and the near-uniform ones listed as no clear pattern (Clark et al. 2019)."""
 from npbert.commands import add_backend_argument, training_backend
 from npbert.commands.arg_types import positive_int
 
-RECORD_FIELDS = ("statistics", "means", "queries", "named")      # --json's, in order (npbert/outputs.py reads them)
+RECORD_FIELDS = ("statistics", "means", "queries", "named", "broad")   # --json's, in order
+RECOGNISED_BY = RECORD_FIELDS[:4]        # what npbert/outputs.py looks for: a file written before "broad" is ours too
 
 
 def register(sub):
@@ -33,11 +34,11 @@ def run(args):
     from npbert.checkpoint import load_pretrained
     from npbert.commands.minimal_pairs import require_tokenizer
     from npbert.errors import DataError
-    from npbert.linguistics.attention_heads import STATISTICS, head_statistics, named_heads
+    from npbert.linguistics.attention_heads import STATISTICS, broad_heads, head_statistics, named_heads
     from npbert.linguistics.seen_corpus import heldout_batches, pretraining_data_of
     from npbert.outputs import check_outputs, json_output
     from npbert.plotting import png_output
-    check_outputs([json_output("--json", args.json, RECORD_FIELDS), png_output("--plot", args.plot)],
+    check_outputs([json_output("--json", args.json, RECOGNISED_BY), png_output("--plot", args.plot)],
                   inputs=[args.checkpoint, args.data])
     loaded = load_pretrained(args.checkpoint, strict=False)
     tokenizer = require_tokenizer(loaded, args.checkpoint)
@@ -50,17 +51,27 @@ def run(args):
     means = stats.mean()                                                          # (L, A, 8)
     print(f"{int(stats.counts[0]):,} query tokens of {data}'s held-out IsNext pairs, masks put back")
     print("\n".join(format_heads(means)))
-    named = named_heads(means)
-    print("heads that do something recognisable:" if named else "no head puts half its attention on one target")
-    for layer, head, what in named:
-        print(f"  layer {layer} head {head}: {what}")
+    named, broad = named_heads(means), broad_heads(means)
+    print_heads(named, broad)
     if args.json:
         record = dict(zip(RECORD_FIELDS, (list(STATISTICS) + ["uniform_entropy"], means.tolist(), int(stats.counts[0]),
-                                          [list(n) for n in named])))
+                                          [list(n) for n in named], [list(b) for b in broad])))
         atomic_write(args.json, lambda f: f.write((json.dumps(record) + "\n").encode()))
     if args.plot:
         draw(means, STATISTICS, args.plot, args.checkpoint)
     return 0
+
+
+def print_heads(named, broad) -> None:
+    """The verdict: the heads one target describes, then the near-uniform ones, which are not a
+    pattern (their attention is spread over every key)."""
+    print("heads that do something recognisable:" if named else "no head puts half its attention on one target")
+    for layer, head, what in named:
+        print(f"  layer {layer} head {head}: {what}")
+    if broad:
+        print("heads with no clear pattern (near-uniform: attention spread over every key):")
+    for layer, head, what in broad:
+        print(f"  layer {layer} head {head}: {what}")
 
 
 def format_heads(means) -> list:

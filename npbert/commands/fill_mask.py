@@ -17,7 +17,7 @@ def register(sub):
 def run(args):
     from npbert.checkpoint import load_pretrained
     from npbert.errors import CheckpointError
-    from npbert.fill_mask import fill_mask
+    from npbert.fill_mask import fill_mask, unknown_words
     loaded = load_pretrained(args.checkpoint, strict=False)   # a task head's tensors: said below
     if loaded.tokenizer is None:
         raise CheckpointError(f"{args.checkpoint} has no vocab.txt, so texts cannot be tokenized")
@@ -29,4 +29,7 @@ def run(args):
         print(filled)
         for i, options in enumerate(predictions, 1):
             print(f"  [MASK] {i}: " + "  ".join(f"{tok} {p:.3f}" for tok, p in options))
+        unknown = unknown_words(loaded.tokenizer, text)
+        if unknown:
+            print("  read as [UNK] (not in the model's vocabulary): " + ", ".join(unknown))
     return 0

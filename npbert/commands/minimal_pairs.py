@@ -44,7 +44,7 @@ def run(args):
     from npbert.checkpoint import load_config, load_pretrained
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
-    from npbert.linguistics.report import SCORE_FIELDS, SUMMARY_FIELDS, format_table, score_lines, summary
+    from npbert.linguistics.report import SCORE_FIELDS, SUMMARY_FIELDS, format_table, score_lines, summary, verdict
     from npbert.outputs import check_outputs, json_output
     check_outputs([json_output("--scores", args.scores, SCORE_FIELDS),                 # before any work
                    json_output("--json", args.json, SUMMARY_FIELDS)],
@@ -69,6 +69,7 @@ def run(args):
         mp.score_with_counts(scored, model)
     rows = scored.accuracies()
     print("\n".join(format_table(rows, list(scored.scores))))
+    print(verdict(rows[0], list(scored.scores)) or "no baseline to compare with (--baselines)")
     write_outputs(args, scored, summary(rows, scored, unk_pairs, args.exclude_unk), score_lines)
     return 0
 

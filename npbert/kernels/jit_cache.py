@@ -31,13 +31,18 @@ def use_source_keyed_cache(directory: Path = KERNELS_DIR) -> str:
     set NUMBA_CACHE_DIR, else at directory/__pycache__/numba-<digest>, or at
     ~/.cache/npbert/numba-<digest> where the package is read-only (a system-wide install);
     returns the directory in force."""
+    global _unwritable
     name = f"numba-{kernel_sources_digest(directory)}"
     chosen = os.environ.get("NUMBA_CACHE_DIR")
     user_cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "npbert"
-    for parent in ([Path(chosen)] if chosen else [Path(directory) / "__pycache__", user_cache]):
+    tried = [Path(chosen)] if chosen else [Path(directory) / "__pycache__", user_cache]
+    for parent in tried:
         if _writable(parent / name):
             numba.config.CACHE_DIR = str(parent / name)
+            _unwritable = []
             break
+    else:
+        _unwritable = tried
     return numba.config.CACHE_DIR
 
 
@@ -54,6 +59,17 @@ def cache_is_cold(cache_dir=None) -> bool:
 
 
 COMPILE_MESSAGE = "compiling the Numba kernels (first run only, ~10-20 s; cached afterwards) ..."
+_unwritable = []                 # the cache directories use_source_keyed_cache tried, when none could be written
+
+
+def compile_message() -> str:
+    """What the first kernel call of a cold cache says: COMPILE_MESSAGE, unless nothing can be
+    cached (an unwritable NUMBA_CACHE_DIR), when every run compiles and "first run only" is false."""
+    if not _unwritable:
+        return COMPILE_MESSAGE
+    where = " nor ".join(map(str, _unwritable))
+    return (f"compiling the Numba kernels (~10-20 s, on every run: {where} cannot be written, so nothing is "
+            "cached; set NUMBA_CACHE_DIR to a writable directory) ...")
 
 
 def _writable(path: Path) -> bool:

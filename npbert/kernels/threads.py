@@ -38,7 +38,7 @@ there). GOMP_SPINCOUNT=300000 gives GNU OpenMP's spin back; OMP_WAIT_POLICY=ACTI
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread
 count only where a kernel says so. The thread count is the CPUs this process may use, or NPBERT_NUM_THREADS
-(npbert/environment.py).
+if fewer (npbert/environment.py).
 """
 import os
 
@@ -51,7 +51,7 @@ from numba.core import cgutils
 from numba.core.callconv import excinfo_t
 from numba.extending import intrinsic
 
-from npbert.environment import threads_from_environment
+from npbert.environment import kernel_threads
 from npbert.errors import NpbertError
 from npbert.kernels import blas
 
@@ -77,8 +77,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def num_threads() -> int:
     if _forked:
         return 1
-    wanted = threads_from_environment("NPBERT_NUM_THREADS") or len(os.sched_getaffinity(0))
-    return max(1, min(wanted, numba.config.NUMBA_NUM_THREADS))
+    return max(1, min(kernel_threads(), numba.config.NUMBA_NUM_THREADS))
 
 
 @intrinsic

@@ -11,8 +11,9 @@ for every layer and head, over every real query token of N sequences,
 
 p are the softmax probabilities the trace records as
 `bert.encoder.layer.{i}.attention.self.probs` (no dropout). A head is named when one average
-says what it does: at least NAMED_AT of its attention on one target ("previous-token head"),
-or an entropy at least BROAD_AT of the uniform distribution's over the same keys ("broad").
+says what it does: at least NAMED_AT of its attention on one target ("previous-token head").
+One with an entropy at least BROAD_AT of the uniform distribution's over the same keys is
+"broad": near-uniform, no clear pattern.
 """
 from __future__ import annotations
 
@@ -96,15 +97,22 @@ def head_statistics(params, config, batches, tokenizer) -> HeadStatistics:
 
 
 def named_heads(means) -> list:
-    """(layer, head, what it does) for the heads one average describes (NAMED_AT, BROAD_AT)."""
+    """(layer, head, what it does) for the heads one target average describes (NAMED_AT)."""
     named = []
     L, A, _ = means.shape
     for i in range(L):
         for a in range(A):
             what = [f"{t} ({means[i, a, k]:.2f})" for k, t in enumerate(TARGETS) if means[i, a, k] >= NAMED_AT]
-            entropy, uniform = means[i, a, len(TARGETS)], means[i, a, len(TARGETS) + 1]
-            if uniform > 0 and entropy >= BROAD_AT * uniform:
-                what.append(f"broad (entropy {entropy:.2f} of {uniform:.2f} nats)")
             if what:
                 named.append((i, a, ", ".join(what)))
     return named
+
+
+def broad_heads(means) -> list:
+    """(layer, head, its entropy) for the heads near the uniform distribution (BROAD_AT) that no
+    target names: spread over every key is no pattern a reader can use."""
+    named = {(i, a) for i, a, _ in named_heads(means)}
+    entropy, uniform = means[:, :, len(TARGETS)], means[:, :, len(TARGETS) + 1]     # (L, A)
+    return [(i, a, f"entropy {entropy[i, a]:.2f} of {uniform[i, a]:.2f} nats")
+            for i in range(means.shape[0]) for a in range(means.shape[1])
+            if uniform[i, a] > 0 and entropy[i, a] >= BROAD_AT * uniform[i, a] and (i, a) not in named]

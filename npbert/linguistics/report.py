@@ -1,5 +1,6 @@
 """What `npbert minimal-pairs` prints and writes: the accuracy table (every scorer side by side,
-the first one with its 95% interval), a JSON summary, and one JSON line of scores per pair."""
+the first one with its 95% interval), one sentence on whether it beats the others, a JSON
+summary, and one JSON line of scores per pair."""
 from __future__ import annotations
 
 import json
@@ -24,6 +25,24 @@ def format_table(rows, scorers) -> list:
         lines.append(f"{name:<{width}}  {r.pairs:>7,}  {cell:<24}"
                      + "".join(f"  {100 * r.accuracy(s):9.1f}" for s in others))
     return lines
+
+
+def verdict(overall, scorers) -> str | None:
+    """One sentence on whether the first scorer beats the others overall (None when it is alone):
+    ahead of a baseline whose accuracy lies below its 95% interval, behind one above it, and
+    not distinguishable by these pairs from one inside it."""
+    first, others = scorers[0], scorers[1:]
+    if not others:
+        return None
+    low, high = overall.interval(first)
+    within = f"within its 95% interval [{100 * low:.1f}, {100 * high:.1f}] of"
+    relations = {"ahead of": [], "behind": [], within: []}
+    for s in others:
+        accuracy = overall.accuracy(s)
+        relation = "ahead of" if accuracy < low else "behind" if accuracy > high else within
+        relations[relation].append(f"{s} ({100 * accuracy:.1f} %)")
+    parts = [f"{relation} {' and '.join(names)}" for relation, names in relations.items() if names]
+    return f"overall, {first} ({100 * overall.accuracy(first):.1f} %) is " + ", ".join(parts)
 
 
 def summary(rows, scored, unk_pairs: int, unk_left_out: bool) -> dict:

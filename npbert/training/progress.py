@@ -37,12 +37,20 @@ class RunningMeans:
 
 
 class Throughput:
-    """Tokens per second and ETA over the steps since the last report."""
+    """Tokens per second and ETA over the steps since the last report. A process's first step
+    compiles or loads the kernels (25 minutes of "ETA" for a 4-minute run), so it is kept out
+    of the window: a line whose window holds that step alone has its rate and no ETA."""
 
     def __init__(self):
         self.t0, self.tokens, self.steps = time.perf_counter(), 0, 0
+        self.warm = False                              # the first step is behind us
+        self.first_step = None                         # (seconds, tokens) until the next report
 
     def add(self, tokens: int) -> None:
+        if not self.warm:
+            self.warm, self.first_step = True, (time.perf_counter() - self.t0, tokens)
+            self.t0 = time.perf_counter()              # the window starts after it
+            return
         self.tokens += tokens
         self.steps += 1
 
@@ -51,13 +59,20 @@ class Throughput:
         self.t0 += seconds
 
     def report(self, steps_left: int):
+        """-> (tokens per second, ETA in seconds, or None after the first step alone)."""
+        first, self.first_step = self.first_step, None
+        if self.steps == 0 and first is not None:
+            self.t0 = time.perf_counter()
+            return first[1] / max(first[0], 1e-9), (None if steps_left else 0.0)
         dt = max(time.perf_counter() - self.t0, 1e-9)
         tokens_per_s, eta = self.tokens / dt, steps_left * dt / max(self.steps, 1)
         self.t0, self.tokens, self.steps = time.perf_counter(), 0, 0
         return tokens_per_s, eta
 
 
-def format_eta(seconds: float) -> str:
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:                                # nothing timed but the first step
+        return "-:-- (first step, warming up)"
     seconds = int(round(seconds))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}" if seconds >= 3600 else \
         f"{seconds // 60}:{seconds % 60:02d}"
