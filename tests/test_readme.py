@@ -121,3 +121,28 @@ def section(title) -> str:
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start:end if end >= 0 else len(text)]
+
+
+def test_the_speed_ranges_are_the_range_of_performance_mds_tables():
+    """README's table of speed ranges is a copy: each cell the min-max of its rows in the tables
+    docs/performance.md gives from benchmarks/speed_tables.py."""
+    page = open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8").read()
+    part = page[page.index("## Against Hugging Face and ONNX Runtime"):page.index("## Two threads")]
+    assert "benchmarks/speed_tables.py" in part
+
+    def ratios(*labels):        # the first ratio of each cell (the packed step's; not the bracket)
+        rows = [line for line in part.splitlines() if line.startswith(tuple(f"| {label}" for label in labels))]
+        assert rows, labels
+        values = [float(m) for row in rows for m in re.findall(r"\| \**(\d+\.\d+)×", row)]
+        return f"{min(values):.2f}–{max(values):.2f}×"
+    expected = {
+        "Hugging Face, training, random lengths": (ratios("1 thread |"), ratios("2 threads |")),
+        "Hugging Face, training, the built-in and IMDB corpora": (
+            ratios("1 thread, built-in corpus", "1 thread, IMDB"), ratios("2 threads, built-in corpus", "2 threads, IMDB")),
+        "ONNX Runtime, inference, random lengths": (ratios("1 thread, random"), ratios("2 threads, random")),
+        "ONNX Runtime, inference, full length": (ratios("1 thread, full"), ratios("2 threads, full")),
+    }
+    speed = section("Speed")
+    assert "python benchmarks/speed_tables.py" in speed
+    for row, (one, two) in expected.items():
+        assert f"| {row} | {one} | {two} |" in speed, (row, one, two)
