@@ -1,5 +1,4 @@
-"""The evaluations inside the commands, before and after they moved to the inference path
-(issue 28): the padded training forward (rng=None: no dropout, but caches kept and padding
+"""The evaluations inside the commands, timed two ways: the padded training forward (rng=None: no dropout, but caches kept and padding
 computed) against npbert.inference (packed, no caches), both called in this one run.
 
     python benchmarks/eval_speed.py --checkpoint runs/rt/best      # a: `npbert evaluate` on rt-polarity dev

@@ -42,7 +42,7 @@ from npbert.linguistics import minimal_pairs as mp  # noqa: E402
 from npbert.linguistics.builtin_pairs import read_pairs_or_builtin  # noqa: E402
 from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS  # noqa: E402
 
-TARGET_CPU_MINUTES = 15.0      # issue 38: the full BLiMP with the mini, one core
+TARGET_CPU_MINUTES = 15.0      # the target: the full BLiMP with the mini, one core
 
 
 def load_model(args):

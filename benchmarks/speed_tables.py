@@ -1,4 +1,4 @@
-"""Issue 39's speed tables, re-measured in one run: npbert against Hugging Face (training) and
+"""The speed tables of docs/performance.md, measured in one run: npbert against Hugging Face (training) and
 ONNX Runtime (inference) at every cell (presets tiny, mini, small x vocabularies 30,522 and
 8,192), one and two threads, each cell one benchmarks/ab.py process (the implementations
 alternating step by step in it, best of --rounds), printed as Markdown tables.
@@ -17,7 +17,7 @@ Tables (--tables):
   prepared once, as npbert pretrain prepares them) with its fill;
 - infer: pretraining_inference over ONNX Runtime (BERT's fused operators) at full length and on
   random lengths.
-Targets (issue 39): training >= 1.8x hf-masked on random batches, >= 1.6x on real ones, >= 0.85
+Targets: training >= 1.8x hf-masked on random batches, >= 1.6x on real ones, >= 0.85
 of the needed ceiling; inference >= 1.2x ONNX Runtime at full length, >= 1.5x on random lengths.
 A cell below its target is marked "(miss)". One thread times the calling thread's CPU, two the
 wall clock (ab.py --clock); with two, ab.py waits 0.25 s before each step so that no runtime's

@@ -22,7 +22,7 @@ from npbert import backend  # noqa: E402
 pytest_plugins = ("support.goldens",)
 
 # No deadline and no "too slow" health check: both time an example, and on a loaded machine (the
-# suite beside other CPU-heavy work) a correct test would fail on the clock (issue 37).
+# suite beside other CPU-heavy work) a correct test would fail on the clock.
 UNTIMED = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("deterministic", derandomize=True, database=None, **UNTIMED)
 settings.register_profile("explore", derandomize=False, **UNTIMED)

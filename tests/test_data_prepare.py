@@ -289,7 +289,7 @@ def test_every_slow_stage_reports_progress_even_when_the_stage_lines_are_silence
         assert any(line.startswith(f"  {stage} (") for line in notes), (stage, notes)
 
 
-# --- sizes that pass the range checks but cannot be met (issue 37) ------------------------------------
+# --- sizes that pass the range checks but cannot be met -----------------------------------------------
 
 def test_more_predictions_than_positions_is_refused_before_anything_is_read(tmp_path):
     # before: --max-predictions-per-seq 1000000000 tried to allocate 363 GiB of masked slots (in a

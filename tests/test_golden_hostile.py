@@ -1,4 +1,4 @@
-"""Hostile goldens and results for `npbert conform` and `npbert golden` (issue 26): one line, exit 2,
+"""Hostile goldens and results for `npbert conform` and `npbert golden`: one line, exit 2,
 nothing read outside the directories given, no hang on a FIFO or a huge claimed shape, nothing
 replaced that npbert did not write."""
 import json

@@ -41,7 +41,7 @@ def test_tokenizer_cases_exercise_each_rule(golden, own_results, tmp_path):
 
 
 def test_tokenizer_cases_make_each_spec_rule_observable(golden):
-    """The rules a port written from the docs had to guess, each told apart by the goldens (issue 36):
+    """The rules a port written from the docs had to guess, each told apart by the goldens:
     offsets in code points and the CJK ranges outside the BMP, max_input_chars_per_word counted after
     normalisation, longest_first when both sides of a pair exceed half the budget."""
     from npbert.golden.tokenizer_cases import HARD_PAIRS, HARD_TEXTS, PAIR_MAX_LENGTH

@@ -1,4 +1,4 @@
-"""The training goldens (issue 29): npbert's own steps reproduce them, each case records its recipe,
+"""The training goldens: npbert's own steps reproduce them, each case records its recipe,
 each deliberately broken optimizer is located at its step and quantity, a port that rounds
 otherwise gets the same verdicts, and docs/porting.md's training table is what they produce."""
 import os

@@ -1,8 +1,10 @@
-"""The package's imports go one way, down the layers of docs/model.md ("The layers of the
-code"), and form no cycle: a leaf op cannot reach the backend switch, a layer cannot reach
-the models, nothing reaches the CLI. Imports inside functions count too."""
+"""The package's imports go one way, down the layers of LAYERS below, and form no cycle: a leaf op
+cannot reach the backend switch, a layer cannot reach the models, nothing reaches the CLI. Imports
+inside functions count too. docs/design.md's table of the layers is printed from LAYERS and ROLES
+(`python tests/test_layering.py`), and a test holds the page to it."""
 import ast
 import os
+import sys
 
 import npbert
 
@@ -29,6 +31,32 @@ LAYERS = [
     ("npbert.commands", 12),
     ("npbert.cli", 13), ("npbert.option_table", 14),
 ]
+
+# What lives at each rank: the last column of docs/design.md's table.
+ROLES = {
+    14: "README's table of option ranges, from the parsers",
+    13: "`npbert ...`: the environment checked, a command run",
+    12: "one module a command: arguments -> one call below",
+    11: "each run's Recipe, its parts (rank 10) put together",
+    10.5: "fine-tuning's parts; what a model learned; the course's graded exercises",
+    10: "pretraining's parts; a task = a head + a format; golden vectors and conform; `npbert plot`",
+    9: "the run lifecycle both runs share; corpora, instances, shards; finite differences",
+    8.8: "`npbert fill-mask`",
+    8.7: "the forward without caches, on the packed layout",
+    8: "the fine-tuning heads (layer pair, loss, HF names); HF checkpoint directories",
+    6: "BertModel, BertForPreTraining: once, either layout",
+    5: "the encoder once over rows, its layout picking the attention core; AdamW; the parameters' "
+       "names, shapes and initialisation; the inputs checked",
+    4: "the switch: one plain function a hot op, ops/ or kernels/",
+    3: "the Numba twins of the hot ops: same names, signatures and cache records",
+    2.5: "logistic regression (the bag-of-words baseline, the probes)",
+    2: "the reference pairs in NumPy; WordPiece and its trainer; task metrics; figures",
+    1.5: "what a command may write over",
+    1: "what everything may use: the environment, crash-safe writes, one writer a run, bounded reads, "
+       "SIGTERM, BertConfig, .safetensors, the trace, an option declared once, freed memory kept",
+    0: "the errors npbert raises",
+}
+DESIGN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "design.md")
 
 
 def module_name(path):
@@ -69,7 +97,7 @@ def graph():
 
 def group(name):
     matches = [(prefix, rank) for prefix, rank in LAYERS if name == prefix or name.startswith(prefix + ".")]
-    assert matches, f"{name} is in no layer: add it to LAYERS (and to docs/model.md's layers)"
+    assert matches, f"{name} is in no layer: add it to LAYERS (then python tests/test_layering.py for docs/design.md)"
     return max(matches, key=lambda m: len(m[0]))
 
 
@@ -110,3 +138,28 @@ def test_the_checker_sees_imports():
     assert "npbert.ops.layernorm" in edges["npbert.kernels.layernorm"]
     assert "npbert.backend" in edges["npbert.layers.attention"]
     assert {"npbert.layers.embeddings", "npbert.trace"} <= edges["npbert.model"]
+
+
+def path_of(name):
+    """npbert.ops -> ops/, npbert.pretraining.recipe -> pretraining/recipe.py, as a reader finds them."""
+    rel = name[len("npbert."):].replace(".", "/")
+    return f"{rel}/" if os.path.isdir(os.path.join(ROOT, rel)) else f"{rel}.py"
+
+
+def layer_table() -> str:
+    """docs/design.md's table of the layers: each rank, highest first, its modules and what lives there."""
+    lines = ["| rank | modules | what lives there |", "|---|---|---|"]
+    for rank in sorted({r for _, r in LAYERS}, reverse=True):
+        names = " ".join(f"`{path_of(n)}`" for n, r in LAYERS if r == rank)
+        lines.append(f"| {rank:g} | {names} | {ROLES[rank]} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_design_md_holds_the_layer_table_this_list_prints():
+    page = open(DESIGN, encoding="utf-8").read()
+    assert layer_table() in page, "docs/design.md's layer table is out of date: python tests/test_layering.py"
+    assert set(ROLES) == {r for _, r in LAYERS}
+
+
+if __name__ == "__main__":
+    sys.stdout.write(layer_table())

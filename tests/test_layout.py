@@ -1,4 +1,4 @@
-"""The tests' own layout (issue 34): tests/ itself holds only test modules and conftest.py (what the
+"""The tests' own layout: tests/ itself holds only test modules and conftest.py (what the
 tests import and the scripts about the suite live in tests/support/, the scripts that made the
 fixtures in tests/reference/), and no test module is over 500 lines, so a reader finds a test by
 its file's name and can read the file whole. A file that grows past the limit is split by subject."""

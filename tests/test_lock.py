@@ -1,4 +1,4 @@
-"""One writer per directory (npbert/lock.py), attacked as issue 37's red team did, with real
+"""One writer per directory (npbert/lock.py), attacked with real
 processes, links, FIFOs, read-only and full file systems: every spelling of a directory takes one
 lock, a planted link or FIFO is refused without being written through or read, a lock file that
 cannot be made is one line, a deleted lock file lets no second writer in, two prepares never

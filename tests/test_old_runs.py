@@ -1,4 +1,4 @@
-"""Runs started before dropout was counter-based (issue 39), end to end on real run directories
+"""Runs started before dropout was counter-based, end to end on real run directories
 written by that npbert (tests/fixtures/old_pcg64_runs.tar.gz, made by
 tests/reference/make_old_runs_fixture.py): with dropout, --resume is refused with one line that
 names the cause, and nothing in the run directory changes; without dropout a step has no

@@ -1,4 +1,4 @@
-"""No verdict hangs on the clock (issue 37: the suite failed beside other CPU-heavy work): every
+"""No verdict hangs on the clock (a loaded machine slows the suite several times over): every
 wait in tests/ on a subprocess, a thread or a notebook is patience.HANG_SECONDS, which only a hang
 reaches, and Hypothesis times no example."""
 import re

@@ -1,4 +1,4 @@
-"""What a user names is read bounded (npbert/reading.py), attacked as issue 37's red team did: a
+"""What a user names is read bounded (npbert/reading.py), attacked with what a hostile user can name: a
 FIFO, /dev/zero, a link to it in a corpus directory, a pipe given as a training file, a hidden
 file beside the corpus, a vocabulary edited in place. Each is one line and exit 2, or read as it
 should be; none blocks, reads without end or fills memory. The /dev/zero commands run in a child

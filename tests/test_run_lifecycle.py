@@ -1,7 +1,7 @@
 """The run lifecycle pretraining and fine-tuning share (npbert/training/run.py): one writer per
 run directory, a run is what carries npbert's marker, every option checked before anything is
 touched, resume on the same data, no non-finite model saved, and every failure one line that
-says which checkpoint is kept. (issue 26, sections 1-4; issue 30, section 2.)"""
+says which checkpoint is kept."""
 import errno
 import json
 import os

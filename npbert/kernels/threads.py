@@ -16,7 +16,7 @@ processes).
 
 While a loop runs, BLAS runs one thread (kernels/blas.py): the matmuls are split over these
 same threads (kernels/matmul.py, kernels/gemm.py), and OpenBLAS's own workers would
-otherwise compete with them for the cores and spin between calls (docs/performance.md).
+otherwise compete with them for the cores and spin between calls.
 
 An elementwise kernel should loop over views x[lo:hi] with range(x.size), not over
 range(lo, hi): Numba cannot prove lo >= 0, so every x[i] keeps a negative-index check and
@@ -27,13 +27,10 @@ A process forked after a loop ran on several threads runs its loops on one threa
 does not survive fork() (use the "spawn" or "forkserver" start method for more in the child).
 
 Between loops the worker sleeps (OMP_WAIT_POLICY=PASSIVE, set here unless the environment sets
-it to active or passive): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a busy machine takes
-a core from the jobs beside it and from npbert's own main thread. Beside two busy loops two
-spinning threads ran the default run's steps at 0.55x one thread's speed, two sleeping ones at
-1.03x. On a quiet machine two sleeping threads reach 1.29-1.34x one thread at the tiny preset,
-where spinning ones reach 1.51-1.65x, and 1.80-1.89x at mini and small (spinning not measured
-there). GOMP_SPINCOUNT=300000 gives GNU OpenMP's spin back; OMP_WAIT_POLICY=ACTIVE spins without end
-(benchmarks/busy_threads.py, docs/performance.md).
+it to active or passive): GNU OpenMP's default is to spin ~3 ms after each loop first, which on a
+busy machine takes a core from the jobs beside it and from npbert's own main thread.
+GOMP_SPINCOUNT=300000 gives GNU OpenMP's spin back; OMP_WAIT_POLICY=ACTIVE spins without end. What
+each costs and gains, quiet and busy: docs/performance.md, "Two threads" (benchmarks/busy_threads.py).
 
 The parts are the same for a given thread count whatever the scheduling (part p is always
 [n p / parts, n (p + 1) / parts), or the same split by cost), so results depend on the thread

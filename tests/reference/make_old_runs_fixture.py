@@ -1,5 +1,5 @@
 """tests/fixtures/old_pcg64_runs.tar.gz: real run directories written by the npbert whose dropout
-drew its masks from NumPy's PCG64 (before the counter-based dropout of issue 39; commit 6aa8916),
+drew its masks from NumPy's PCG64 (before dropout was counter-based: commit 6aa8916),
 for tests/test_old_runs.py. Run it with that npbert first on the path:
 
     git worktree add /tmp/old-npbert 6aa8916

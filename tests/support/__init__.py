@@ -13,4 +13,4 @@ reader), toy_head (a new head in one file) and broken_ports (ports with a portin
 also a script: `python tests/support/broken_ports.py` prints docs/porting.md's tables).
 
 Scripts about the suite, run by hand: matrix.py (the suite under several code paths),
-suite_cost.py (README's figures of what the suite costs), races.py (issue 37's races, counted)."""
+suite_cost.py (README's figures of what the suite costs), races.py (two writers racing for one directory, counted)."""

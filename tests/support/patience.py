@@ -2,7 +2,7 @@
 the thing hung.
 
 A wait here catches a hang, never a slow machine: the whole suite, 7 minutes alone, took 33
-minutes beside other CPU-heavy work on a 2-core machine (issue 37), so every wait is an hour,
+minutes beside other CPU-heavy work on a 2-core machine, so every wait is an hour,
 which only a hang reaches. No test asserts a duration; speed is measured by the scripts in
 benchmarks/ (docs/performance.md)."""
 import os

@@ -1,6 +1,6 @@
-"""The red team's races of issue 37, repeated: two writers started at the same moment on one
+"""Races between writers, repeated: two writers started at the same moment on one
 directory, counted. Not a test (each trial is a few seconds of two real processes); the counts
-go into the issue's note, e.g. "two prepares into one --out x20: 20 refused, 0 mixed".
+are printed, e.g. "two prepares into one --out x20: 20 refused, 0 mixed".
 
     python tests/support/races.py --trials 20 --out /tmp/races
 
