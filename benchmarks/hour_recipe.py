@@ -164,12 +164,13 @@ BLIMP_COLUMNS = (("overall:overall", "BLiMP"), ("phenomenon:determiner_noun_agre
                  ("phenomenon:subject_verb_agreement", "subj.-verb"))
 
 
-def report(results=RESULTS) -> str:
-    """Markdown: a row per arm and budget, mean ± sd over its seeds."""
+def report(results=RESULTS, arm=None, minutes=None) -> str:
+    """Markdown: a row per arm and budget (or only `arm` at `minutes`), mean ± sd over its seeds."""
     runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
     groups = {}
     for run in runs:
-        groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+        if arm is None or run["name"].rsplit("-s", 1)[0] == run_name(arm, minutes, 0).rsplit("-s", 1)[0]:
+            groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
     lines = ["| arm | budget (min) | seeds | steps | CPU min | held-out MLM | plateau exit (CPU min) | "
              + " | ".join(f"{title} (first {BLIMP_PER_PARADIGM})" for _, title in BLIMP_COLUMNS) + " |",
@@ -201,6 +202,7 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
+    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes")
     p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
     args = p.parse_args(argv)
     unknown = [a for a in args.arms if a not in ARMS]
@@ -218,7 +220,7 @@ def main(argv=None) -> int:
     elif args.stage == "summarize":
         summarize(r, args.results)
     else:
-        print(report(args.results))
+        print(report(args.results, args.arm, args.minutes if args.arm else None))
     return 0
 
 

@@ -152,7 +152,7 @@ def atomic_write(path, write) -> None:
     except BaseException as e:
         if os.path.exists(tmp):
             os.remove(tmp)
-        if isinstance(e, OSError) and e.filename in (tmp, None):
+        if isinstance(e, OSError) and e.errno is not None and e.filename in (tmp, None):
             e.filename = path                          # the file the user named, not the hidden one (or none: ENOSPC)
         raise
     _fsync(parent)

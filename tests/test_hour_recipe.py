@@ -35,7 +35,14 @@ def test_the_quick_pipeline_runs_summarizes_and_reports(tmp_path, capsys):
     assert "npbert pretrain" not in capsys.readouterr().out                 # a finished run is not run again
 
 
-def test_the_page_shows_the_report_of_the_kept_summaries():
-    report = script().report()
-    page = open(os.path.join(ROOT, "docs", "hour_recipe.md"), encoding="utf-8").read()
-    assert report in page, "docs/hour_recipe.md's table is not `python benchmarks/hour_recipe.py report`'s"
+def between(path, start, end) -> str:
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    return text[text.index(start) + len(start):text.index(end)].strip("\n")
+
+
+def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
+    s = script()
+    assert between("docs/hour_recipe.md", "<!-- the table: python benchmarks/hour_recipe.py report -->",
+                   "<!-- end of the table -->") == s.report(), "docs/hour_recipe.md: paste the script's report"
+    assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report --arm tiny-mlm --minutes 60 -->",
+                   "<!-- end of the hour -->") == s.report(arm="tiny-mlm", minutes=60), "README: paste the report"
