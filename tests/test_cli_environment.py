@@ -209,14 +209,19 @@ def test_more_threads_than_cpus_are_capped_with_a_note(monkeypatch):
     from npbert.kernels import threads
     monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", 64)     # Numba's pool follows the machine, not the affinity
     monkeypatch.setattr(environment, "usable_cpus", lambda: 2)
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)          # a user's environment (the tests set it to 4)
     monkeypatch.setenv("NPBERT_NUM_THREADS", "1000")
     assert threads.num_threads() == 2
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "8")                    # more threads than cores, asked for on purpose
+    assert threads.num_threads() == 8 and "the kernels run 8 threads" in environment.threads_note()
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
     monkeypatch.setenv("NPBERT_NUM_THREADS", "1")
     assert threads.num_threads() == 1 and environment.threads_note() is None
 
 
 def test_the_cap_is_one_note_on_stderr():
     cpus = len(os.sched_getaffinity(0))
-    r = run_npbert("info", "tiny", env=env(NPBERT_NUM_THREADS="1000"))
+    user = {k: v for k, v in env(NPBERT_NUM_THREADS="1000").items() if k != "NUMBA_NUM_THREADS"}   # the tests' 4 out
+    r = run_npbert("info", "tiny", env=user)
     assert r.returncode == 0 and r.stderr == (f"npbert info: note: NPBERT_NUM_THREADS=1000 is more than the {cpus} "
                                               f"CPUs this process may use: the kernels run {cpus} threads\n")
