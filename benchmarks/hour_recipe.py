@@ -88,12 +88,20 @@ def pretrain_commands(r: Runner, arms, minutes: float, seeds, steps=None) -> lis
     return commands
 
 
-def blimp_commands(r: Runner, blimp: str) -> list:
+def blimp_commands(r: Runner, blimp: str, whole: bool) -> list:
+    """Every finished run on BLiMP's first 20 pairs a paradigm; whole: the hour's runs on all of
+    it, beside the unigram and 3-gram of their corpus."""
     commands = []
     for name in finished_runs(r):
-        argv = ["minimal-pairs", r.path(name, "checkpoint"), blimp, "--per-paradigm", str(BLIMP_PER_PARADIGM),
-                "--baselines", "none", "--json", r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")]
-        commands.append((argv[-1], argv, r.path("logs", f"blimp-{name}.log")))
+        if whole and "-m60-" in name:
+            argv = ["minimal-pairs", r.path(name, "checkpoint"), blimp, "--baselines", "unigram,ngram", "--json",
+                    r.path("scores", f"blimp-{name}.json")]
+        elif not whole:
+            argv = ["minimal-pairs", r.path(name, "checkpoint"), blimp, "--per-paradigm", str(BLIMP_PER_PARADIGM),
+                    "--baselines", "none", "--json", r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")]
+        else:
+            continue
+        commands.append((argv[-1], argv, r.path("logs", f"{os.path.basename(argv[-1])[:-5]}.log")))
     return commands
 
 
@@ -125,11 +133,15 @@ def summary(r: Runner, name: str) -> dict:
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
                wall_s=cost["wall_s"], heldout_mlm=standard_heldout_mlm(r, name), own_heldout_mlm=final["mlm_acc"],
                plateau_exit_cpu_min=exit_, curve=curve)
-    scores = r.path("scores", f"blimp{BLIMP_PER_PARADIGM}-{name}.json")
-    if os.path.exists(scores):
-        with open(scores) as f:
-            groups = json.load(f)["groups"]
-        out[f"blimp{BLIMP_PER_PARADIGM}"] = {f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups}
+    for tag in (f"blimp{BLIMP_PER_PARADIGM}", "blimp"):          # its first 20 pairs a paradigm; all of it
+        scores = r.path("scores", f"{tag}-{name}.json")
+        if os.path.exists(scores):
+            with open(scores) as f:
+                groups = json.load(f)["groups"]
+            out[tag] = {f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups}
+            if tag == "blimp":                          # the counting baselines of its corpus, where scored
+                out["blimp_baselines"] = {f"{g['level']}:{g['name']}": {k: v for k, v in g["accuracy"].items()
+                                                                       if k != "bert"} for g in groups}
     return out
 
 
@@ -188,6 +200,32 @@ def report(results=RESULTS, arm=None, minutes=None) -> str:
     return "\n".join(lines)
 
 
+def whole_blimp(results=RESULTS) -> str:
+    """Markdown: every run scored on all of BLiMP, by phenomenon, mean ± sd over an arm's seeds,
+    beside the counting baselines of its corpus and BLiMP's published figures (* trained on far
+    more text: linguistics_results.PUBLISHED)."""
+    from linguistics_results import PUBLISHED, PUBLISHED_MODELS
+    runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
+    runs = [r for r in runs if "blimp" in r]
+    if not runs:
+        return "(no run scored on all of BLiMP)"
+    groups = {}
+    for run in runs:
+        groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    baselines = runs[-1]["blimp_baselines"]
+    counters = sorted({k for v in baselines.values() for k in v})
+    lines = ["| phenomenon | " + " | ".join(f"{k} ({len(v)} seed{'s' * (len(v) > 1)})" for k, v in groups.items())
+             + " | " + " | ".join(counters) + " | " + " | ".join(f"{m}*" for m in PUBLISHED_MODELS) + " |",
+             "|---|" + "---|" * (len(groups) + len(counters) + len(PUBLISHED_MODELS))]
+    for key in [k for k in runs[-1]["blimp"] if k.split(":")[0] in ("overall", "phenomenon")]:
+        name = key.split(":")[1]
+        cells = [mean_sd([r["blimp"].get(key) for r in rs], 100, 1) for rs in groups.values()]
+        cells += [f"{100 * baselines[key][c]:.1f}" if c in baselines.get(key, {}) else "-" for c in counters]
+        cells += [f"{PUBLISHED[name][m]:.1f}" if m in PUBLISHED.get(name, {}) else "-" for m in PUBLISHED_MODELS]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stage", choices=("run", "blimp", "summarize", "report"))
@@ -203,6 +241,8 @@ def main(argv=None) -> int:
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
     p.add_argument("--arm", default=None, help="report: only this arm, at --minutes")
+    p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
+                                                       "unigram and 3-gram of their corpus (~10 min of CPU each)")
     p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
     args = p.parse_args(argv)
     unknown = [a for a in args.arms if a not in ARMS]
@@ -216,11 +256,13 @@ def main(argv=None) -> int:
     elif args.stage == "blimp":
         if not args.blimp:
             p.error("blimp needs --blimp DIR (BLiMP's data/)")
-        r.run_all(blimp_commands(r, args.blimp))
+        r.run_all(blimp_commands(r, args.blimp, args.all))
     elif args.stage == "summarize":
         summarize(r, args.results)
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
+        if args.arm is None:
+            print("\n" + whole_blimp(args.results))
     return 0
 
 

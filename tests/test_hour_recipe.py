@@ -44,5 +44,7 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
     s = script()
     assert between("docs/hour_recipe.md", "<!-- the table: python benchmarks/hour_recipe.py report -->",
                    "<!-- end of the table -->") == s.report(), "docs/hour_recipe.md: paste the script's report"
+    assert between("docs/hour_recipe.md", "<!-- all of BLiMP: python benchmarks/hour_recipe.py report -->",
+                   "<!-- end of all of BLiMP -->") == s.whole_blimp(), "docs/hour_recipe.md: paste the whole BLiMP"
     assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report --arm tiny-mlm --minutes 60 -->",
                    "<!-- end of the hour -->") == s.report(arm="tiny-mlm", minutes=60), "README: paste the report"
