@@ -181,15 +181,22 @@ def test_a_mask_mix_is_printed_recorded_and_refused_when_it_differs(tmp_path, ca
                   "chosen positions\n"
 
 
-def test_data_prepared_before_the_mask_mix_existed_was_masked_80_10_10(tmp_path):
-    out = tmp_path / "old"
+def prepared_before(out, option):
+    """Data prepared into `out` and its manifest rewritten as npbert wrote it before `option`
+    existed; then prepared again with the same options -> (options, what prepare said)."""
     opts = PrepareOptions(out=str(out), max_documents=30, dupe_factor=1)
-    assert prepare(opts, **QUIET)["options"]["mask_mix"] == "80/10/10"
+    prepare(opts, **QUIET)
     manifest = json.load(open(out / MANIFEST))
-    del manifest["options"]["mask_mix"]                               # as npbert wrote it before the option
+    del manifest["options"][option]
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     log = []
     prepare(opts, log=log.append)
+    return opts, log
+
+
+def test_data_prepared_before_the_mask_mix_existed_was_masked_80_10_10(tmp_path):
+    out = tmp_path / "old"
+    _, log = prepared_before(out, "mask_mix")
     assert log == [f"{out} is already prepared with these options"] and PretrainingData(str(out)).mask_mix == "80/10/10"
     with pytest.raises(DataError, match=r"mask_mix='80/10/10' \(now '0/0/100'\)"):
         prepare(PrepareOptions(out=str(out), max_documents=30, dupe_factor=1, mask_mix="0/0/100"), **QUIET)
@@ -213,13 +220,7 @@ def test_single_sentence_instances_are_prepared_recorded_and_counted(tmp_path, c
 
 def test_data_prepared_before_the_instance_kinds_existed_holds_pairs(tmp_path):
     out = tmp_path / "old"
-    opts = PrepareOptions(out=str(out), max_documents=30, dupe_factor=1)
-    assert prepare(opts, **QUIET)["options"]["instances"] == "pairs"
-    manifest = json.load(open(out / MANIFEST))
-    del manifest["options"]["instances"]                              # as npbert wrote it before the option
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    log = []
-    prepare(opts, log=log.append)
+    _, log = prepared_before(out, "instances")
     assert log == [f"{out} is already prepared with these options"] and PretrainingData(str(out)).instances == "pairs"
 
 
