@@ -5,8 +5,9 @@
     overhead          the job's evaluations and final report, from its own estimate
     steps             (budget - spent so far - final report) / (a step + its share of evaluations)
 
-The count is resolved once, at the start, and recorded as the run's --steps: a resumed run keeps
-it, and the same options with --steps N give the same model to the bit. The learning rate's
+The count is resolved once, at the start, and recorded in the run (a `budget` metrics record and the
+checkpoint's plan; --steps stays unset): a resumed run keeps it, and the same options with
+--steps N give the same model to the bit. The learning rate's
 decay reaches 0 at that step, so the schedule ends when the budget does. Wall time at the
 threads the run has: on a busier machine the same budget plans fewer steps.
 """
@@ -29,7 +30,7 @@ MARGIN = 0.02              # of the budget, kept for saves and the noise of a sh
 class Plan:
     steps: int
     step_seconds: float                  # one training step, as timed
-    eval_seconds: float                  # evaluations a step, on average, plus the final report's share
+    eval_seconds: float                  # the periodic evaluations' share of a step, on average
     spent_seconds: float                 # before the first step: preparation, compilation, calibration
 
     def describe(self, budget_minutes: float) -> str:
