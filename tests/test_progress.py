@@ -18,10 +18,15 @@ def steps(speed, clock, seconds_each):
         speed.add(100)
 
 
-def test_the_first_steps_compile_is_left_out_of_the_eta(monkeypatch):
+def timed(monkeypatch):
+    """A Throughput reading a clock the test advances (no verdict on the machine's own time)."""
     clock = Clock()
     monkeypatch.setattr(progress.time, "perf_counter", clock)
-    speed = Throughput()
+    return clock, Throughput()
+
+
+def test_the_first_steps_compile_is_left_out_of_the_eta(monkeypatch):
+    clock, speed = timed(monkeypatch)
     steps(speed, clock, [60.0] + [1.0] * 9)           # a minute compiling, then a second a step
     tokens_per_s, eta = speed.report(steps_left=90)
     assert (tokens_per_s, eta) == (100.0, 90.0)
@@ -30,9 +35,7 @@ def test_the_first_steps_compile_is_left_out_of_the_eta(monkeypatch):
 
 
 def test_a_line_after_the_first_step_alone_has_its_rate_and_no_eta(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(progress.time, "perf_counter", clock)
-    speed = Throughput()
+    clock, speed = timed(monkeypatch)
     steps(speed, clock, [50.0])
     tokens_per_s, eta = speed.report(steps_left=99)
     assert tokens_per_s == 2.0 and eta is None
@@ -42,8 +45,6 @@ def test_a_line_after_the_first_step_alone_has_its_rate_and_no_eta(monkeypatch):
 
 
 def test_a_one_step_run_ends_with_eta_zero(monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(progress.time, "perf_counter", clock)
-    speed = Throughput()
+    clock, speed = timed(monkeypatch)
     steps(speed, clock, [5.0])
     assert speed.report(steps_left=0)[1] == 0.0
