@@ -36,26 +36,38 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results", "hour_recipe")
 PLATEAU_EXIT = 0.2                       # held-out MLM accuracy: past the unigram plateau (~0.13)
 BLIMP_PER_PARADIGM = 20
 
-# Each arm: npbert pretrain's options beyond --data and --budget. "old" is the recipe of
-# docs/linguistics.md's IMDB minis (peak lr 2e-3, 25 % warm-up, NSP on); the others change it.
+# Each arm: npbert pretrain's options beyond --data and --budget, every knob the recipes differ in
+# given (a corpus's defaults are the hour recipe's: npbert/pretraining/options.py).
+OLD = {"size": ["--preset", "mini"], "nsp": ["--nsp"], "lr": ["--learning-rate", "2e-3"],
+       "warmup": ["--warmup-proportion", "0.25"]}        # docs/linguistics.md's IMDB minis
+HOUR = {"size": ["--preset", "tiny"], "nsp": ["--no-nsp"], "lr": ["--learning-rate", "1e-3"],
+        "warmup": ["--warmup-proportion", "0.06"]}       # the hour recipe (tiny-mlm)
+CHANGES = {"size": ("mini", "tiny"), "nsp": ("nsp", "no-nsp"), "lr": ("lr2e-3", "lr1e-3"),
+           "warmup": ("warmup25", "warmup6")}            # each knob's old and new value, as arm names say it
+
+
+def recipe(base: dict, *swapped) -> list:
+    """base's options, the knobs named in swapped taken from the other recipe."""
+    other = HOUR if base is OLD else OLD
+    return [a for knob in base for a in (other if knob in swapped else base)[knob]]
+
+
 DATA = {                                 # prepared data: `npbert prepare --corpus imdb` options beyond --out
     "data-imdb": [],
     "data-imdb-sentences": ["--instances", "sentences", "--vocab", "{runs}/data-imdb/vocab.txt"],
 }
 SENTENCES = ["--data", "{runs}/data-imdb-sentences"]
 ARMS = {
-    "old": ["--preset", "mini"],
-    "mini-mlm": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
-    "mini-mlm-b16": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
-                     "--batch-size", "16"],
-    "tiny-mlm": ["--preset", "tiny", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
-    "tiny-mlm-lr2e-3": ["--preset", "tiny", "--no-nsp", "--learning-rate", "2e-3", "--warmup-proportion", "0.06"],
-    "tiny-nsp": ["--preset", "tiny", "--learning-rate", "1e-3", "--warmup-proportion", "0.06"],
-    "tiny-sentences": ["--preset", "tiny", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
-                       *SENTENCES],
-    "mini-sentences": ["--preset", "mini", "--no-nsp", "--learning-rate", "1e-3", "--warmup-proportion", "0.06",
-                       *SENTENCES],
+    "old": recipe(OLD),
+    "tiny-mlm": recipe(HOUR),
+    # the ablation (Cramming's table): each change alone from the old recipe, each taken from the hour's
+    **{f"old+{CHANGES[knob][1]}": recipe(OLD, knob) for knob in OLD},
+    **{f"hour-{CHANGES[knob][0]}": recipe(HOUR, knob) for knob in HOUR},
+    "mini-mlm-b16": recipe(HOUR, "size") + ["--batch-size", "16"],
+    "tiny-sentences": recipe(HOUR) + SENTENCES,
+    "mini-sentences": recipe(HOUR, "size") + SENTENCES,
 }
+ABLATION_MINUTES = 15
 
 
 def run_name(arm: str, minutes: float, seed: int) -> str:
@@ -88,6 +100,40 @@ def pretrain_commands(r: Runner, arms, minutes: float, seeds, steps=None) -> lis
     return commands
 
 
+SNAPSHOT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt")
+
+
+def run_with_snapshots(r: Runner, command, every: int, steps: int) -> None:
+    """One run in segments of `every` steps (--stop-after, then --resume: the same run to the bit),
+    the model at the end of each kept as snapshots/NAME/step-NNNNN for the learning curve (beside
+    the run: npbert writes into no directory of a run but its own); the run's
+    marker's CPU and wall time are the segments' sums."""
+    import shutil
+    marker, argv, log = command
+    if os.path.exists(marker):
+        return
+    out = argv[argv.index("--out") + 1]
+    costs = []
+    for stop in [*range(every, steps, every), steps]:
+        part = r.path("snapshots", os.path.basename(out), f"step-{stop:05d}.json")    # the segment's cost
+        last = stop == steps
+        segment = argv if last else [*argv, "--stop-after", str(stop)]
+        failure = not os.path.exists(part) and r.run_one((part, segment, log[:-len(".log")] + f"-step-{stop:05d}.log"))
+        if failure:
+            raise SystemExit(failure)
+        snapshot = part[:-len(".json")]
+        if not os.path.isdir(snapshot):
+            os.makedirs(snapshot + ".partial", exist_ok=True)
+            for name in SNAPSHOT_FILES:
+                shutil.copy2(os.path.join(out, "checkpoint", name), snapshot + ".partial")
+            os.replace(snapshot + ".partial", snapshot)
+        with open(part) as f:
+            costs.append(json.load(f))
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    with open(marker, "w") as f:
+        json.dump({k: sum(c[k] for c in costs) for k in ("cpu_s", "wall_s")}, f)
+
+
 def blimp_commands(r: Runner, blimp: str, whole: bool) -> list:
     """Every finished run on BLiMP's first 20 pairs a paradigm; whole: the hour's runs on all of
     it, beside the unigram and 3-gram of their corpus."""
@@ -105,10 +151,50 @@ def blimp_commands(r: Runner, blimp: str, whole: bool) -> list:
     return commands
 
 
+def snapshots(r: Runner, name: str) -> list:
+    """(step, directory) of every model kept of run `name` (run --snapshots), in step order."""
+    root = r.path("snapshots", name)
+    steps = sorted(d for d in os.listdir(root) if d.startswith("step-") and d[5:].isdigit()) if os.path.isdir(root) else []
+    return [(int(d[5:]), os.path.join(root, d)) for d in steps]
+
+
+def curve_commands(r: Runner, blimp: str) -> list:
+    """Every kept model on BLiMP's first 20 pairs a paradigm, and its attention heads on held-out text."""
+    commands = []
+    for name in finished_runs(r):
+        for step, snapshot in snapshots(r, name):
+            scores = r.path("scores", "curve", name, f"blimp{BLIMP_PER_PARADIGM}-step-{step:05d}.json")
+            heads = r.path("scores", "curve", name, f"heads-step-{step:05d}.json")
+            commands += [(scores, ["minimal-pairs", snapshot, blimp, "--per-paradigm", str(BLIMP_PER_PARADIGM),
+                                   "--baselines", "none", "--json", scores], scores[:-len(".json")] + ".log"),
+                         (heads, ["attention-heads", snapshot, "--data", r.path("data-imdb"), "--json", heads],
+                          heads[:-len(".json")] + ".log")]
+    return commands
+
+
+def finetuned_runs(r: Runner, arm: str, minutes: float) -> list:
+    """The finished runs of `arm` at `minutes`, the models fine-tuning starts from (by seed)."""
+    prefix = run_name(arm, minutes, 0)[:-len("0")]
+    return [name for name in finished_runs(r) if name.startswith(prefix)]
+
+
+def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
+    """rt-polarity from each finished run of the arm (fine-tuning seed k from its k mod n-th) and from
+    scratch at the same size, as docs/linguistics.md fine-tunes its minis (linguistics_results)."""
+    from linguistics_results import finetune_commands as sweep
+    names = finetuned_runs(r, arm, minutes)
+    if not names:
+        raise SystemExit(f"finetune: no finished run of {arm} at {minutes:g} minutes under {r.runs}")
+    preset = ARMS[arm][ARMS[arm].index("--preset") + 1]
+    return sweep(r, quick, {run_name(arm, minutes, 0)[:-len("-s0")]: [r.path(n, "checkpoint") for n in names]},
+                 scratch=preset)
+
+
 def finished_runs(r: Runner) -> list:
     """The runs whose pretraining ended (the runner's marker with their CPU and wall time)."""
     done = r.path("done")
-    return sorted(f[:-len(".json")] for f in os.listdir(done)) if os.path.isdir(done) else []
+    return sorted(f[:-len(".json")] for f in os.listdir(done)
+                  if not f.startswith("finetune-")) if os.path.isdir(done) else []
 
 
 def records(path) -> list:
@@ -133,6 +219,9 @@ def summary(r: Runner, name: str) -> dict:
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
                wall_s=cost["wall_s"], heldout_mlm=standard_heldout_mlm(r, name), own_heldout_mlm=final["mlm_acc"],
                plateau_exit_cpu_min=exit_, curve=curve)
+    kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
+    if kept:
+        out["snapshots"] = [k for k in kept if k]
     for tag in (f"blimp{BLIMP_PER_PARADIGM}", "blimp"):          # its first 20 pairs a paradigm; all of it
         scores = r.path("scores", f"{tag}-{name}.json")
         if os.path.exists(scores):
@@ -143,6 +232,25 @@ def summary(r: Runner, name: str) -> dict:
                 out["blimp_baselines"] = {f"{g['level']}:{g['name']}": {k: v for k, v in g["accuracy"].items()
                                                                        if k != "bert"} for g in groups}
     return out
+
+
+def curve_point(r: Runner, name: str, step: int, cpu_min: float):
+    """What the model kept at `step` knows: BLiMP (first 20 a paradigm) overall and by phenomenon,
+    and its strongest previous-token and next-token heads (their attention's mean share); None
+    until both are scored (the curve stage)."""
+    scores = r.path("scores", "curve", name, f"blimp{BLIMP_PER_PARADIGM}-step-{step:05d}.json")
+    heads = r.path("scores", "curve", name, f"heads-step-{step:05d}.json")
+    if not (os.path.exists(scores) and os.path.exists(heads)):
+        return None
+    with open(scores) as f:
+        groups = json.load(f)["groups"]
+    with open(heads) as f:
+        h = json.load(f)
+    column = {stat: h["statistics"].index(stat) for stat in ("previous", "next")}
+    best = {stat: max(head[i] for layer in h["means"] for head in layer) for stat, i in column.items()}
+    return dict(step=step, cpu_min=round(cpu_min, 2), **best,
+                blimp={f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups
+                       if g["level"] in ("overall", "phenomenon")})
 
 
 def standard_heldout_mlm(r: Runner, name: str) -> float:
@@ -161,6 +269,15 @@ def summarize(r: Runner, results: str) -> None:
             json.dump(summary(r, name), f, indent=1)
             f.write("\n")
         print(f"wrote {os.path.join(results, name)}.json")
+    from linguistics_results import finetune_results
+    names = sorted({name.rsplit("-s", 1)[0] for name in finished_runs(r)})
+    tuned = finetune_results(r, names)
+    if tuned:
+        os.makedirs(os.path.join(results, "finetune"), exist_ok=True)
+        with open(os.path.join(results, "finetune", "rt-polarity.json"), "w") as f:
+            json.dump(tuned, f, indent=1)
+            f.write("\n")
+        print(f"wrote {os.path.join(results, 'finetune', 'rt-polarity.json')}")
 
 
 def mean_sd(values, scale=1.0, digits=3) -> str:
@@ -176,13 +293,21 @@ BLIMP_COLUMNS = (("overall:overall", "BLiMP"), ("phenomenon:determiner_noun_agre
                  ("phenomenon:subject_verb_agreement", "subj.-verb"))
 
 
+def load_runs(results=RESULTS) -> dict:
+    """{ARM-mMINUTES: its runs' summaries, by seed} of every summary in `results`."""
+    groups = {}
+    for f in sorted(os.listdir(results)):
+        if f.endswith(".json"):
+            with open(os.path.join(results, f)) as file:
+                run = json.load(file)
+            groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    return groups
+
+
 def report(results=RESULTS, arm=None, minutes=None) -> str:
     """Markdown: a row per arm and budget (or only `arm` at `minutes`), mean ± sd over its seeds."""
-    runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
-    groups = {}
-    for run in runs:
-        if arm is None or run["name"].rsplit("-s", 1)[0] == run_name(arm, minutes, 0).rsplit("-s", 1)[0]:
-            groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    groups = {key: rs for key, rs in load_runs(results).items()
+              if arm is None or key == run_name(arm, minutes, 0).rsplit("-s", 1)[0]}
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
     lines = ["| arm | budget (min) | seeds | steps | CPU min | held-out MLM | plateau exit (CPU min) | "
              + " | ".join(f"{title} (first {BLIMP_PER_PARADIGM})" for _, title in BLIMP_COLUMNS) + " |",
@@ -205,13 +330,11 @@ def whole_blimp(results=RESULTS) -> str:
     beside the counting baselines of its corpus and BLiMP's published figures (* trained on far
     more text: linguistics_results.PUBLISHED)."""
     from linguistics_results import PUBLISHED, PUBLISHED_MODELS
-    runs = [json.load(open(os.path.join(results, f))) for f in sorted(os.listdir(results)) if f.endswith(".json")]
-    runs = [r for r in runs if "blimp" in r]
-    if not runs:
+    groups = {key: [r for r in rs if "blimp" in r] for key, rs in load_runs(results).items()}
+    groups = {key: rs for key, rs in groups.items() if rs}
+    if not groups:
         return "(no run scored on all of BLiMP)"
-    groups = {}
-    for run in runs:
-        groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+    runs = [r for rs in groups.values() for r in rs]
     baselines = runs[-1]["blimp_baselines"]
     counters = sorted({k for v in baselines.values() for k in v})
     lines = ["| phenomenon | " + " | ".join(f"{k} ({len(v)} seed{'s' * (len(v) > 1)})" for k, v in groups.items())
@@ -226,9 +349,97 @@ def whole_blimp(results=RESULTS) -> str:
     return "\n".join(lines)
 
 
+def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
+    """Markdown, Cramming's ablation: each change from the old recipe to the hour's, made alone in the
+    old recipe and undone alone in the hour's, at `minutes` of budget; held-out MLM, plateau exit
+    and BLiMP (first 20 a paradigm), mean ± sd over the seeds run (- where none has run)."""
+    groups = load_runs(results)
+    blimp = f"blimp{BLIMP_PER_PARADIGM}"
+
+    def cells(arm):
+        rs = groups.get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], [])
+        if not rs:
+            return ["-"] * 4
+        never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
+        exit_ = mean_sd([r["plateau_exit_cpu_min"] for r in rs], digits=1) + (f" ({never} never)" if never else "")
+        return [str(len(rs)), mean_sd([r["heldout_mlm"] for r in rs]), exit_,
+                mean_sd([r.get(blimp, {}).get("overall:overall") for r in rs], 100, 1)]
+
+    lines = [f"| change | old recipe + it: seeds | held-out MLM | plateau exit (CPU min) | BLiMP (first "
+             f"{BLIMP_PER_PARADIGM}) | hour recipe - it: seeds | held-out MLM | plateau exit (CPU min) | BLiMP (first "
+             f"{BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|---|",
+             "| none (the recipe itself) | " + " | ".join(cells("old") + cells("tiny-mlm")) + " |"]
+    for knob, (old, new) in CHANGES.items():
+        lines.append(f"| {old} → {new} | " + " | ".join(cells(f"old+{new}") + cells(f"hour-{old}")) + " |")
+    return "\n".join(lines)
+
+
+def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
+    """[(step, CPU minute, held-out MLM, BLiMP overall, determiner-noun, subject-verb, previous-token
+    head, next-token head)], each the mean over the seeds that kept a model at that step."""
+    by_step = {}
+    for run in load_runs(results).get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], []):
+        heldout = {c["step"]: c["mlm_acc"] for c in run["curve"]}
+        for point in run.get("snapshots", []):
+            evaluated = max((s for s in heldout if s <= point["step"]), default=None)   # its last evaluation
+            by_step.setdefault(point["step"], []).append(
+                (point["cpu_min"], heldout.get(evaluated), *(point["blimp"][g] for g, _ in BLIMP_COLUMNS),
+                 point["previous"], point["next"]))
+    def mean(values):
+        values = [v for v in values if v is not None]
+        return statistics.mean(values) if values else None
+    return [(step, *[mean(p[i] for p in points) for i in range(7)], len(points))
+            for step, points in sorted(by_step.items())]
+
+
+def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """Markdown: the learning curve of what the model knows (`curve`)."""
+    lines = ["| step | CPU min | held-out MLM (last evaluation) | " + " | ".join(f"{t} (first {BLIMP_PER_PARADIGM})"
+             for _, t in BLIMP_COLUMNS) + " | previous-token head | next-token head | seeds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for step, cpu, heldout, overall, det, sv, prev, next_, n in curve(results, arm, minutes):
+        lines.append(f"| {step} | {cpu:.1f} | {'-' if heldout is None else f'{heldout:.3f}'} | {100 * overall:.1f} | "
+                     f"{100 * det:.1f} | {100 * sv:.1f} | {prev:.2f} | {next_:.2f} | {n} |")
+    return "\n".join(lines) if len(lines) > 2 else "(no kept models scored: run --snapshots, then curve)"
+
+
+def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
+    """The learning curve as one figure: held-out MLM, BLiMP's agreement and the heads by CPU minute."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    points = curve(results, arm, minutes)
+    if not points:
+        raise SystemExit("plot: no kept models scored (run --snapshots, then the curve stage, then summarize)")
+    x = [p[1] for p in points]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, label, style in ((2, "held-out MLM accuracy", "k-"), (3, "BLiMP (first 20 a paradigm)", "C0-"),
+                            (4, "determiner-noun agreement", "C1-"), (5, "subject-verb agreement", "C2-"),
+                            (6, "strongest previous-token head", "C3--"), (7, "strongest next-token head", "C4--")):
+        ax.plot(x, [p[i] for p in points], style, marker="o", markersize=3, label=label)
+    ax.axhline(0.5, color="grey", lw=0.5)
+    ax.set_xlabel("CPU minutes of pretraining (one thread)")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"What the hour's tiny knows after N minutes ({arm}, {points[0][-1]} seed(s))")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+def finetune_report(results=RESULTS) -> str:
+    """Markdown: rt-polarity from the hour models against from scratch (linguistics_results' table)."""
+    from linguistics_results import finetune_table
+    path = os.path.join(results, "finetune", "rt-polarity.json")
+    if not os.path.exists(path):
+        return "(no fine-tuning run summarized)"
+    with open(path) as f:
+        return "\n".join(finetune_table(json.load(f))[1:])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=("run", "blimp", "summarize", "report"))
+    p.add_argument("stage", choices=("run", "blimp", "curve", "finetune", "summarize", "report", "plot"))
     p.add_argument("arms", nargs="*", help=f"run: which arms ({', '.join(ARMS)})")
     p.add_argument("--runs", default="runs/hour", help="every run, score and log under it (default runs/hour)")
     p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
@@ -236,11 +447,15 @@ def main(argv=None) -> int:
                    help="run: pretraining seeds, comma-separated (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="run: this step count instead of planning --minutes (a plan recorded by an earlier seed)")
+    p.add_argument("--snapshots", type=int, default=None, metavar="STEPS",
+                   help="run (with --steps): keep the model every STEPS steps under snapshots/RUN (a learning curve)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
-    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes")
+    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; finetune, plot: from this "
+                                                "arm's runs at --minutes (default tiny-mlm)")
+    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/images/hour_curve.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
                                                        "unigram and 3-gram of their corpus (~10 min of CPU each)")
     p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
@@ -252,17 +467,35 @@ def main(argv=None) -> int:
     if args.stage == "run":
         for commands in prepare_commands(r, args.quick):
             r.run_all(commands)
-        r.run_all(pretrain_commands(r, args.arms, args.minutes, args.seeds, args.steps))
+        commands = pretrain_commands(r, args.arms, args.minutes, args.seeds, args.steps)
+        if args.snapshots:
+            if not args.steps:
+                p.error("--snapshots needs --steps (the segments are counted in steps)")
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+                list(pool.map(lambda c: run_with_snapshots(r, c, args.snapshots, args.steps), commands))
+        else:
+            r.run_all(commands)
     elif args.stage == "blimp":
         if not args.blimp:
             p.error("blimp needs --blimp DIR (BLiMP's data/)")
         r.run_all(blimp_commands(r, args.blimp, args.all))
+    elif args.stage == "curve":
+        if not args.blimp:
+            p.error("curve needs --blimp DIR (BLiMP's data/)")
+        r.run_all(curve_commands(r, args.blimp))
+    elif args.stage == "finetune":
+        r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
+    elif args.stage == "plot":
+        plot_curve(args.out or os.path.join(ROOT, "docs", "images", "hour_curve.png"), args.results,
+                   args.arm or "tiny-mlm", args.minutes)
     elif args.stage == "summarize":
         summarize(r, args.results)
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            print("\n" + whole_blimp(args.results))
+            for table in (whole_blimp, ablation, curve_table, finetune_report):
+                print("\n" + table(args.results))
     return 0
 
 

@@ -196,10 +196,15 @@ def finetuned(quick: bool) -> list:
     return [m for m in minis(quick) if quick or m[0] in FINETUNED]
 
 
-def finetune_commands(r: Runner, quick: bool) -> list:
+def finetune_commands(r: Runner, quick: bool, sources=None, scratch=None) -> list:
     """rt-polarity, peak lr 3e-4, dropout 0.1, the best dev epoch scored on test (docs/results.md's
-    recipe): fine-tuning seed k starts from pretraining seed k mod 3 of each model; from scratch
-    once, with the first model's vocabulary (every IMDB mini's: they share runs/data-imdb)."""
+    recipe), on all 6,824 training sentences and on the first 500. sources: {name: checkpoint
+    directories by pretraining seed} (default: the minis'); fine-tuning seed k starts from the
+    checkpoint of pretraining seed k mod their count. From scratch once a seed, a `scratch` preset
+    model (default: the minis' size) with the first source's vocabulary (they share it)."""
+    if sources is None:
+        sources = {name: [checkpoint(r, name, s) for s in SEEDS] for name, _ in finetuned(quick)}
+    scratch = scratch or ("tiny" if quick else "mini")
     commands = []
     for labels, epochs in ((None, "3"), ("500", "41")):
         for k in (FINETUNE_SEEDS[:1] if quick else FINETUNE_SEEDS):
@@ -207,12 +212,12 @@ def finetune_commands(r: Runner, quick: bool) -> list:
                       str(k), "--epochs", "1" if quick else epochs]
             common += ["--max-train-examples", "200" if quick else labels] if quick or labels else []
             tag = f"n{labels or 'all'}-s{k}"
-            for i, (name, _) in enumerate(finetuned(quick)):
-                ckpt = checkpoint(r, name, SEEDS[k % len(SEEDS)])
+            for i, (name, checkpoints) in enumerate(sources.items()):
+                ckpt = checkpoints[k % len(checkpoints)]
                 runs = [(f"pretrained-{name}-{tag}", ["--model", ckpt, "--hidden-dropout-prob", "0.1",
                                                       "--attention-probs-dropout-prob", "0.1"])]
                 if i == 0:
-                    runs.append((f"scratch-{tag}", ["--from-scratch", "tiny" if quick else "mini", "--vocab",
+                    runs.append((f"scratch-{tag}", ["--from-scratch", scratch, "--vocab",
                                                     os.path.join(ckpt, "vocab.txt")]))
                 for run, source in runs:
                     commands.append((r.path("done", f"finetune-{run}.json"),
@@ -348,16 +353,32 @@ def probe_lines(r: Runner, quick: bool) -> list:
     return lines
 
 
-def finetune_lines(r: Runner, quick: bool) -> list:
-    """A table: dev (the best epoch) and test accuracy from each pretrained mini and from scratch,
-    and the test gain paired by fine-tuning seed (only the seeds both sides have run)."""
+def finetune_lines(r: Runner, quick: bool, names=None) -> list:
+    """A table: dev (the best epoch) and test accuracy from each pretrained model (default: the
+    minis) and from scratch, and the test gain paired by fine-tuning seed (only the seeds both sides
+    have run)."""
+    results = finetune_results(r, names or [name for name, _ in finetuned(quick)])
+    return finetune_table(results)
+
+
+def finetune_results(r: Runner, names) -> dict:
+    """{run: (best dev accuracy, its test accuracy)} of every finished fine-tuning run of `names` and scratch."""
+    runs = [f"{kind}-n{labels}-s{k}" for kind in [f"pretrained-{n}" for n in names] + ["scratch"]
+            for labels in ("all", "500") for k in FINETUNE_SEEDS]
+    results = {run: finetune_result(r.path("finetune", run, "metrics.jsonl")) for run in runs}
+    return {run: v for run, v in results.items() if v}
+
+
+def finetune_table(results: dict) -> list:
+    """finetune_results' runs as markdown (the pretrained models in the order they come)."""
+    names = list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in results
+                               if run.startswith("pretrained-")))
     rows = []
-    for name, _ in finetuned(quick):
+    for name in names:
         for labels in ("all", "500"):
-            runs = {kind: {k: finetune_result(r.path("finetune", f"{run}-n{labels}-s{k}", "metrics.jsonl"))
-                           for k in FINETUNE_SEEDS} for kind, run in (("pretrained", f"pretrained-{name}"),
-                                                                      ("scratch", "scratch"))}
-            runs = {kind: {k: v for k, v in by_seed.items() if v} for kind, by_seed in runs.items()}
+            runs = {kind: {k: results[f"{prefix}-n{labels}-s{k}"] for k in FINETUNE_SEEDS
+                           if f"{prefix}-n{labels}-s{k}" in results}
+                    for kind, prefix in (("pretrained", f"pretrained-{name}"), ("scratch", "scratch"))}
             paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
             if not paired:
                 continue

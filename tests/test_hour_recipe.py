@@ -36,6 +36,66 @@ def test_the_quick_pipeline_runs_summarizes_and_reports(tmp_path, capsys):
     assert "npbert pretrain" not in capsys.readouterr().out                 # a finished run is not run again
 
 
+def write_blimp(directory):
+    """Two paradigm files in BLiMP's format, two pairs each."""
+    directory.mkdir()
+    for uid, term, good, bad in (("da_noun", "determiner_noun_agreement", "the dog runs .", "the dogs runs ."),
+                                 ("sv_agr", "subject_verb_agreement", "the cat sits .", "the cat sit .")):
+        with open(directory / f"{uid}.jsonl", "w") as f:
+            for k in range(2):
+                f.write(json.dumps({"sentence_good": good, "sentence_bad": bad, "field": "morphology",
+                                    "linguistics_term": term, "UID": uid, "pairID": str(k)}) + "\n")
+    return str(directory)
+
+
+@pytest.mark.slow
+def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_the_report(tmp_path, capsys):
+    s = script()
+    runs, plain, results = str(tmp_path / "runs"), str(tmp_path / "plain"), str(tmp_path / "results")
+    common = ["tiny-mlm", "--quick", "--steps", "7", "--jobs", "1"]
+    assert s.main(["run", *common, "--snapshots", "3", "--runs", runs]) == 0
+    assert s.main(["run", *common, "--runs", plain]) == 0
+    kept = os.path.join(runs, "snapshots", "tiny-mlm-m60-s0")
+    assert sorted(d for d in os.listdir(kept) if not d.endswith(".json")) == ["step-00003", "step-00006", "step-00007"]
+    with open(os.path.join(kept, "step-00007", "model.safetensors"), "rb") as f, \
+            open(os.path.join(plain, "tiny-mlm-m60-s0", "checkpoint", "model.safetensors"), "rb") as g:
+        assert f.read() == g.read()                  # stopped and resumed twice: the uninterrupted run, to the bit
+    with open(os.path.join(kept, "step-00003", "model.safetensors"), "rb") as f, \
+            open(os.path.join(kept, "step-00007", "model.safetensors"), "rb") as g:
+        assert f.read() != g.read()
+    assert s.main(["curve", "--runs", runs, "--blimp", write_blimp(tmp_path / "blimp"), "--jobs", "1"]) == 0
+    assert s.main(["finetune", "--quick", "--runs", runs, "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
+    assert s.main(["report", "--results", results]) == 0
+    out = capsys.readouterr().out
+    curve = out[out.index("| step |"):].split("\n\n")[0].splitlines()[2:]
+    assert [row.split(" | ")[0] for row in curve] == ["| 3", "| 6", "| 7"]
+    assert all(row.endswith("| 1 |") for row in curve)                  # one seed kept models
+    tuned = out[out.index("| pretrained |"):].split("\n\n")[0].splitlines()[2:]
+    assert [row.split(" | ")[:2] for row in tuned] == [["| tiny-mlm-m60", "all"], ["| tiny-mlm-m60", "500"]]
+    pytest.importorskip("matplotlib")
+    assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0
+    assert (tmp_path / "curve.png").stat().st_size > 0
+
+
+def test_each_ablation_arm_is_one_knob_from_its_recipe():
+    s = script()
+
+    def knobs(arm):
+        argv = s.ARMS[arm]
+        return {argv[i]: argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else True
+                for i in range(len(argv)) if argv[i].startswith("--")}
+
+    old, hour = knobs("old"), knobs("tiny-mlm")
+    assert len(set(old.items()) ^ set(hour.items())) == 2 * len(s.CHANGES)   # every knob differs, nothing else
+    for old_value, new_value in s.CHANGES.values():
+        assert len(set(knobs(f"old+{new_value}").items()) - set(old.items())) == 1
+        assert len(set(knobs(f"hour-{old_value}").items()) - set(hour.items())) == 1
+        assert set(knobs(f"old+{new_value}").items()) - set(old.items()) <= set(hour.items())
+        assert set(knobs(f"hour-{old_value}").items()) - set(hour.items()) <= set(old.items())
+
+
 def between(path, start, end) -> str:
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
     return text[text.index(start) + len(start):text.index(end)].strip("\n")
