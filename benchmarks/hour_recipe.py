@@ -134,6 +134,48 @@ def run_with_snapshots(r: Runner, command, every: int, steps: int) -> None:
         json.dump({k: sum(c[k] for c in costs) for k in ("cpu_s", "wall_s")}, f)
 
 
+# The page's promise, run as a user would: a corpus's defaults and an hour, no other option.
+ANEW = ["pretrain", "--corpus", "imdb", "--budget", "60"]
+
+
+def anew_command(r: Runner, quick: bool) -> tuple:
+    """ANEW into RUNS/anew/run (quick: 200 built-in stories for 0.2 minutes); its marker anew/done.json."""
+    argv = ANEW if not quick else ["pretrain", "--corpus", "builtin", "--max-documents", "200", "--budget", "0.2"]
+    return r.path("anew", "done.json"), [*argv, "--out", r.path("anew", "run")], r.path("logs", "anew.log")
+
+
+def anew_summary(r: Runner) -> dict:
+    """The run anew: its plan, cost and final held-out MLM, on its own held-out split (its seed's: a
+    run prepared by pretrain --corpus splits the documents by the run's seed, so the standard
+    held-out set of the other rows is partly its training text)."""
+    with open(r.path("anew", "done.json")) as f:
+        cost = json.load(f)
+    metrics = records(r.path("anew", "run", "metrics.jsonl"))
+    [plan] = [m for m in metrics if m["kind"] == "budget"]
+    [final] = [m for m in metrics if m["kind"] == "final"]
+    with open(r.path("anew", "run", "data", "manifest.json")) as f:
+        pairs = json.load(f)["splits"]["heldout"]["counts"]["instances"]
+    with open(r.path("anew", "run", "checkpoint", "training_state.json")) as f:
+        options = json.load(f)["options"]
+    return dict(corpus=options["corpus"], budget=options["budget"], options=options, steps=plan["steps"], cpu_s=cost["cpu_s"], wall_s=cost["wall_s"],
+                heldout_mlm=final["mlm_acc"], heldout_pairs=pairs)
+
+
+def anew_report(results=RESULTS) -> str:
+    """One line: the run anew against the hour rows' held-out MLM."""
+    path = os.path.join(results, "anew", "pretrain.json")
+    if not os.path.exists(path):
+        return "(no run anew summarized)"
+    with open(path) as f:
+        a = json.load(f)
+    hour = [r["heldout_mlm"] for r in load_runs(results).get(run_name("tiny-mlm", 60, 0).rsplit("-s", 1)[0], [])]
+    against = (f" against the hour rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
+               if hour else "")
+    return (f"`npbert pretrain --corpus {a['corpus']} --budget {a['budget']:g}`: {a['steps']:,} steps planned, {a['cpu_s'] / 60:.1f} CPU min, "
+            f"{a['wall_s'] / 60:.1f} min of wall time; held-out MLM {a['heldout_mlm']:.3f} on its own "
+            f"{a['heldout_pairs']:,} held-out pairs{against}")
+
+
 def blimp_commands(r: Runner, blimp: str, whole: bool) -> list:
     """Every finished run on BLiMP's first 20 pairs a paradigm; whole: the hour's runs on all of
     it, beside the unigram and 3-gram of their corpus."""
@@ -269,6 +311,12 @@ def summarize(r: Runner, results: str) -> None:
             json.dump(summary(r, name), f, indent=1)
             f.write("\n")
         print(f"wrote {os.path.join(results, name)}.json")
+    if os.path.exists(r.path("anew", "done.json")):
+        os.makedirs(os.path.join(results, "anew"), exist_ok=True)
+        with open(os.path.join(results, "anew", "pretrain.json"), "w") as f:
+            json.dump(anew_summary(r), f, indent=1)
+            f.write("\n")
+        print(f"wrote {os.path.join(results, 'anew', 'pretrain.json')}")
     from linguistics_results import finetune_results
     names = sorted({name.rsplit("-s", 1)[0] for name in finished_runs(r)})
     tuned = finetune_results(r, names)
@@ -439,7 +487,7 @@ def finetune_report(results=RESULTS) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=("run", "blimp", "curve", "finetune", "summarize", "report", "plot"))
+    p.add_argument("stage", choices=("run", "anew", "blimp", "curve", "finetune", "summarize", "report", "plot"))
     p.add_argument("arms", nargs="*", help=f"run: which arms ({', '.join(ARMS)})")
     p.add_argument("--runs", default="runs/hour", help="every run, score and log under it (default runs/hour)")
     p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
@@ -480,6 +528,8 @@ def main(argv=None) -> int:
         if not args.blimp:
             p.error("blimp needs --blimp DIR (BLiMP's data/)")
         r.run_all(blimp_commands(r, args.blimp, args.all))
+    elif args.stage == "anew":
+        r.run_all([anew_command(r, args.quick)])
     elif args.stage == "curve":
         if not args.blimp:
             p.error("curve needs --blimp DIR (BLiMP's data/)")
@@ -494,7 +544,7 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (whole_blimp, ablation, curve_table, finetune_report):
+            for table in (anew_report, whole_blimp, ablation, curve_table, finetune_report):
                 print("\n" + table(args.results))
     return 0
 

@@ -64,6 +64,7 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
             open(os.path.join(kept, "step-00007", "model.safetensors"), "rb") as g:
         assert f.read() != g.read()
     assert s.main(["curve", "--runs", runs, "--blimp", write_blimp(tmp_path / "blimp"), "--jobs", "1"]) == 0
+    assert s.main(["anew", "--quick", "--runs", runs]) == 0
     assert s.main(["finetune", "--quick", "--runs", runs, "--jobs", "1"]) == 0
     capsys.readouterr()
     assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
@@ -72,6 +73,8 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     curve = out[out.index("| step |"):].split("\n\n")[0].splitlines()[2:]
     assert [row.split(" | ")[0] for row in curve] == ["| 3", "| 6", "| 7"]
     assert all(row.endswith("| 1 |") for row in curve)                  # one seed kept models
+    anew = next(line for line in out.splitlines() if line.startswith("`npbert pretrain --corpus builtin --budget 0.2`"))
+    assert "steps planned" in anew and "held-out pairs against the hour rows'" in anew     # tiny-mlm-m60-s0's
     tuned = out[out.index("| pretrained |"):].split("\n\n")[0].splitlines()[2:]
     assert [row.split(" | ")[:2] for row in tuned] == [["| tiny-mlm-m60", "all"], ["| tiny-mlm-m60", "500"]]
     pytest.importorskip("matplotlib")
