@@ -73,6 +73,21 @@ def test_minimal_pairs_scores_the_builtin_set_beside_its_baselines(run_dir, tmp_
     assert record["groups"][0]["name"] == "overall" and record["costs"]["bert"]["copies"] > 0
 
 
+def test_a_long_pair_file_says_how_far_reading_and_tokenizing_are(run_dir, tmp_path, capsys, monkeypatch):
+    from npbert.linguistics import minimal_pairs, pairs
+    monkeypatch.setattr(pairs, "PROGRESS_SECONDS", 0.0)              # a line for every pair, not every 10 s
+    monkeypatch.setattr(minimal_pairs, "PROGRESS_SECONDS", 0.0)
+    path = write_pairs(tmp_path / "p.jsonl", [{**GOOD, "pairID": str(k)} for k in range(5)])
+    assert main(["minimal-pairs", str(run_dir / "checkpoint"), path, "--baselines", "none"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    reading = [line.strip() for line in out if line.strip().startswith(f"reading {path}:")]
+    tokenizing = [line.strip() for line in out if line.strip().startswith("tokenizing:")]
+    assert reading[-1].startswith(f"reading {path}: 5 pairs (") and len(reading) >= 4, out
+    assert tokenizing[-1].startswith("tokenizing: 5 of 5 pairs (") and len(tokenizing) >= 4, out
+    assert out.index(next(x for x in out if x.strip() == reading[-1])) < out.index(
+        next(x for x in out if x.strip() == tokenizing[0]))                    # read, then tokenized
+
+
 def test_unk_pairs_are_counted_and_can_be_left_out(run_dir, tmp_path, capsys):
     pairs = write_pairs(tmp_path / "p.jsonl", [GOOD, {**GOOD, "sentence_good": "the children play zyxwq .",
                                                       "pairID": "1"}])

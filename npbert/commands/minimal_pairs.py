@@ -50,11 +50,11 @@ def run(args):
                    json_output("--json", args.json, SUMMARY_FIELDS)],
                   inputs=[args.checkpoint, args.data, args.pairs if args.pairs != "builtin" else None])
     check_ngram_order(args.ngram_order, load_config(args.checkpoint).vocab_size)
-    pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm)
+    pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm, say=print)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)
     tokenizer = require_tokenizer(loaded, args.checkpoint)
-    tokenized = mp.tokenize_pairs(tokenizer, pairs, loaded.config.max_position_embeddings)
+    tokenized = mp.tokenize_pairs(tokenizer, pairs, loaded.config.max_position_embeddings, say=print)
     describe(args, tokenized, loaded.config)
     unk_pairs = int(tokenized.has_unk.sum())
     tokenized = tokenized.without_unk() if args.exclude_unk else tokenized

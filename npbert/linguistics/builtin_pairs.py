@@ -137,9 +137,10 @@ def builtin_pairs(per_paradigm: int = PAIRS_PER_PARADIGM) -> list:
     return out
 
 
-def read_pairs_or_builtin(path, per_paradigm=None) -> list:
-    """`builtin` or a BLiMP file / directory; with per_paradigm, the first N pairs of each paradigm."""
-    pairs = builtin_pairs() if path == "builtin" else read_pairs(path)
+def read_pairs_or_builtin(path, per_paradigm=None, say=None) -> list:
+    """`builtin` or a BLiMP file / directory; with per_paradigm, the first N pairs of each paradigm.
+    say: where a long read's progress goes (read_pairs)."""
+    pairs = builtin_pairs() if path == "builtin" else read_pairs(path, say)
     if per_paradigm is None:
         return pairs
     kept, count = [], {}

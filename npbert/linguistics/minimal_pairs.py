@@ -15,7 +15,7 @@ import numpy as np
 from npbert.data.progress import Progress
 from npbert.errors import CheckpointError, DataError
 from npbert.linguistics.accuracy import correct, group_accuracies
-from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS, pseudo_log_likelihoods
+from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS, pseudo_log_likelihoods, unique_sentences
 from npbert.model_params import init_params
 
 
@@ -59,11 +59,17 @@ class ScoringCost:
     cpu_seconds: float
 
 
-def tokenize_pairs(tokenizer, pairs, max_positions: int) -> TokenizedPairs:
+PROGRESS_SECONDS = 10.0        # a line at most this often while a long file is read and tokenized
+
+
+def tokenize_pairs(tokenizer, pairs, max_positions: int, say=None) -> TokenizedPairs:
     """Tokenize both sentences of every pair; a DataError naming file and line for a sentence
-    with no pieces or too long for the model's positions."""
+    with no pieces or too long for the model's positions. say: where a line of progress goes
+    every 10 s of a long tokenization (None: nowhere)."""
     good, bad, good_pieces, bad_pieces, unk = [], [], [], [], []
-    for p in pairs:
+    progress = Progress(say or (lambda line: None), "tokenizing", unit="pairs", total=len(pairs),
+                        every=PROGRESS_SECONDS)
+    for p in progress.over(pairs):
         ids_pair = []
         for which, text, out_ids, out_pieces in (("good", p.good, good, good_pieces), ("bad", p.bad, bad, bad_pieces)):
             pieces = tokenizer.tokenize(text)
@@ -90,13 +96,12 @@ def score_with_bert(scored: ScoredPairs, name, params, config, tokenizer, batch_
                     log=print) -> None:
     """Add the BERT's PLLs of both sentences of every pair to `scored` under `name`."""
     t = scored.tokenized
-    sentences = t.good + t.bad
-    unique = {tuple(s) for s in sentences}
+    unique, index = unique_sentences(t.good + t.bad)      # each distinct sentence scored once
     copies = sum(len(s) for s in unique)
     progress = Progress(log, f"{name}: scoring", unit="masked copies", total=copies, every=10.0)
     special = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id)
-    start = time.process_time()
-    pll = pseudo_log_likelihoods(params, config, sentences, special, batch_tokens, progress.update)
+    start = time.process_time()                           # the rate is the scoring's alone
+    pll = pseudo_log_likelihoods(params, config, unique, special, batch_tokens, progress.update)[index]
     cost = ScoringCost(len(unique), copies, sum(len(s) * (len(s) + 2) for s in unique),
                        sum(inference_flops(config, len(s)) for s in unique), time.process_time() - start)
     P = len(t.pairs)

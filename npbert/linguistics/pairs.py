@@ -14,6 +14,7 @@ import json
 import os
 from dataclasses import dataclass
 
+from npbert.data.progress import Progress
 from npbert.errors import DataError
 
 REQUIRED = ("sentence_good", "sentence_bad", "field", "linguistics_term", "UID", "pairID")
@@ -31,11 +32,18 @@ class MinimalPair:
     where: str          # "file:line", for messages
 
 
-def read_pairs(path) -> list:
+PROGRESS_SECONDS = 10.0        # a line at most this often while a long file is read
+
+
+def read_pairs(path, say=None) -> list:
     """Every pair of a JSON-lines file or of a directory's *.jsonl files; a DataError naming the
-    file and line of the first malformed one, or the path when it holds no pair at all."""
+    file and line of the first malformed one, or the path when it holds no pair at all. say: where
+    a line of progress goes every 10 s of a long read (None: nowhere)."""
     files = pair_files(path)
-    pairs = [p for f in files for p in read_pair_file(f)]
+    progress = Progress(say or (lambda line: None), f"reading {path}", unit="pairs", every=PROGRESS_SECONDS)
+    pairs = []
+    for f in files:
+        pairs += read_pair_file(f, lambda n: progress.update(len(pairs) + n))
     if not pairs:
         raise DataError(f"{path} holds no minimal pairs")
     return pairs
@@ -55,7 +63,8 @@ def pair_files(path) -> list:
     return [path]
 
 
-def read_pair_file(path) -> list:
+def read_pair_file(path, progress=None) -> list:
+    """progress(pairs read so far) after each line."""
     pairs = []
     with open(path, "rb") as f:
         for number, raw in enumerate(iter(lambda: f.readline(MAX_LINE_BYTES + 1), b""), 1):
@@ -64,6 +73,8 @@ def read_pair_file(path) -> list:
                 raise DataError(f"{where}: the line is longer than {MAX_LINE_BYTES:,} bytes: not a minimal pair")
             if raw.strip():
                 pairs.append(parse_pair(raw, where))
+                if progress is not None:
+                    progress(len(pairs))
     return pairs
 
 
