@@ -157,6 +157,27 @@ def edited_since_built(target: Path) -> bool:
     return not isinstance(built, dict) or built.get("cells") != cells_hash(old)
 
 
+def run(notebook, directory, **timeouts):
+    """Execute the notebook in a fresh python3 kernel started in `directory`, as Jupyter opens it.
+    The kernel talks over a Unix socket in a temporary directory where there is one (over TCP,
+    ipykernel warns that it is "running over TCP without encryption": on 127.0.0.1 only, but said
+    twice a notebook), and is shut down when the notebook has run."""
+    import tempfile
+
+    import nbclient
+    from jupyter_client import KernelManager
+    with tempfile.TemporaryDirectory() as sockets:
+        ipc = dict(transport="ipc", ip=os.path.join(sockets, "kernel")) if os.name == "posix" else {}
+        km = KernelManager(kernel_name="python3", **ipc)
+        try:
+            nbclient.NotebookClient(notebook, km=km, kernel_name="python3", **timeouts,
+                                    resources={"metadata": {"path": str(directory)}}).execute()
+        finally:
+            if km.has_kernel:                  # a kernel manager given to nbclient is the giver's to stop
+                km.shutdown_kernel()
+    return notebook
+
+
 def write(path: Path, execute: bool) -> str:
     import nbformat
     target = path.with_suffix(".ipynb")
@@ -164,9 +185,7 @@ def write(path: Path, execute: bool) -> str:
         return f"kept {os.path.relpath(target, ROOT)}: edited since it was built (delete it to build it again)"
     notebook = build(path)
     if execute:
-        import nbclient
-        nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3",
-                                resources={"metadata": {"path": str(path.parent)}}).execute()
+        run(notebook, path.parent, timeout=600)
     tmp = target.with_suffix(".ipynb.tmp")
     nbformat.write(notebook, tmp)
     os.replace(tmp, target)
