@@ -67,7 +67,7 @@ ARMS = {
     "tiny-sentences": recipe(HOUR) + SENTENCES,
     "mini-sentences": recipe(HOUR, "size") + SENTENCES,
 }
-ABLATION_MINUTES = 15
+ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
 
 def run_name(arm: str, minutes: float, seed: int) -> str:
@@ -475,6 +475,40 @@ def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
     print(f"wrote {path}")
 
 
+def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """Markdown, README's one table: the hour's runs in a line (mean ± sd over seeds), against the old
+    recipe's figures (docs/linguistics.md) and the targets."""
+    from linguistics_results import FINETUNE_SEEDS
+    rs = load_runs(results).get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], [])
+    whole = [r for r in rs if "blimp" in r]
+    det = "phenomenon:determiner_noun_agreement"
+    gains = {}
+    path = os.path.join(results, "finetune", "rt-polarity.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            tuned = json.load(f)
+        name = run_name(arm, minutes, 0).rsplit("-s", 1)[0]
+        for labels in ("500", "all"):
+            pairs = [(tuned[f"pretrained-{name}-n{labels}-s{k}"][1], tuned[f"scratch-n{labels}-s{k}"][1])
+                     for k in FINETUNE_SEEDS if f"pretrained-{name}-n{labels}-s{k}" in tuned
+                     and f"scratch-n{labels}-s{k}" in tuned]
+            if pairs:
+                gap = [p - s for p, s in pairs]
+                gains[labels] = f"{mean_sd(gap, 100, 1)} ({sum(g > 0 for g in gap)} of {len(gap)} seeds ahead)"
+    three_gram = (f"{100 * whole[-1]['blimp_baselines']['overall:overall']['3-gram']:.1f}" if whole else "-")
+    rows = [("pretraining seeds", str(len(rs)), "3"),
+            ("CPU minutes (one thread)", mean_sd([r["cpu_s"] / 60 for r in rs], digits=1), "≤ 60"),
+            ("held-out MLM accuracy", mean_sd([r["heldout_mlm"] for r in rs]), "≥ 0.36"),
+            ("BLiMP, all 67,000 pairs (%)", f"{mean_sd([r['blimp']['overall:overall'] for r in whole], 100, 1)} "
+                                            f"({len(whole)} seeds; the 3-gram of its corpus: {three_gram})",
+             "≥ 58.5 (MiniBERTa, 1M words)"),
+            ("determiner-noun agreement (%)", mean_sd([r["blimp"][det] for r in whole], 100, 1), "≥ 70"),
+            ("rt-polarity, 500 labels: test points over from scratch", gains.get("500", "-"), "≥ +5, 5 of 5"),
+            ("rt-polarity, all labels: test points over from scratch", gains.get("all", "-"), "ahead")]
+    return "\n".join(["| the hour recipe | measured | target |", "|---|---|---|"]
+                     + [f"| {a} | {b} | {c} |" for a, b, c in rows])
+
+
 def finetune_report(results=RESULTS) -> str:
     """Markdown: rt-polarity from the hour models against from scratch (linguistics_results' table)."""
     from linguistics_results import finetune_table
@@ -544,7 +578,7 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (anew_report, whole_blimp, ablation, curve_table, finetune_report):
+            for table in (what_an_hour_buys, anew_report, whole_blimp, ablation, curve_table, finetune_report):
                 print("\n" + table(args.results))
     return 0
 
