@@ -24,6 +24,10 @@ def test_rising_loss_is_warned_once_after_three_rises_in_a_row():
 def test_a_flat_or_noisy_loss_is_not_warned_about():
     watch = RisingLossWatch()
     assert not any(watch.add(s, v) for s, v in enumerate([3, 3, 3, 3.1, 3.0, 3.2, 3.1, 3.3, 3.3, 3.4]))
+    # the hour recipe's last evaluations, the learning rate near 0: three rises of a thousandth
+    watch = RisingLossWatch()
+    assert not any(watch.add(s, v) for s, v in enumerate([3.560, 3.534, 3.5342, 3.5345, 3.535]))
+    assert watch.add(5, 3.6) is not None                      # four rises in a row, 1.9 % above the lowest
 
 
 def test_metrics_log_on_resume_drops_later_records_and_a_half_written_line(tmp_path):
