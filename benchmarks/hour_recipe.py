@@ -244,8 +244,10 @@ def records(path) -> list:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def summary(r: Runner, name: str) -> dict:
-    """One finished run as the small JSON the tables are made from."""
+def summary(r: Runner, name: str, before=None) -> dict:
+    """One finished run as the small JSON the tables are made from. before: its summary written
+    earlier, whose standard held-out MLM is kept when the run is the same (its CPU time and final
+    evaluation), instead of scoring the 4,001 pairs again."""
     with open(r.path("done", f"{name}.json")) as f:
         cost = json.load(f)
     metrics = records(r.path(name, "metrics.jsonl"))
@@ -259,8 +261,10 @@ def summary(r: Runner, name: str) -> dict:
              for m in metrics if m["kind"] == "eval"]
     exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
-               wall_s=cost["wall_s"], heldout_mlm=standard_heldout_mlm(r, name), own_heldout_mlm=final["mlm_acc"],
+               wall_s=cost["wall_s"], heldout_mlm=None, own_heldout_mlm=final["mlm_acc"],
                plateau_exit_cpu_min=exit_, curve=curve)
+    same = before and (before["cpu_s"], before["own_heldout_mlm"]) == (out["cpu_s"], out["own_heldout_mlm"])
+    out["heldout_mlm"] = before["heldout_mlm"] if same else standard_heldout_mlm(r, name)
     kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
     if kept:
         out["snapshots"] = [k for k in kept if k]
@@ -307,8 +311,14 @@ def standard_heldout_mlm(r: Runner, name: str) -> float:
 def summarize(r: Runner, results: str) -> None:
     os.makedirs(results, exist_ok=True)
     for name in finished_runs(r):
-        with open(os.path.join(results, f"{name}.json"), "w") as f:
-            json.dump(summary(r, name), f, indent=1)
+        path = os.path.join(results, f"{name}.json")
+        before = None
+        if os.path.exists(path):
+            with open(path) as f:
+                before = json.load(f)
+        made = summary(r, name, before)                  # made whole before the file is opened
+        with open(path, "w") as f:
+            json.dump(made, f, indent=1)
             f.write("\n")
         print(f"wrote {os.path.join(results, name)}.json")
     if os.path.exists(r.path("anew", "done.json")):
