@@ -478,7 +478,8 @@ def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
     ax.axhline(0.5, color="grey", lw=0.5)
     ax.set_xlabel("CPU minutes of pretraining (one thread)")
     ax.set_ylim(0, 1)
-    ax.set_title(f"What the hour's tiny knows after N minutes ({arm}, {points[0][-1]} seed(s))")
+    seeds = points[0][-1]
+    ax.set_title(f"What the hour's tiny knows after N minutes ({arm}, {seeds} seed{'s' * (seeds > 1)})")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -547,7 +548,7 @@ def main(argv=None) -> int:
                                                       "benchmarks/results/hour_recipe)")
     p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; finetune, plot: from this "
                                                 "arm's runs at --minutes (default tiny-mlm)")
-    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/images/hour_curve.png)")
+    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
                                                        "unigram and 3-gram of their corpus (~10 min of CPU each)")
     p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
@@ -581,7 +582,7 @@ def main(argv=None) -> int:
     elif args.stage == "finetune":
         r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "plot":
-        plot_curve(args.out or os.path.join(ROOT, "docs", "images", "hour_curve.png"), args.results,
+        plot_curve(args.out or os.path.join(ROOT, "docs", "hour_curve.png"), args.results,
                    args.arm or "tiny-mlm", args.minutes)
     elif args.stage == "summarize":
         summarize(r, args.results)

@@ -106,9 +106,13 @@ def between(path, start, end) -> str:
 
 def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
     s = script()
-    assert between("docs/hour_recipe.md", "<!-- the table: python benchmarks/hour_recipe.py report -->",
-                   "<!-- end of the table -->") == s.report(), "docs/hour_recipe.md: paste the script's report"
-    assert between("docs/hour_recipe.md", "<!-- all of BLiMP: python benchmarks/hour_recipe.py report -->",
-                   "<!-- end of all of BLiMP -->") == s.whole_blimp(), "docs/hour_recipe.md: paste the whole BLiMP"
-    assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report --arm tiny-mlm --minutes 60 -->",
-                   "<!-- end of the hour -->") == s.report(arm="tiny-mlm", minutes=60), "README: paste the report"
+    page = "docs/hour_recipe.md"
+    for start, end, table in (("the table", "the table", s.report), ("all of BLiMP", "all of BLiMP", s.whole_blimp),
+                              ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
+                              ("the run anew", "the run anew", s.anew_report), ("the ablation", "the ablation", s.ablation),
+                              ("the learning curve", "the learning curve", s.curve_table),
+                              ("fine-tuning", "fine-tuning", s.finetune_report)):
+        assert between(page, f"<!-- {start}: python benchmarks/hour_recipe.py report -->",
+                       f"<!-- end of {end} -->") == table(), f"{page}: paste the script's {start}"
+    assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report -->",
+                   "<!-- end of the hour -->") == s.what_an_hour_buys(), "README: paste the script's table"
