@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from npbert.errors import DataError
+from npbert.errors import DataError, InputError
 from npbert.tokenizer import CONTINUATION, SPECIAL_TOKENS, BasicTokenizer, BertTokenizer, \
     clean_up_tokenization
 from npbert.tokenizer.vocab import UNK
@@ -81,6 +81,36 @@ def test_offsets_are_inside_the_text_and_in_order(options, text, vocab_chars):
     assert enc["word_ids"] == [-1] + word_ids + [-1]
 
 
+_PIECES = st.lists(st.sampled_from(TRICKY) | st.text(max_size=4), max_size=4)
+
+
+@fuzz
+@given(text=texts, added=_PIECES, special=st.booleans(), never_split=_PIECES, options=st.sampled_from(OPTIONS),
+       do_basic_tokenize=st.booleans())
+def test_added_tokens_and_never_split_keep_offsets_in_order(text, added, special, never_split, options,
+                                                           do_basic_tokenize):
+    """With tokens added (special or not) and never_split words drawn from the same characters: the
+    tokens of tokenize, of tokenize_with_offsets and of __call__ agree, each has an id or is a
+    never_split word, and the offsets are inside the text and in order."""
+    tok = BertTokenizer(list(SPECIAL_TOKENS) + ["x", "##x"], *options, never_split=never_split,
+                        do_basic_tokenize=do_basic_tokenize)
+    for token in added:
+        try:
+            tok.add_tokens(token, special_tokens=special)
+        except InputError as e:                      # a token of whitespace (and control characters) only
+            assert not tok.basic.normalize(token).strip() and "needs a character" in str(e)
+    tokens, offsets, word_ids = tok.tokenize_with_offsets(text)
+    assert tokens == tok.tokenize(text) and len(offsets) == len(word_ids) == len(tokens)
+    assert all(t in tok.get_vocab() or t in tok.basic.never_split for t in tokens)
+    assert all(0 <= start < end <= len(text) for start, end in offsets)
+    starts, ends = [s for s, _ in offsets], [e for _, e in offsets]
+    assert starts == sorted(starts) and ends == sorted(ends)
+    assert all(b - a in (0, 1) for a, b in zip([-1] + word_ids, word_ids))
+    enc = tok(text, return_offsets_mapping=True, return_word_ids=True)
+    assert enc["input_ids"] == [tok.cls_token_id] + tok.convert_tokens_to_ids(tokens) + [tok.sep_token_id]
+    assert enc["offset_mapping"] == [(0, 0)] + offsets + [(0, 0)] and enc["word_ids"] == [-1] + word_ids + [-1]
+
+
 @pytest.mark.parametrize("options", OPTIONS, ids=lambda o: "lower={} strip={} cjk={}".format(*o))
 @fuzz
 @given(text=texts)
@@ -137,8 +167,14 @@ def test_pairs_truncated_and_padded(text, pair, max_length, options):
 
 TOKENIZER_FILES = {"vocab.txt": "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\n##s\n",
                    "tokenizer_config.json": json.dumps({"do_lower_case": True, "strip_accents": None,
-                                                        "max_input_chars_per_word": 100, "model_max_length": 512}),
-                   "tokenizer.json": json.dumps({"model": {"type": "WordPiece", "max_input_chars_per_word": 100}})}
+                                                        "max_input_chars_per_word": 100, "model_max_length": 512,
+                                                        "never_split": ["The"], "do_basic_tokenize": True}),
+                   "tokenizer.json": json.dumps({"model": {"type": "WordPiece", "max_input_chars_per_word": 100},
+                                                 "added_tokens": [
+                                                     {"id": 0, "content": "[PAD]", "normalized": False, "special": True},
+                                                     {"id": 7, "content": "NewTok", "single_word": False, "lstrip": False,
+                                                      "rstrip": False, "normalized": True, "special": False},
+                                                     {"id": 8, "content": "<e>", "normalized": False, "special": True}]})}
 
 
 @pytest.fixture(scope="module")
@@ -160,8 +196,8 @@ def test_tokenizer_directory_with_a_mutated_file(work, name, data):
         changed = data.draw(mutated(TOKENIZER_FILES[name].encode()))
     (work / name).write_bytes(changed)
     result = outcome(BertTokenizer.from_pretrained, work)
-    if isinstance(result, BertTokenizer):
-        assert all(t in result.vocab for t in result.tokenize("the thes"))
+    if isinstance(result, BertTokenizer):            # added tokens have ids; never_split words may have none
+        assert all(t in result.get_vocab() or t in result.basic.never_split for t in result.tokenize("the thes"))
 
 
 @pytest.mark.parametrize("name, text", [

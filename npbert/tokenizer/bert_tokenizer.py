@@ -1,29 +1,30 @@
 """BertTokenizer: BERT's four steps (the package's docstring) behind Hugging Face's method names and
 options, each behaving as transformers' BertTokenizerFast does (docs/tokenizer.md lists them):
 pairs, truncation (strategies, sides, overflowing windows with a stride), padding (sides,
-multiples), pre-split words, offsets, word and sequence ids, decoding, and the files it is saved as."""
+multiples), pre-split words, offsets, word and sequence ids, added tokens, decoding, and the files it
+is saved as; and transformers 4's older names and its Python tokenizer's options (never_split,
+do_basic_tokenize, spaces_between_special_tokens)."""
 from __future__ import annotations
 
 import os
 import warnings
-from itertools import accumulate
+from itertools import accumulate, groupby
 from typing import NamedTuple
 
 import numpy as np
 import regex
 
-from npbert.errors import InputError
+from npbert.errors import DataError, InputError
 from npbert.tokenizer.decoding import clean_up_tokenization, wordpiece_decode
 from npbert.tokenizer.encoding import Alignment, Encoding
 from npbert.tokenizer.files import SPECIAL_NAMES, read_tokenizer_files, write_tokenizer_files
-from npbert.tokenizer.normalize import BasicTokenizer
+from npbert.tokenizer.normalize import WORD, BasicTokenizer, CharMap
 from npbert.tokenizer.padding import SIDES, check_padding_options, pad_row, target_width
 from npbert.tokenizer.truncation import STRATEGIES, longest_first, truncation_windows
 from npbert.tokenizer.vocab import CLS, SEP, SPECIAL_TOKENS, UNK, check_vocab, load_vocab
 from npbert.tokenizer.wordpiece import MAX_WORD_CHARS, piece_length, wordpiece
 
 __all__ = ["BertTokenizer", "Tokenized", "clean_up_tokenization", "longest_first"]
-_WORD = regex.compile(r"[^ ]+")  # after normalization " " is the only whitespace left
 # the values __call__ accepts -> what they mean
 _TRUNCATION = {None: None, False: None, "do_not_truncate": None, True: "longest_first", **{s: s for s in STRATEGIES}}
 _PADDING = {False: None, None: None, "do_not_pad": None, True: "longest", "longest": "longest",
@@ -57,14 +58,17 @@ class BertTokenizer:
 
     BertTokenizer(vocab_file_or_list, do_lower_case=True, strip_accents=None,
                   tokenize_chinese_chars=True, max_input_chars_per_word=200, model_max_length=512,
-                  clean_up_tokenization_spaces=False, padding_side="right", truncation_side="right")
+                  clean_up_tokenization_spaces=False, padding_side="right", truncation_side="right",
+                  never_split=None, do_basic_tokenize=True)
 
-    The vocabulary must contain [PAD] [UNK] [CLS] [SEP] [MASK] (at any ids)."""
+    The vocabulary must contain [PAD] [UNK] [CLS] [SEP] [MASK] (at any ids). never_split and
+    do_basic_tokenize are transformers' Python BertTokenizer's: words kept whole (BasicTokenizer),
+    and False to skip steps 2-3 but for a split on whitespace."""
 
     def __init__(self, vocab_file_or_list, do_lower_case=True, strip_accents=None,
                  tokenize_chinese_chars=True, max_input_chars_per_word=MAX_WORD_CHARS,
                  model_max_length=512, clean_up_tokenization_spaces=False, padding_side="right",
-                 truncation_side="right"):
+                 truncation_side="right", never_split=None, do_basic_tokenize=True):
         tokens = load_vocab(vocab_file_or_list) if isinstance(vocab_file_or_list, (str, os.PathLike)) \
             else vocab_file_or_list
         self.vocab = check_vocab(tokens)
@@ -80,18 +84,29 @@ class BertTokenizer:
         self.model_max_length = model_max_length
         self.clean_up_tokenization_spaces = bool(clean_up_tokenization_spaces)
         self.padding_side, self.truncation_side = padding_side, truncation_side
-        self.basic = BasicTokenizer(do_lower_case, strip_accents, tokenize_chinese_chars)
+        self.basic = BasicTokenizer(do_lower_case, strip_accents, tokenize_chinese_chars, never_split)
+        self.do_basic_tokenize = bool(do_basic_tokenize)
+        # never_split words are not cut into WordPiece tokens either (transformers' BertTokenizer._tokenize)
+        self._whole_words = self.basic.never_split if self.do_basic_tokenize else frozenset()
+        # The character maps of steps 2-3: all of them, then apart (for added tokens, matched between
+        # the two as Hugging Face's tokenizers do); without the basic tokenizer, whitespace to " " only.
+        whitespace = CharMap(lambda c: " " if c.isspace() else c)       # Python's str.split(), as HF's
+        self._chars, self._normalizer, self._punctuation = (self.basic.chars, self.basic.normalizer,
+            self.basic.punctuation) if self.do_basic_tokenize else (whitespace, whitespace, CharMap(str))
         self.pad_token_id, self.unk_token_id, self.cls_token_id, self.sep_token_id, self.mask_token_id = \
             (self.vocab[t] for t in SPECIAL_TOKENS)
-        # Special tokens written in the text stay whole (HF does this too).
-        self._special_split = regex.compile("(" + "|".join(map(regex.escape, SPECIAL_TOKENS)) + ")")
         self._max_piece_chars = max(map(piece_length, self.vocab))
         self._pieces_of_word: dict[str, tuple[tuple[str, ...], tuple[tuple[int, int], ...]]] = {}
         self._warned_implicit_truncation = False
+        # add_tokens: tokens matched as written (special) or after normalization, in the order added,
+        # and those given ids after the vocabulary's
+        self._special_tokens, self._normalized_tokens, self._added_tokens = list(SPECIAL_TOKENS), [], []
+        self._compile_added_tokens()
 
     pad_token, unk_token, cls_token, sep_token, mask_token = SPECIAL_TOKENS
     special_tokens_map = dict(SPECIAL_NAMES)           # as transformers orders them: unk, sep, pad, cls, mask
-    all_special_tokens = list(SPECIAL_NAMES.values())
+    all_special_tokens = list(SPECIAL_NAMES.values())  # as transformers 5's: not the tokens added as special
+    model_input_names = ["input_ids", "token_type_ids", "attention_mask"]
     pad_token_type_id = 0
     do_lower_case = property(lambda self: self.basic.do_lower_case)
     strip_accents = property(lambda self: self.basic.strip_accents)
@@ -102,13 +117,59 @@ class BertTokenizer:
     max_len_sentences_pair = property(lambda self: self.model_max_length - 3)
 
     def __len__(self):
-        return len(self.vocab)
+        """The vocabulary's size with the added tokens (vocab_size: without them)."""
+        return len(self._id_tokens)
 
     def get_vocab(self) -> dict[str, int]:
-        return dict(self.vocab)
+        return dict(self._token_ids)
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
         return 3 if pair else 2
+
+    # ------------------------------------------------------------ added tokens
+
+    def add_tokens(self, new_tokens, special_tokens: bool = False) -> int:
+        """Add a token (a str) or tokens (a list of them), matched whole in the text before anything else is
+        cut into words, each id the next after the vocabulary's (a token in the vocabulary keeps its id);
+        -> how many the tokenizer did not have (of that kind), as transformers 5's BertTokenizer counts.
+        A special token is found as written, as [MASK] is; any other in the normalized text, so that an
+        uncased tokenizer finds "NewTok" in "newtok" and in "NEWTOK". The model reads the new ids once
+        its word embeddings have len(tokenizer) rows."""
+        new_tokens = [new_tokens] if isinstance(new_tokens, str) else new_tokens
+        if not isinstance(new_tokens, (list, tuple)):
+            raise InputError(f"add_tokens takes a str or a list of them, got {type(new_tokens).__name__}")
+        for token in new_tokens:
+            if not isinstance(token, str):
+                raise InputError(f"add_tokens takes strings, got a {type(token).__name__}")
+            if not (token if special_tokens else self._normalizer.apply(token)).strip():
+                raise InputError(f"cannot add {token!r}: an added token needs a character that is not whitespace"
+                                 + ("" if special_tokens else " or a control character, which normalization drops"))
+        kind = self._special_tokens if special_tokens else self._normalized_tokens
+        added = 0
+        for token in new_tokens:
+            if token not in kind:
+                kind.append(token)
+                added += 1
+                if token not in self._token_ids:
+                    self._added_tokens.append(token)
+        self._compile_added_tokens()
+        return added
+
+    def _compile_added_tokens(self):
+        """What the added tokens change: ids, and the patterns that find them (leftmost, then longest, as
+        Hugging Face's tokenizers; the first added of tokens that normalize alike)."""
+        self._id_tokens = self.ids_to_tokens + self._added_tokens if self._added_tokens else self.ids_to_tokens
+        self._token_ids = {**self.vocab, **{t: len(self.vocab) + i for i, t in enumerate(self._added_tokens)}} \
+            if self._added_tokens else self.vocab
+        self._special_set = set(self._special_tokens)
+        # what decode(spaces_between_special_tokens=False) joins without spaces: transformers' added tokens
+        self._added_set = (set(self._normalized_tokens) | set(self._added_tokens)) - set(SPECIAL_TOKENS)
+        self._special_split = _alternatives(self._special_tokens, "(", ")")
+        self._special_hint = "[" if all("[" in t for t in self._special_tokens) else ""   # "" is in every text
+        self._added_by_pattern = {}
+        for token in self._normalized_tokens:
+            self._added_by_pattern.setdefault(self._normalizer.apply(token), token)
+        self._normalized_split = _alternatives(self._added_by_pattern) if self._added_by_pattern else None
 
     # ------------------------------------------------------------ loading and saving
 
@@ -116,8 +177,18 @@ class BertTokenizer:
     def from_pretrained(cls, directory, **overrides):
         """A tokenizer from the files Hugging Face or npbert saved: vocab.txt (or tokenizer.json's
         vocabulary), the options in tokenizer_config.json, tokenizer.json's max_input_chars_per_word."""
-        tokens, options = read_tokenizer_files(directory)
-        return cls(tokens, **{**options, **overrides})
+        tokens, options, added = read_tokenizer_files(directory)
+        tok = cls(tokens, **{**options, **overrides})
+        for token_id, content, special in added:               # in id order: each new one gets the next id
+            try:
+                tok.add_tokens(content, special_tokens=special)
+            except InputError as e:
+                raise DataError(f"{directory}: tokenizer.json's added tokens: {e}") from None
+            if tok.convert_tokens_to_ids(content) != token_id:
+                raise DataError(f"{directory}: tokenizer.json gives the added token {content!r} id {token_id}, but "
+                                f"after the vocabulary and the added tokens before it, it gets "
+                                f"{tok.convert_tokens_to_ids(content)}")
+        return tok
 
     def save_pretrained(self, directory) -> list[str]:
         """vocab.txt, tokenizer_config.json and tokenizer.json, which transformers' BertTokenizerFast
@@ -133,7 +204,8 @@ class BertTokenizer:
         """WordPiece tokens of a word and the (start, end) characters of the word each covers."""
         cached = self._pieces_of_word.get(word)
         if cached is None:
-            pieces = wordpiece(word, self.vocab, self.max_input_chars_per_word, self._max_piece_chars)
+            pieces = [word] if word in self._whole_words else \
+                wordpiece(word, self.vocab, self.max_input_chars_per_word, self._max_piece_chars)
             if pieces is None:
                 cached = (UNK,), ((0, len(word)),)
             else:
@@ -144,21 +216,55 @@ class BertTokenizer:
             self._pieces_of_word[word] = cached
         return cached
 
-    def _segments(self, text: str) -> list[str]:
-        """Text split around literal special tokens; odd positions are the special tokens."""
+    def _segments(self, text: str) -> list[tuple[str, str | None]]:
+        """The text in pieces, in order: (piece, its token) for a piece kept whole, a special token written
+        in the text (HF's rule; tokens added as special too) or a never_split word; (piece, None) between."""
         _check_text(text)
-        return self._special_split.split(text) if "[" in text else [text]
+        parts = self._special_split.split(text) if self._special_hint in text else [text]
+        segments = []
+        for i, part in enumerate(parts):
+            if i % 2:
+                segments.append((part, part))
+                continue
+            at = 0
+            for start, end, word in self.basic.never_split_words(part) if self.do_basic_tokenize else ():
+                segments += [(part[at:start], None), (part[start:end], word)]
+                at = end
+            segments.append((part[at:], None))
+        return segments
+
+    def _words(self, text: str) -> list[tuple[str, list[int], int, str | None]]:
+        """The words of a piece of text between kept tokens: (word, origin, at, added), the word at `at` in
+        the normalized text whose i-th character comes from text[origin[i]]; added: the content of the
+        added token the word is (None: a word for WordPiece). As Hugging Face's tokenizers, added tokens
+        are found after the normalizer (steps 2-3 but the punctuation split), before the punctuation split."""
+        if self._normalized_split is None:
+            normalized, origin = self._chars.with_origin(text)
+            return [(m.group(), origin, m.start(), None) for m in WORD.finditer(normalized)]
+        normalized, origin = self._normalizer.with_origin(text)
+        words, at = [], 0
+        for match in [*self._normalized_split.finditer(normalized), None]:
+            start, end = match.span() if match else (len(normalized), len(normalized))
+            rest, rest_origin = self._punctuation.with_origin(normalized[at:start])
+            rest_origin = [origin[at + i] for i in rest_origin]
+            words += [(m.group(), rest_origin, m.start(), None) for m in WORD.finditer(rest)]
+            if match:
+                words.append((match.group(), origin, start, self._added_by_pattern[match.group()]))
+            at = end
+        return words
 
     def tokenize(self, text: str, pair: str | None = None, add_special_tokens: bool = False) -> list[str]:
         """The text's tokens (with add_special_tokens or a pair: the tokens of the encoded input)."""
         if pair is not None or add_special_tokens:
             return self(text, pair, add_special_tokens=add_special_tokens).tokens()
+        if self._normalized_split is not None:
+            return self.tokenize_with_offsets(text).tokens
         tokens = []
-        for i, segment in enumerate(self._segments(text)):
-            if i % 2:
-                tokens.append(segment)
+        for segment, kept in self._segments(text):
+            if kept is not None:
+                tokens.append(kept)
             else:
-                for word in self.basic.split(segment):
+                for word in self._chars.apply(segment).split():
                     tokens.extend(self._pieces(word)[0])
         return tokens
 
@@ -167,17 +273,15 @@ class BertTokenizer:
         An [UNK] spans its whole word; pieces made from one character all span that character."""
         tokens, offsets, word_ids = [], [], []
         base = 0
-        for i, segment in enumerate(self._segments(text)):
-            if i % 2:
-                tokens.append(segment)
+        for segment, kept in self._segments(text):
+            if kept is not None:
+                tokens.append(kept)
                 offsets.append((base, base + len(segment)))
                 word_ids.append(word_ids[-1] + 1 if word_ids else 0)
             else:
-                normalized, origin = self.basic.normalize_with_origin(segment)
-                for word in _WORD.finditer(normalized):
+                for word, origin, at, added in self._words(segment):
                     word_id = word_ids[-1] + 1 if word_ids else 0
-                    pieces, spans = self._pieces(word.group())
-                    at = word.start()
+                    pieces, spans = ((added,), ((0, len(word)),)) if added else self._pieces(word)
                     tokens += pieces
                     offsets += [(base + origin[at + start], base + origin[at + end - 1] + 1) for start, end in spans]
                     word_ids += [word_id] * len(pieces)
@@ -200,55 +304,101 @@ class BertTokenizer:
     # ------------------------------------------------------------ tokens <-> ids <-> text
 
     def convert_tokens_to_ids(self, tokens):
-        """Unknown tokens map to [UNK]'s id."""
+        """Unknown tokens map to [UNK]'s id; added tokens to theirs."""
         if isinstance(tokens, str):
-            return self.vocab.get(tokens, self.unk_token_id)
-        return [self.vocab.get(t, self.unk_token_id) for t in tokens]
+            return self._token_ids.get(tokens, self.unk_token_id)
+        return [self._token_ids.get(t, self.unk_token_id) for t in tokens]
 
     def convert_ids_to_tokens(self, ids, skip_special_tokens: bool = False):
+        """skip_special_tokens leaves out all_special_tokens (not tokens added as special: transformers 5)."""
         if isinstance(ids, (int, np.integer)):
-            return self.ids_to_tokens[self._check_id(ids)]
-        tokens = [self.ids_to_tokens[self._check_id(i)] for i in ids]
+            return self._id_tokens[self._check_id(ids)]
+        tokens = [self._id_tokens[self._check_id(i)] for i in ids]
         return [t for t in tokens if t not in SPECIAL_TOKENS] if skip_special_tokens else tokens
 
     def _check_id(self, token_id) -> int:
         if isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer)) \
-                or not 0 <= token_id < len(self.ids_to_tokens):
-            raise InputError(f"token id {token_id!r} is not in the vocabulary (0..{len(self.ids_to_tokens) - 1})")
+                or not 0 <= token_id < len(self._id_tokens):
+            raise InputError(f"token id {token_id!r} is not in the vocabulary (0..{len(self._id_tokens) - 1})")
         return int(token_id)
 
     def convert_tokens_to_string(self, tokens) -> str:
         """The WordPiece decoder's text: "##" pieces glued to the token before, " ." and the like closed up."""
         return wordpiece_decode(tokens)
 
-    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=None) -> str:
-        """convert_tokens_to_string of the ids' tokens (the special ones left out if asked), then HF's
-        clean_up_tokenization ("don ' t" -> "don't") if clean_up_tokenization_spaces (None: the
-        tokenizer's own setting, False unless its tokenizer_config.json says true, as transformers 5)."""
+    def decode(self, token_ids, skip_special_tokens=False, clean_up_tokenization_spaces=None,
+               spaces_between_special_tokens=True) -> str:
+        """convert_tokens_to_string of the ids' tokens (the special ones, added ones too, left out if asked),
+        then HF's clean_up_tokenization ("don ' t" -> "don't") if clean_up_tokenization_spaces (None: the
+        tokenizer's own setting, False unless its tokenizer_config.json says true, as transformers 5).
+        spaces_between_special_tokens=False: tokens added with add_tokens are joined to the text around
+        them without a space, as by transformers' Python tokenizer (whatever their name says)."""
         ids = np.asarray(token_ids).ravel().tolist() if isinstance(token_ids, np.ndarray) else token_ids
-        tokens = self.convert_ids_to_tokens([ids] if isinstance(ids, (int, np.integer)) else ids, skip_special_tokens)
-        text = wordpiece_decode(tokens)
+        tokens = self.convert_ids_to_tokens([ids] if isinstance(ids, (int, np.integer)) else ids)
+        if skip_special_tokens:
+            tokens = [t for t in tokens if t not in self._special_set]
+        if spaces_between_special_tokens:
+            text = wordpiece_decode(tokens)
+        else:
+            text = "".join("".join(run) if added else wordpiece_decode(list(run))
+                           for added, run in groupby(tokens, self._added_set.__contains__))
         clean = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
         return clean_up_tokenization(text) if clean else text
 
-    def batch_decode(self, sequences, skip_special_tokens=False, clean_up_tokenization_spaces=None) -> list[str]:
-        return [self.decode(ids, skip_special_tokens, clean_up_tokenization_spaces) for ids in sequences]
+    def batch_decode(self, sequences, skip_special_tokens=False, clean_up_tokenization_spaces=None,
+                     spaces_between_special_tokens=True) -> list[str]:
+        return [self.decode(ids, skip_special_tokens, clean_up_tokenization_spaces, spaces_between_special_tokens)
+                for ids in sequences]
+
+    # ------------------------------------------------------------ ids with special tokens, as a call puts them
+
+    def build_inputs_with_special_tokens(self, token_ids_0, token_ids_1=None) -> list[int]:
+        """[CLS] a [SEP] (b [SEP]) of ids without special tokens."""
+        return _template(self._sides(token_ids_0, token_ids_1), self.cls_token_id, self.sep_token_id)[0]
+
+    def create_token_type_ids_from_sequences(self, token_ids_0, token_ids_1=None) -> list[int]:
+        """The token type of each id of build_inputs_with_special_tokens: 0 for [CLS] a [SEP], 1 for b [SEP]."""
+        return _template(self._sides(token_ids_0, token_ids_1), None, None)[1]
 
     def get_special_tokens_mask(self, token_ids_0, token_ids_1=None, already_has_special_tokens=False) -> list[int]:
         """1 where [CLS] [SEP] go (or, already_has_special_tokens, where a special token's id is), else 0."""
         if already_has_special_tokens:
+            if token_ids_1 is not None:
+                raise InputError("get_special_tokens_mask: with already_has_special_tokens, the ids are one "
+                                 "sequence (token_ids_0); token_ids_1 must be None")
             special = set(self.all_special_ids)
-            return [int(i in special) for i in token_ids_0]
-        mask = [1] + [0] * len(token_ids_0) + [1]
-        return mask if token_ids_1 is None else mask + [0] * len(token_ids_1) + [1]
+            return [int(i in special) for i in self._id_list(token_ids_0)]
+        return _template(self._sides(token_ids_0, token_ids_1), None, None)[2]
+
+    def _sides(self, token_ids_0, token_ids_1) -> list[list[int]]:
+        return [self._id_list(ids) for ids in (token_ids_0, token_ids_1) if ids is not None]
+
+    def _id_list(self, ids) -> list[int]:
+        """Token ids (a list, tuple or 1-d array of ids in the vocabulary) as a list of ints."""
+        if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+            raise InputError(f"expected a list of token ids, got {type(ids).__name__}")
+        return [self._check_id(i) for i in ids]
 
     # ------------------------------------------------------------ encoding for the model
 
     def encode(self, text, text_pair=None, add_special_tokens=True, **options) -> list[int]:
         """The input_ids of one text (or pair); options as __call__'s."""
-        if not options.get("is_split_into_words"):
-            _check_text(text)                          # one text (or pair), never a batch
-        return self(text, text_pair, add_special_tokens=add_special_tokens, **options)["input_ids"]
+        return self.encode_plus(text, text_pair, add_special_tokens=add_special_tokens, **options)["input_ids"]
+
+    def encode_plus(self, text, text_pair=None, **options) -> Encoding:
+        """One text (or pair) encoded: the call's result (transformers 4's name; 5 deprecated it for the call)."""
+        if _as_items(text, text_pair, options.get("is_split_into_words", False))[0]:
+            raise InputError("encode and encode_plus take one text (or pair), not a list of them: give a batch to "
+                             "the call or to batch_encode_plus")
+        return self(text, text_pair, **options)
+
+    def batch_encode_plus(self, batch_text_or_text_pairs, **options) -> Encoding:
+        """A batch (a list of texts, of (text, text_pair) pairs or, is_split_into_words, of lists of words)
+        encoded: the call's result (transformers 4's name; 5 deprecated it for the call)."""
+        if not _as_items(batch_text_or_text_pairs, None, options.get("is_split_into_words", False))[0]:
+            raise InputError("batch_encode_plus takes a batch: a list of texts, of (text, text_pair) pairs or, "
+                             "with is_split_into_words, of lists of words")
+        return self(batch_text_or_text_pairs, **options)
 
     def _implicit_truncation(self, truncation, max_length, padding):
         """HF's rule (tokenization_utils_base, _get_padding_truncation_strategies): a max_length
@@ -285,21 +435,13 @@ class BertTokenizer:
         and (with offsets) the word ids, -1 for a special token (the alignment's token strings follow
         from the ids, its sequence ids from the token types and the special-tokens mask)."""
         k = int(o.add_special_tokens)                  # [CLS] before, [SEP] after each side
-        tokens, types, special = [CLS] * k, [0] * k, [1] * k
-        for side, (seq, (start, stop)) in enumerate(sides):
-            tokens += seq.tokens[start:stop] + [SEP] * k
-            types += [side] * (stop - start + k)
-            special += [0] * (stop - start) + [1] * k
+        tokens, types, special = _template([seq.tokens[start:stop] for seq, (start, stop) in sides], CLS, SEP, k)
         row = {"input_ids": self.convert_tokens_to_ids(tokens), "token_type_ids": types,
                "attention_mask": [1] * len(tokens), "special_tokens_mask": special}
         if o.with_offsets:
-            offsets, words = [(0, 0)] * k, [-1] * k
-            for seq, (start, stop) in sides:
-                offsets += seq.offsets[start:stop]
-                offsets += [(0, 0)] * k
-                words += seq.word_ids[start:stop]
-                words += [-1] * k
-            row.update(offset_mapping=offsets, word_ids=words)
+            row.update(offset_mapping=_template([seq.offsets[start:stop] for seq, (start, stop) in sides],
+                                                (0, 0), (0, 0), k)[0],
+                       word_ids=_template([seq.word_ids[start:stop] for seq, (start, stop) in sides], -1, -1, k)[0])
         return row
 
     def _rows(self, items, o: _Options) -> tuple[list, list]:
@@ -401,6 +543,22 @@ class BertTokenizer:
                                     self.pad_token_id)} for r in rows]
         out = {k: [r[k] for r in rows] if batched else rows[0][k] for k in rows[0]} if rows else {}
         return Encoding(_as_arrays(out, batched) if return_tensors == "np" else out, None, batched)
+
+
+def _template(sides, cls, sep, k=1) -> tuple[list, list, list]:
+    """BERT's template over one or two sides (lists): [cls] a [sep] (b [sep]) (with k=0: a b), each
+    position's token type, and 1 where the template put a token, 0 where a side's."""
+    out, types, special = [cls] * k, [0] * k, [1] * k
+    for side, seq in enumerate(sides):
+        out += [*seq, *[sep] * k]
+        types += [side] * (len(seq) + k)
+        special += [0] * len(seq) + [1] * k
+    return out, types, special
+
+
+def _alternatives(strings, before="", after=""):
+    """A regex matching any of the strings, the longest where several start at one place."""
+    return regex.compile(before + "|".join(map(regex.escape, sorted(strings, key=len, reverse=True))) + after)
 
 
 def _count(name, value, least):

@@ -2,9 +2,12 @@
 
     vocab.txt              one token per line (BERT's own format; transformers 5 no longer writes it)
     tokenizer_config.json  the options: do_lower_case, strip_accents, tokenize_chinese_chars,
-                           model_max_length, clean_up_tokenization_spaces, padding_side, ...
+                           model_max_length, clean_up_tokenization_spaces, padding_side, ... (and
+                           never_split, do_basic_tokenize where not the default, as transformers 4's
+                           Python BertTokenizer writes and reads them)
     tokenizer.json         the Rust tokenizer whole: WordPiece model with its vocabulary and
-                           max_input_chars_per_word, BertNormalizer, TemplateProcessing, decoder
+                           max_input_chars_per_word, BertNormalizer, TemplateProcessing, decoder, and
+                           the added tokens (add_tokens) after BERT's five special ones
 
 Reading: the vocabulary from vocab.txt, else from tokenizer.json's model; the options from
 tokenizer_config.json, as transformers 5 takes them (it ignores tokenizer.json's normaliser), and
@@ -24,16 +27,20 @@ CONFIG_FILE = "tokenizer_config.json"
 HF_TOKENIZER_FILE = "tokenizer.json"
 OPTIONS = ("do_lower_case", "strip_accents", "tokenize_chinese_chars", "max_input_chars_per_word",
            "model_max_length", "clean_up_tokenization_spaces", "padding_side", "truncation_side")
+PYTHON_OPTIONS = {"never_split": None, "do_basic_tokenize": True}   # written only where not these defaults
 SPECIAL_NAMES = {"unk_token": UNK, "sep_token": SEP, "pad_token": PAD, "cls_token": CLS, "mask_token": MASK}
 
 
-def read_tokenizer_files(directory) -> tuple[list, dict]:
-    """(the vocabulary's tokens in id order, the options the files set) of a tokenizer directory."""
+def read_tokenizer_files(directory) -> tuple[list, dict, list]:
+    """(the vocabulary's tokens in id order, the options the files set, the added tokens as (id,
+    content, special) in id order) of a tokenizer directory."""
     if not os.path.isdir(directory):
         raise DataError(f"tokenizer directory not found: {directory}")
     config = _read_json(os.path.join(directory, CONFIG_FILE))
-    options = {k: config[k] for k in OPTIONS if k in config}
-    model = _read_json(os.path.join(directory, HF_TOKENIZER_FILE)).get("model")
+    options = {k: config[k] for k in (*OPTIONS, *PYTHON_OPTIONS) if k in config}
+    hf = _read_json(os.path.join(directory, HF_TOKENIZER_FILE))
+    added = _added_tokens(hf.get("added_tokens") or [], os.path.join(directory, HF_TOKENIZER_FILE))
+    model = hf.get("model")
     model = model if isinstance(model, dict) else {}
     if "max_input_chars_per_word" in model:
         options["max_input_chars_per_word"] = model["max_input_chars_per_word"]
@@ -42,8 +49,29 @@ def read_tokenizer_files(directory) -> tuple[list, dict]:
         options["model_max_length"] = max_length
     vocab_path = os.path.join(directory, VOCAB_FILE)
     if os.path.exists(vocab_path) or "vocab" not in model:
-        return load_vocab(vocab_path), options
-    return _vocab_of(model["vocab"], os.path.join(directory, HF_TOKENIZER_FILE)), options
+        return load_vocab(vocab_path), options, added
+    return _vocab_of(model["vocab"], os.path.join(directory, HF_TOKENIZER_FILE)), options, added
+
+
+def _added_tokens(entries, path) -> list[tuple[int, str, bool]]:
+    """tokenizer.json's added tokens but BERT's five special ones: (id, content, special), by id. Only
+    those add_tokens makes: found as written if special, after normalization if not, nothing else."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise DataError(f"{path}: added_tokens must be a list of objects")
+    added = []
+    for e in entries:
+        token_id, content, special = e.get("id"), e.get("content"), e.get("special", False)
+        if not isinstance(token_id, int) or isinstance(token_id, bool) or not isinstance(content, str) \
+                or not isinstance(special, bool):
+            raise DataError(f"{path}: an added token needs an integer id, a string content and a boolean special")
+        if special and content in SPECIAL_NAMES.values():
+            continue
+        if [e.get(k, False) for k in ("single_word", "lstrip", "rstrip")] != [False] * 3 \
+                or e.get("normalized", not special) != (not special):
+            raise DataError(f"{path}: added token {content!r} is matched in a way npbert does not (single_word, "
+                            "lstrip, rstrip, or normalized other than not special)")
+        added.append((token_id, content, special))
+    return sorted(added)
 
 
 def _vocab_of(vocab, path) -> list:
@@ -62,7 +90,8 @@ def write_tokenizer_files(tok, directory) -> list[str]:
     vocab_path = os.path.join(directory, VOCAB_FILE)
     with open(vocab_path, "w", encoding="utf-8", newline="\n") as f:
         f.write("".join(token + "\n" for token in tok.ids_to_tokens))
-    config = {"tokenizer_class": "BertTokenizer", **{k: getattr(tok, k) for k in OPTIONS}, **SPECIAL_NAMES}
+    config = {"tokenizer_class": "BertTokenizer", **{k: getattr(tok, k) for k in OPTIONS}, **SPECIAL_NAMES,
+              **{k: v for k, v in python_options(tok).items() if v != PYTHON_OPTIONS[k]}}
     paths = [vocab_path]
     for name, content in ((CONFIG_FILE, config), (HF_TOKENIZER_FILE, hf_tokenizer_json(tok))):
         paths.append(os.path.join(directory, name))
@@ -77,14 +106,16 @@ def hf_tokenizer_json(tok) -> dict:
     def piece(kind, name, type_id):
         return {kind: {"id": name, "type_id": type_id}}
     single = [piece("SpecialToken", CLS, 0), piece("Sequence", "A", 0), piece("SpecialToken", SEP, 0)]
-    specials = sorted((tok.vocab[t], t) for t in SPECIAL_NAMES.values())
+    added = {**{t: False for t in tok._normalized_tokens}, **{t: True for t in tok._special_tokens}}
     return {
         "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True} for i, t in specials],
+        "added_tokens": [{"id": tok.convert_tokens_to_ids(t), "content": t, "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": not special, "special": special}
+                         for t, special in sorted(added.items(), key=lambda item: tok.convert_tokens_to_ids(item[0]))],
         "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": tok.tokenize_chinese_chars,
-                       "strip_accents": tok.strip_accents, "lowercase": tok.do_lower_case},
-        "pre_tokenizer": {"type": "BertPreTokenizer"},
+                       "strip_accents": tok.strip_accents, "lowercase": tok.do_lower_case}
+        if tok.do_basic_tokenize else None,
+        "pre_tokenizer": {"type": "BertPreTokenizer" if tok.do_basic_tokenize else "WhitespaceSplit"},
         "post_processor": {"type": "TemplateProcessing", "single": single,
                            "pair": single + [piece("Sequence", "B", 1), piece("SpecialToken", SEP, 1)],
                            "special_tokens": {t: {"id": t, "ids": [tok.vocab[t]], "tokens": [t]} for t in (CLS, SEP)}},
@@ -92,6 +123,11 @@ def hf_tokenizer_json(tok) -> dict:
         "model": {"type": "WordPiece", "unk_token": UNK, "continuing_subword_prefix": "##",
                   "max_input_chars_per_word": tok.max_input_chars_per_word, "vocab": dict(tok.vocab)},
     }
+
+
+def python_options(tok) -> dict:
+    """The options only transformers' Python BertTokenizer has, as tokenizer_config.json holds them."""
+    return {"never_split": sorted(tok.basic.never_split) or None, "do_basic_tokenize": tok.do_basic_tokenize}
 
 
 def _read_json(path) -> dict:
