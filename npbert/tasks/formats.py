@@ -11,8 +11,9 @@ Face names); the head never sees an example.
 
 Each says how examples become features (encode) and the model's outputs predictions (decode),
 the gold answers and their metrics (score, the task's first metric first), the majority guess a
-run must beat (baseline), the label names, what a checkpoint's outputs must be, and the plain
-lines `npbert predict` reads and prints (line_fields, from_line, format, line_printed).
+run must beat (baseline), the label names, what the head's outputs are (whether a checkpoint
+fits a task is checkpoint_fit.py's), and the plain lines `npbert predict` reads and prints
+(line_fields, from_line, format, line_printed).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from collections import Counter
 import numpy as np
 
 from npbert import metrics as m
-from npbert.errors import CheckpointError, DataError
+from npbert.errors import DataError
 from npbert.ops import softmax_forward
 from npbert.tasks import qa
 from npbert.tasks.encoding import Encoded, encode_choices, encode_sequences, encode_tags
@@ -36,6 +37,8 @@ class Format:
     line_fields = ""                     # what one line of `npbert predict`'s input holds
     line_printed = ""                    # a regular expression that every line format() prints matches
     outputs_about = None                 # what the head's outputs are when they have no names ("regression")
+    named_outputs = False                # a fine-tuned checkpoint names each output (config.json's id2label)
+    regression = None                    # a sequence task: True regression, False classification (problem_type)
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         raise NotImplementedError
@@ -77,15 +80,10 @@ class Format:
     def has_gold(self, examples) -> bool:
         return all(ex.get(self.gold_key) not in (None, []) for ex in examples)
 
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        """A fine-tuned checkpoint's outputs (num_labels, its id2label names) fit this format."""
-
-    def check_config(self, config, names, task_name, where) -> None:
-        """What else a saved config must agree on (a regression model for a regression task)."""
-
 
 class Sentences(Format):
     about, line_fields = "sequence classification", "text[<TAB>text_pair]"
+    named_outputs, regression = True, False
     line_printed = rf"[^\t]*\t{PROBABILITY}"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
@@ -130,17 +128,12 @@ class Sentences(Format):
     def format(self, example, output, prediction) -> str:
         return f"{prediction}\t{top_probability(output):.3f}"
 
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        check_named_outputs(num_labels, labels, directory)
-
-    def check_config(self, config, names, task_name, where) -> None:
-        check_problem_type(config, names, False, task_name, where)
-
 
 class Scores(Sentences):
     """Sentences (or pairs) with a number as the label: the sequence head with one output, whose
     loss is then MSE (Hugging Face's problem_type "regression")."""
     about, outputs_about = "regression", "regression"
+    named_outputs, regression = False, True
     line_printed = r"-?(\d+\.\d{4}|inf|nan)"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
@@ -173,16 +166,10 @@ class Scores(Sentences):
     def format(self, example, output, prediction) -> str:
         return f"{prediction:.4f}"
 
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        if num_labels != 1:
-            raise CheckpointError(f"{directory} has {num_labels} outputs; the regression task {task_name} needs 1")
-
-    def check_config(self, config, names, task_name, where) -> None:
-        check_problem_type(config, names, True, task_name, where)
-
 
 class Tags(Format):
     about, gold_key, line_fields = "token classification", "tags", "words separated by spaces"
+    named_outputs = True
     line_printed = r"\S+/\S+( \S+/\S+)*"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
@@ -215,9 +202,6 @@ class Tags(Format):
 
     def format(self, example, output, prediction) -> str:
         return " ".join(f"{w}/{t}" for w, t in zip(example["words"], prediction))
-
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        check_named_outputs(num_labels, labels, directory)
 
 
 class Spans(Format):
@@ -291,21 +275,6 @@ FORMATS = (SENTENCES, SCORES, TAGS, SPANS, CHOICES)
 
 
 # --- shared by the formats ------------------------------------------------------------------------------
-
-def check_named_outputs(num_labels, labels, directory) -> None:
-    if labels is None or len(labels) != num_labels:
-        raise CheckpointError(f"{directory}/config.json has no id2label for its {num_labels} outputs")
-
-
-def check_problem_type(config, names, regression: bool, task_name, where) -> None:
-    """A regression model for a regression task, a classifier for a classification task."""
-    if names is None:
-        return
-    problem = config.extra.get("problem_type") or ("regression" if len(names) == 1 else "classification")
-    if (problem == "regression") != regression:
-        raise CheckpointError(f"{where} is a {problem.replace('_', ' ')} model ({len(names)} output(s)); "
-                              f"task {task_name} is {'regression' if regression else 'classification'}")
-
 
 def top_probability(logits) -> float:
     """The softmax probability of the highest of one example's logits (K,), in float64."""
