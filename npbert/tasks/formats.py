@@ -11,9 +11,9 @@ Face names); the head never sees an example.
 
 Each says how examples become features (encode) and the model's outputs predictions (decode),
 the gold answers and their metrics (score, the task's first metric first), the majority guess a
-run must beat (baseline), the label names, what the head's outputs are (whether a checkpoint
-fits a task is checkpoint_fit.py's), and the plain lines `npbert predict` reads and prints
-(line_fields, from_line, format, line_printed).
+run must beat (baseline), the label names and what the head's outputs are. Whether a checkpoint
+fits a task is checkpoint_fit.py's; the lines `npbert predict` reads and prints are
+npbert/commands/predict_lines.py's.
 """
 from __future__ import annotations
 
@@ -23,19 +23,15 @@ import numpy as np
 
 from npbert import metrics as m
 from npbert.errors import DataError
-from npbert.ops import softmax_forward
 from npbert.tasks import qa
 from npbert.tasks.encoding import Encoded, encode_choices, encode_sequences, encode_tags
 
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
-PROBABILITY = r"(0\.\d{3}|1\.000|nan)"     # as format() prints it
 
 
 class Format:
     about = ""                           # what its tasks are, for messages ("a token classification task")
     gold_key = "label"                   # the example field that holds the answer
-    line_fields = ""                     # what one line of `npbert predict`'s input holds
-    line_printed = ""                    # a regular expression that every line format() prints matches
     outputs_about = None                 # what the head's outputs are when they have no names ("regression")
     named_outputs = False                # a fine-tuned checkpoint names each output (config.json's id2label)
     regression = None                    # a sequence task: True regression, False classification (problem_type)
@@ -58,14 +54,6 @@ class Format:
         """The most frequent training answer, as a prediction for every dev example."""
         raise NotImplementedError
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        """A line's tab-separated fields -> an example, or None if they do not fit line_fields."""
-        raise NotImplementedError
-
-    def format(self, example, output, prediction) -> str:
-        """The line `npbert predict` prints for a prediction."""
-        raise NotImplementedError
-
     def label_names(self, train_examples) -> list | None:
         """Names of the outputs taken from the training examples, or None."""
         return None
@@ -82,9 +70,7 @@ class Format:
 
 
 class Sentences(Format):
-    about, line_fields = "sequence classification", "text[<TAB>text_pair]"
-    named_outputs, regression = True, False
-    line_printed = rf"[^\t]*\t{PROBABILITY}"
+    about, named_outputs, regression = "sequence classification", True, False
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels))
@@ -120,21 +106,12 @@ class Sentences(Format):
         except ValueError:                                   # not all integers
             return sorted(seen)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) > 2:
-            return None
-        return dict(text=fields[0], text_pair=fields[1] if len(fields) == 2 else None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction}\t{top_probability(output):.3f}"
-
 
 class Scores(Sentences):
     """Sentences (or pairs) with a number as the label: the sequence head with one output, whose
     loss is then MSE (Hugging Face's problem_type "regression")."""
     about, outputs_about = "regression", "regression"
     named_outputs, regression = False, True
-    line_printed = r"-?(\d+\.\d{4}|inf|nan)"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels, regression=True))
@@ -163,14 +140,9 @@ class Scores(Sentences):
     def saved_names(self, labels) -> list:
         return REGRESSION_LABELS
 
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction:.4f}"
-
 
 class Tags(Format):
-    about, gold_key, line_fields = "token classification", "tags", "words separated by spaces"
-    named_outputs = True
-    line_printed = r"\S+/\S+( \S+/\S+)*"
+    about, gold_key, named_outputs = "token classification", "tags", True
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_tags(examples, tokenizer, max_seq_length, labels))
@@ -197,18 +169,11 @@ class Tags(Format):
         seen = {t for ex in train_examples for t in (ex["tags"] or [])}
         return (["O"] if "O" in seen else []) + sorted(seen - {"O"})
 
-    def from_line(self, fields, line, n, where) -> dict:
-        return dict(words=line.split(), tags=None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return " ".join(f"{w}/{t}" for w, t in zip(example["words"], prediction))
-
 
 class Spans(Format):
     """SQuAD v1.1 questions, read in windows of the context (qa.py); the answer is the best span
     over the windows."""
-    about, gold_key, line_fields = "question answering", "answers", "question<TAB>context"
-    line_printed = rf"[^\t]*\t{PROBABILITY}"
+    about, gold_key = "question answering", "answers"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         """Each example -> one feature per window of its context (a long context has several)."""
@@ -231,18 +196,9 @@ class Spans(Format):
         """The most frequent training answer text, for every question."""
         return [{"text": most_common(texts[0] for texts in self.gold(train_examples))}] * len(dev_examples)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) != 2:
-            return None
-        return dict(id=str(n), question=fields[0], context=fields[1], answers=[], where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction['text']}\t{prediction['probability']:.3f}"
-
 
 class Choices(Format):
-    about, line_fields = "multiple choice", "context<TAB>ending<TAB>ending ..."
-    line_printed = rf"\d+\t{PROBABILITY}\t.*"
+    about = "multiple choice"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_choices(examples, tokenizer, max_seq_length))
@@ -261,24 +217,8 @@ class Choices(Format):
         """The ending most often right in training, for every example."""
         return [most_common(self.gold(train_examples))] * len(dev_examples)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) < 3:
-            return None
-        return dict(context=fields[0], endings=fields[1:], label=None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction}\t{top_probability(output):.3f}\t{example['endings'][prediction]}"
-
 
 SENTENCES, SCORES, TAGS, SPANS, CHOICES = Sentences(), Scores(), Tags(), Spans(), Choices()
-FORMATS = (SENTENCES, SCORES, TAGS, SPANS, CHOICES)
-
-
-# --- shared by the formats ------------------------------------------------------------------------------
-
-def top_probability(logits) -> float:
-    """The softmax probability of the highest of one example's logits (K,), in float64."""
-    return float(softmax_forward(np.asarray(logits, np.float64))[0].max())
 
 
 def most_common(values):
