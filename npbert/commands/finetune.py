@@ -1,5 +1,5 @@
 """`npbert finetune`: a checkpoint (or a random model) + a task head, trained on a labelled task."""
-from npbert.commands.options import add_options
+from npbert.commands.option_arguments import add_options
 from npbert.commands.training_args import add_run_arguments
 
 

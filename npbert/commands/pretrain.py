@@ -1,5 +1,5 @@
 """`npbert pretrain`: masked LM + next-sentence prediction, from the built-in corpus by default."""
-from npbert.commands.options import add_options
+from npbert.commands.option_arguments import add_options
 from npbert.commands.training_args import add_run_arguments
 
 

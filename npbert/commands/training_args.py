@@ -1,8 +1,8 @@
 """What `npbert pretrain` and `npbert finetune` share on the command line beside their declared
-options (npbert/training/options.py): --resume, --overwrite, --backend, and how a parsed command
-line becomes an options dataclass and a run. Which options were typed (a resumed run refuses a
-typed option that would change it, even one typed with its default value) is noted in args.typed
-by the declared options' arguments (commands/options.py)."""
+options (npbert/training/training_options.py): --resume, --overwrite, --backend, and how a
+parsed command line becomes an options dataclass and a run. Which options were typed (a resumed
+run refuses a typed option that would change it, even one typed with its default value) is noted
+in args.typed by the declared options' arguments (commands/option_arguments.py)."""
 import dataclasses
 import functools
 
@@ -13,8 +13,9 @@ from npbert.training.run_dir import free_run_dir
 
 
 def add_run_arguments(p, train, options_class):
-    """What the command does with a run (not options of the run: npbert/training/options.py has
-    those), and func: train(options_class(...), resume=, overwrite=, given=)."""
+    """What the command does with a run (not options of the run: those are in
+    npbert/training/training_options.py), and func: train(options_class(...), resume=,
+    overwrite=, given=)."""
     p.add_argument("--resume", action="store_true", help="continue the run in --out exactly where it stopped")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the npbert run in --out with a new one; the old run is kept until the new one "

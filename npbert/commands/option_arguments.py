@@ -1,10 +1,10 @@
-"""Declared options (npbert/options.py) as argparse arguments: one add_argument per declaration,
-its range the argument's type (refused while the command line is parsed, and shown in --help by
-commands.HelpFormatter), each noting in args.typed that the command line gave it."""
+"""Declared options (npbert/option_declaration.py) as argparse arguments: one add_argument per
+declaration, its range the argument's type (refused while the command line is parsed, and shown
+in --help by commands.HelpFormatter), each noting in args.typed that it was typed."""
 import argparse
 
 from npbert.commands.arg_types import of_range
-from npbert.options import declarations
+from npbert.option_declaration import declarations
 
 
 class Typed(argparse.Action):
