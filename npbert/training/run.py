@@ -84,7 +84,7 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     recipe.check(opts)                                 # every option's range first (option_declaration.py)
     opts = absolute_paths(opts, recipe.paths(opts))
     with run_lock(opts.out) as lock:
-        check_out(opts.out, resume, overwrite, recipe.kind)
+        state = check_out(opts.out, resume, overwrite, recipe.kind)
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)
@@ -95,7 +95,7 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
         opts, prepared = recipe.prepare(opts, saved, log)
         if resume:
             check_same_inputs(saved.extra.get(INPUTS), recipe.inputs(opts), opts.out)
-        return run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock)
+        return run_in_directory(recipe, opts, prepared, saved, state, overwrite, log, lock)
 
 
 def resumed_checkpoint(out, log):
@@ -107,9 +107,9 @@ def resumed_checkpoint(out, log):
     return saved
 
 
-def run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock) -> dict:
+def run_in_directory(recipe, opts, prepared, saved, state, overwrite, log, lock) -> dict:
     resume = saved is not None
-    with open_run(opts.out, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
+    with open_run(opts.out, state, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
         lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
         if resume:
             note_backend_change(saved.backend, log)
