@@ -37,7 +37,7 @@ PLATEAU_EXIT = 0.2                       # held-out MLM accuracy: past the unigr
 BLIMP_PER_PARADIGM = 20
 
 # Each arm: npbert pretrain's options beyond --data and --budget, every knob the recipes differ in
-# given (a corpus's defaults are the hour recipe's: npbert/pretraining/options.py).
+# given (a corpus's defaults are the hour recipe's: npbert/pretraining/pretrain_options.py).
 OLD = {"size": ["--preset", "mini"], "nsp": ["--nsp"], "lr": ["--learning-rate", "2e-3"],
        "warmup": ["--warmup-proportion", "0.25"]}        # docs/linguistics.md's IMDB minis
 HOUR = {"size": ["--preset", "tiny"], "nsp": ["--no-nsp"], "lr": ["--learning-rate", "1e-3"],

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from npbert.commands.predict_lines import LINES, examples_from_lines
 from npbert.errors import DataError
 from npbert.finetuning.evaluation import label_names
 from npbert.tasks.encoding import encode_sequences
-from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, read_examples
 from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from support.fuzzing import SPECIAL_BYTES, fuzz, json_mutated, mutated, outcome
@@ -262,7 +262,7 @@ def test_lines_to_predict_on(task, text):
     """npbert predict's lines (read with readlines(), universal newlines): one example per line
     (None for a blank one, which predict answers "(empty)"), or a DataError."""
     lines = io.StringIO(text, newline=None).readlines()
-    result = outcome(examples_from_lines, task.format, lines, "input.txt")
+    result = outcome(examples_from_lines, LINES[task.format], lines, "input.txt")
     if isinstance(result, DataError):
         assert "input.txt" in str(result)
     else:

@@ -1,6 +1,6 @@
-"""Each option declared once (npbert/options.py): its dataclass field, its argparse line, its range
-check and README's table of ranges all come from the one declaration, so they cannot disagree;
-a toy option added to `npbert pretrain`'s declarations shows up in all of them."""
+"""Each option declared once (npbert/option_declaration.py): its dataclass field, its argparse
+line, its range check and README's table of ranges all come from the one declaration, so they
+cannot disagree; a toy option added to `npbert pretrain`'s declarations shows up in them all."""
 import argparse
 import dataclasses
 import os
@@ -11,11 +11,11 @@ import pytest
 import npbert.pretraining.recipe
 from npbert.cli import build_parser, main
 from npbert.option_table import option_table
-from npbert.data.options import PrepareOptions
+from npbert.data.prepare_options import PrepareOptions
 from npbert.errors import NpbertError
 from npbert.finetuning.recipe import FinetuneOptions
-from npbert.options import Integer, Option, check_ranges, declarations, options_record
-from npbert.pretraining.options import PRETRAIN_OPTIONS
+from npbert.option_declaration import Integer, Option, check_ranges, declarations, options_record
+from npbert.pretraining.pretrain_options import PRETRAIN_OPTIONS
 
 README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
 
@@ -62,7 +62,7 @@ TOY = Option("toy_rounds", 3, "rounds of the toy", Integer(2))
 @pytest.fixture
 def with_toy_option(monkeypatch):
     """PretrainOptions made with one more declaration, as if it were written in PRETRAIN_OPTIONS."""
-    record = options_record("PretrainOptions", PRETRAIN_OPTIONS + (TOY,), "npbert.pretraining.options")
+    record = options_record("PretrainOptions", PRETRAIN_OPTIONS + (TOY,), "npbert.pretraining.pretrain_options")
     monkeypatch.setattr(npbert.pretraining.recipe, "PretrainOptions", record)
     return record
 

@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from npbert.cli import main
-from npbert.pretraining.options import BUILTIN_RECIPE, CORPUS_RECIPE
+from npbert.pretraining.pretrain_options import BUILTIN_RECIPE, CORPUS_RECIPE
 from support.pretraining_runs import data_dir, options, pretrain, quiet, saved_options  # noqa: F401 (a fixture)
 
 WORDS = "the a cat dog sat ran on under mat log and then it was big small red".split()

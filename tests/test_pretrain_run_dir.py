@@ -130,7 +130,7 @@ def test_resume_refuses_options_that_would_change_the_run(tmp_path, data_dir):
 
 
 def test_cli_resume_refuses_typed_options_that_would_change_the_run(tmp_path, data_dir, capsys):
-    from npbert.pretraining.options import DEFAULT_STEPS as default_steps
+    from npbert.pretraining.pretrain_options import DEFAULT_STEPS as default_steps
     out = str(tmp_path / "run")
     base = ["pretrain", "--data", data_dir, "--out", out, "--batch-size", "4", "--eval-batches", "1"]
     assert main(base + ["--steps", "6", "--stop-after", "2"]) == 0

@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 
+from npbert.commands.predict_lines import LINES, examples_from_lines
 from npbert.data.builtin_tasks import read as read_builtin
 from npbert.errors import DataError
 from npbert.finetuning.evaluation import label_names, majority_baseline
@@ -13,7 +14,6 @@ from npbert.ops import IGNORE_INDEX
 from npbert.tasks import qa
 from npbert.tasks.encoding import encode_choices, encode_sequences, encode_tags, make_batch, train_batches
 from npbert.tasks.formats import CHOICES, SCORES, SENTENCES, SPANS
-from npbert.tasks.lines import examples_from_lines
 from npbert.tasks.registry import TASKS, get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 
@@ -404,7 +404,7 @@ def test_majority_baseline_repeats_the_most_frequent_training_answer():
 
 
 def test_lines_for_predict():
-    sequence, choice, span = SENTENCES, CHOICES, SPANS
+    sequence, choice, span = LINES[SENTENCES], LINES[CHOICES], LINES[SPANS]
     examples = examples_from_lines(sequence, ["a\tb\n", "\n", "c\n"])
     assert examples[1] is None and examples[2]["text_pair"] is None      # a blank line keeps its place
     assert examples_from_lines(choice, ["ctx\te1\te2\n"])[0]["endings"] == ["e1", "e2"]

@@ -7,6 +7,7 @@ from support import toy_head
 from support.random_models import micro  # noqa: F401  (a fixture)
 
 from npbert.cli import main
+from npbert.commands.predict_lines import LINES
 from npbert.config import BertConfig
 from npbert.finetuning.recipe import FinetuneOptions, finetune
 from npbert.gradcheck import Dims, check, run_gradchecks
@@ -30,9 +31,10 @@ def read_toy(split):
 @pytest.fixture
 def toy(monkeypatch):
     monkeypatch.setitem(HEADS, toy_head.HEAD.name, toy_head.HEAD)          # the one line a new head adds
-    task = Task("toy-length", toy_head.HEAD, toy_head.ToyLines(), read_toy, ("accuracy",), ("short", "long"),
+    task = Task("toy-length", toy_head.HEAD, toy_head.FORMAT, read_toy, ("accuracy",), ("short", "long"),
                 generated=True, max_seq_length=16)
     monkeypatch.setitem(TASKS, task.name, task)                            # and a task that uses it
+    monkeypatch.setitem(LINES, toy_head.FORMAT, toy_head.ToyLines())       # which predict reads and prints its way
     return task
 
 

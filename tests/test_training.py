@@ -5,8 +5,8 @@ import json
 import pytest
 
 from npbert.training.metrics_log import MetricsLog
-from npbert.options import check_ranges
-from npbert.training.options import resumed_options
+from npbert.option_declaration import check_ranges
+from npbert.training.training_options import resumed_options
 from npbert.training.overfitting import RisingLossWatch
 from npbert.errors import NpbertError
 from npbert.pretraining.recipe import PretrainOptions

@@ -1,8 +1,8 @@
 """The argparse types of every count, size, seed and number option: each refuses a value out of
 its range while the command line is parsed, before anything is read or written, and says the
-range, which the help text shows too (commands.HelpFormatter reads `.range`). The ranges
-are npbert/options.py's (Integer, Interval); a declared option gets its type from its range
-(of_range, called by commands/options.py).
+range, which the help text shows too (commands.HelpFormatter reads `.range`). The ranges are
+npbert/option_declaration.py's (Integer, Interval); a declared option gets its type from its
+range (of_range, called by commands/option_arguments.py).
 
     p.add_argument("--batch-size", type=positive_int, ...)           # 1, 2, ...
     p.add_argument("--seed", type=seed, ...)                         # 0, 1, ...
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import argparse
 
-from npbert.options import PROBABILITY, Integer, Interval
+from npbert.option_declaration import PROBABILITY, Integer, Interval
 
 
 def of_range(rng, name: str):
-    """The argparse type of a range (npbert/options.py): its value, or an error saying the range."""
+    """The argparse type of a range (npbert/option_declaration.py): its value, or an error
+    saying the range."""
     def parse(text: str):
         try:
             value = rng.parse(text)

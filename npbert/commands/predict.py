@@ -8,7 +8,7 @@ from npbert.commands.arg_types import positive_int
 
 
 def register(sub):
-    from npbert.tasks.formats import FORMATS
+    from npbert.commands.predict_lines import LINES
     from npbert.tasks.registry import TASKS
     p = sub.add_parser("predict", help="predict with a fine-tuned checkpoint on texts (one per line, or stdin)",
                        description="Predict with a fine-tuned checkpoint: one output line per input line (a label, "
@@ -18,7 +18,7 @@ def register(sub):
     p.add_argument("--task", required=True, choices=list(TASKS), metavar="TASK",
                    help="the task the checkpoint was fine-tuned for (it fixes the input format)")
     p.add_argument("--input", default="-", help="text file, one example per line: "
-                   + " | ".join(dict.fromkeys(f.line_fields for f in FORMATS)) + " (default: stdin)")
+                   + " | ".join(dict.fromkeys(lines.line_fields for lines in LINES.values())) + " (default: stdin)")
     p.add_argument("--task-file", action="store_true", help="--input is in the task's own format (TSV, JSON, ...)")
     p.add_argument("--output", default="-", help="where to write one prediction per line (default: stdout); a "
                    "file that is there must be one npbert predict wrote")
@@ -30,15 +30,15 @@ def register(sub):
 
 def run(args):
     from npbert.atomic import atomic_write
+    from npbert.commands.predict_lines import EMPTY, LINES, examples_from_lines
     from npbert.errors import DataError
     from npbert.finetuning.evaluation import check_max_length, load_finetuned, run_model
     from npbert.outputs import check_outputs
     from npbert.reading import read_stream
     from npbert.tasks.files import decode_lines, read_lines
-    from npbert.tasks.lines import EMPTY, examples_from_lines
     from npbert.tasks.registry import get_task, read_examples
     task = get_task(args.task)
-    format = task.format
+    format, task_lines = task.format, LINES[task.format]
     output = None if args.output == "-" else args.output
     check_outputs([predictions_output(output)], inputs=[args.checkpoint, args.input if args.input != "-" else None])
     check_checkpoint_task(args.checkpoint, task)
@@ -47,18 +47,19 @@ def run(args):
         lines = read_examples(task, args.input)
     elif args.input == "-":
         if sys.stdin.isatty():                          # someone typing: say what to type, and how to finish
-            print(f"npbert predict: type one example per line ({format.line_fields}), then Ctrl-D to end",
+            print(f"npbert predict: type one example per line ({task_lines.line_fields}), then Ctrl-D to end",
                   file=sys.stderr, flush=True)
-        lines = examples_from_lines(format, decode_lines(read_stream(sys.stdin.buffer, "<stdin>", "input"), "<stdin>"))
+        stdin = decode_lines(read_stream(sys.stdin.buffer, "<stdin>", "input"), "<stdin>")
+        lines = examples_from_lines(task_lines, stdin)
     else:
-        lines = examples_from_lines(format, read_lines(args.input, "input file"), args.input)
+        lines = examples_from_lines(task_lines, read_lines(args.input, "input file"), args.input)
     examples = [ex for ex in lines if ex is not None]   # a blank line: no example, EMPTY in its place
     max_len = args.max_seq_length or task.max_seq_length
     check_max_length(config, max_len)
     encoded = format.encode(examples, tokenizer, max_len, labels)
     outputs, _ = run_model(params, config, task.head, encoded.features, args.batch_size, tokenizer.pad_token_id)
     predictions = iter(zip(examples, outputs, format.decode(examples, encoded, outputs, labels)))
-    text = "".join((EMPTY if ex is None else format.format(*next(predictions))) + "\n" for ex in lines)
+    text = "".join((EMPTY if ex is None else task_lines.to_line(*next(predictions))) + "\n" for ex in lines)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -74,7 +75,7 @@ def predictions_output(path):
     some task's format, or EMPTY (a re-run with another --task still replaces its own file)."""
     import re
 
+    from npbert.commands.predict_lines import EMPTY, LINES
     from npbert.outputs import text_output
-    from npbert.tasks.formats import FORMATS
-    from npbert.tasks.lines import EMPTY
-    return text_output("--output", path, "|".join([re.escape(EMPTY)] + [f"(?:{f.line_printed})" for f in FORMATS]))
+    printed = [f"(?:{lines.line_printed})" for lines in LINES.values()]
+    return text_output("--output", path, "|".join([re.escape(EMPTY)] + printed))

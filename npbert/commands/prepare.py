@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from npbert.commands.options import add_options
-from npbert.data.options import PrepareOptions
+from npbert.commands.option_arguments import add_options
 from npbert.data.prepare import prepare
+from npbert.data.prepare_options import PrepareOptions
 from npbert.errors import NpbertError
 
 

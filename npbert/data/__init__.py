@@ -5,7 +5,7 @@
     instances.py         documents of token ids -> masked (A, B) pairs (google-research/bert's algorithm)
     shards.py            instances -> compact .npz shards + manifest.json
     statistics.py        what a preparation realised (mask rate, 80/10/10, IsNext share, lengths)
-    options.py           the options of `npbert prepare` (those of the corpus shared with pretrain), declared once
+    prepare_options.py   the options of `npbert prepare` (those of the corpus shared with pretrain), declared once
     prepare.py           the pipeline behind `npbert prepare` (PrepareOptions, prepare)
     pretraining_data.py  PretrainingData: a prepared directory -> model-ready batches
 """

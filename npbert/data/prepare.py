@@ -26,8 +26,8 @@ from npbert.data import builtin_corpus
 from npbert.data.builtin_vocab import builtin_vocab
 from npbert.data.corpus import load_corpus
 from npbert.data.progress import Progress
-from npbert.data.options import (DEFAULT_HELDOUT_FRACTION, DEFAULT_MAX_PREDICTIONS, TOKENS_PER_SHARD,  # noqa: F401
-                                 CorpusOptions, PrepareOptions)
+from npbert.data.prepare_options import (DEFAULT_HELDOUT_FRACTION, DEFAULT_MAX_PREDICTIONS,  # noqa: F401
+                                         TOKENS_PER_SHARD, CorpusOptions, PrepareOptions)
 from npbert.data.instances import DEFAULT_MASK_MIX, InstanceOptions, VocabIds, canonical_mask_mix, create_instances
 from npbert.data.shards import (FORMAT, FORMAT_VERSION, MANIFEST, VOCAB_FILE, file_sha256,
                                 id_dtype, pack_instances, read_manifest, read_shard, write_json,

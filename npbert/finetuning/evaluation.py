@@ -10,6 +10,7 @@ from npbert.checkpoint import load_pretrained
 from npbert.errors import CheckpointError, DataError
 from npbert.heads.params import check_head, label_names_of
 from npbert.inference import task_inference
+from npbert.tasks.checkpoint_fit import check_outputs_fit
 from npbert.tasks.encoding import eval_batches, make_batch
 from npbert.tasks.registry import get_task, read_examples
 
@@ -71,7 +72,7 @@ def load_finetuned(directory, task):
         raise CheckpointError(f"{directory} has no vocab.txt, so texts cannot be tokenized")
     num_labels = check_head(loaded.params, loaded.config, task.head, directory)
     labels = label_names_of(loaded.config)
-    task.format.check_outputs(num_labels, labels, directory, task.name)
+    check_outputs_fit(task, num_labels, labels, directory)
     return loaded.config, loaded.params, loaded.tokenizer, labels
 
 

@@ -19,12 +19,12 @@ import os
 from npbert.errors import DataError
 from npbert.finetuning.evaluation import (check_max_length, evaluate_checkpoint, format_scores, label_names,
                                           majority_baseline)
+from npbert.finetuning.finetune_options import FinetuneOptions
 from npbert.finetuning.from_checkpoint import start_model
 from npbert.finetuning.job import FinetuningJob, TaskInputs
-from npbert.finetuning.options import FinetuneOptions
 from npbert.heads.feature_based import FEATURES, FINE_TUNE, frozen_names
 from npbert.heads.params import finetuned_config
-from npbert.options import check_ranges
+from npbert.option_declaration import check_ranges
 from npbert.tasks.registry import get_task, read_examples
 from npbert.tokenizer import BertTokenizer
 from npbert.training.loop import Schedule
@@ -37,7 +37,8 @@ BEST_DIR = "best"
 
 
 # Options a resumed run may change: what is logged and saved, when it stops, the evaluation
-# batch size and the test file scored at the end; not what it trains (npbert/training/options.py).
+# batch size and the test file scored at the end; not what it trains
+# (npbert/training/training_options.py).
 CHANGEABLE_ON_RESUME = ("out", "log_every", "save_every", "stop_after", "eval_batch_size", "test")
 
 
@@ -123,8 +124,8 @@ class FinetuningRecipe(Recipe):
 
 
 def check_options(opts: FinetuneOptions) -> None:
-    """Every option in its range and choices (npbert/finetuning/options.py), checked before
-    anything is read or written."""
+    """Every option in its range and choices (npbert/finetuning/finetune_options.py), checked
+    before anything is read or written."""
     check_ranges(opts)
 
 

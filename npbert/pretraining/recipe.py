@@ -10,7 +10,7 @@ no_nsp: the same instances, no NSP loss, the NSP head and the pooler never updat
 The run's lifecycle (out dir, lock, resume, saving, the stop message) is npbert/training/run.py
 and the loop npbert/training/loop.py, both shared with fine-tuning; what is pretraining's own is
 here (the recipe putting its options together) and in npbert/pretraining/: its options
-(pretraining/options.py, one declaration each), the data
+(pretraining/pretrain_options.py, one declaration each), the data
 (a prepared directory, or a corpus prepared into OUT/data), the model (a preset, or a checkpoint
 with --model), and held-out MLM and NSP accuracy against their baselines.
 """
@@ -30,14 +30,14 @@ from npbert.config import BertConfig
 from npbert.data.instances import canonical_mask_mix
 from npbert.errors import NpbertError
 from npbert.model_params import NSP_ONLY_PARAMS, init_params
-from npbert.options import check_ranges
+from npbert.option_declaration import check_ranges
 from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
                                        prepare_corpus, with_data_options)
 from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretraining.recipe.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
-from npbert.pretraining.options import BUILTIN_RECIPE, DEFAULT_STEPS, PretrainOptions, with_corpus_defaults
+from npbert.pretraining.pretrain_options import BUILTIN_RECIPE, DEFAULT_STEPS, PretrainOptions, with_corpus_defaults
 from npbert.tokenizer import BertTokenizer
 from npbert.training.budget import BudgetClock, plan_steps
 from npbert.training.loop import Schedule, update
@@ -51,7 +51,7 @@ BUDGET_PLAN = "budget_plan"                            # --budget's plan in the 
 
 
 # Options a resumed run may change: they decide what is logged, evaluated and saved, and when
-# the run stops, not what it computes (npbert/training/options.py).
+# the run stops, not what it computes (npbert/training/training_options.py).
 CHANGEABLE_ON_RESUME = ("out", "log_every", "eval_every", "eval_batches", "save_every", "stop_after")
 
 
@@ -234,8 +234,8 @@ def pretraining_schedule(opts: PretrainOptions) -> Schedule:
 
 
 def check_options(opts) -> None:
-    """Every option in its range (npbert/pretraining/options.py), checked before anything is
-    read or written, and the mask mix spelled as a mix."""
+    """Every option in its range (npbert/pretraining/pretrain_options.py), checked before
+    anything is read or written, and the mask mix spelled as a mix."""
     check_ranges(opts)
     if opts.budget is not None and opts.steps is not None:
         raise NpbertError("--budget and --steps cannot both be given: --budget plans the step count (the run records "

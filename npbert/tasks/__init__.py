@@ -9,7 +9,7 @@ Every reader returns a list of plain records, each with a "where" ("file:line") 
     multiple choice (SWAG)                 {"context", "endings": [...], "label" (or None)}
 
 formats.py says what each shape of record is to the code around the model (encoding, decoding,
-metrics, baseline, predict's lines); registry.py names the tasks (sst-2, mnli, conll, squad,
+metrics, baseline); registry.py names the tasks (sst-2, mnli, conll, squad,
 swag, builtin-*, rt-polarity, ...), each holding its head (npbert/heads/) and its format;
 checkpoint_fit.py checks a fine-tuned checkpoint's config.json against a task.
 """

@@ -11,8 +11,9 @@ Face names); the head never sees an example.
 
 Each says how examples become features (encode) and the model's outputs predictions (decode),
 the gold answers and their metrics (score, the task's first metric first), the majority guess a
-run must beat (baseline), the label names, what a checkpoint's outputs must be, and the plain
-lines `npbert predict` reads and prints (line_fields, from_line, format, line_printed).
+run must beat (baseline), the label names and what the head's outputs are. Whether a checkpoint
+fits a task is checkpoint_fit.py's; the lines `npbert predict` reads and prints are
+npbert/commands/predict_lines.py's.
 """
 from __future__ import annotations
 
@@ -21,21 +22,19 @@ from collections import Counter
 import numpy as np
 
 from npbert import metrics as m
-from npbert.errors import CheckpointError, DataError
-from npbert.ops import softmax_forward
+from npbert.errors import DataError
 from npbert.tasks import qa
 from npbert.tasks.encoding import Encoded, encode_choices, encode_sequences, encode_tags
 
 REGRESSION_LABELS = ["LABEL_0"]          # Hugging Face's name for the one output of a regression head
-PROBABILITY = r"(0\.\d{3}|1\.000|nan)"     # as format() prints it
 
 
 class Format:
     about = ""                           # what its tasks are, for messages ("a token classification task")
     gold_key = "label"                   # the example field that holds the answer
-    line_fields = ""                     # what one line of `npbert predict`'s input holds
-    line_printed = ""                    # a regular expression that every line format() prints matches
     outputs_about = None                 # what the head's outputs are when they have no names ("regression")
+    named_outputs = False                # a fine-tuned checkpoint names each output (config.json's id2label)
+    regression = None                    # a sequence task: True regression, False classification (problem_type)
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         raise NotImplementedError
@@ -55,14 +54,6 @@ class Format:
         """The most frequent training answer, as a prediction for every dev example."""
         raise NotImplementedError
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        """A line's tab-separated fields -> an example, or None if they do not fit line_fields."""
-        raise NotImplementedError
-
-    def format(self, example, output, prediction) -> str:
-        """The line `npbert predict` prints for a prediction."""
-        raise NotImplementedError
-
     def label_names(self, train_examples) -> list | None:
         """Names of the outputs taken from the training examples, or None."""
         return None
@@ -77,16 +68,9 @@ class Format:
     def has_gold(self, examples) -> bool:
         return all(ex.get(self.gold_key) not in (None, []) for ex in examples)
 
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        """A fine-tuned checkpoint's outputs (num_labels, its id2label names) fit this format."""
-
-    def check_config(self, config, names, task_name, where) -> None:
-        """What else a saved config must agree on (a regression model for a regression task)."""
-
 
 class Sentences(Format):
-    about, line_fields = "sequence classification", "text[<TAB>text_pair]"
-    line_printed = rf"[^\t]*\t{PROBABILITY}"
+    about, named_outputs, regression = "sequence classification", True, False
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels))
@@ -122,26 +106,12 @@ class Sentences(Format):
         except ValueError:                                   # not all integers
             return sorted(seen)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) > 2:
-            return None
-        return dict(text=fields[0], text_pair=fields[1] if len(fields) == 2 else None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction}\t{top_probability(output):.3f}"
-
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        check_named_outputs(num_labels, labels, directory)
-
-    def check_config(self, config, names, task_name, where) -> None:
-        check_problem_type(config, names, False, task_name, where)
-
 
 class Scores(Sentences):
     """Sentences (or pairs) with a number as the label: the sequence head with one output, whose
     loss is then MSE (Hugging Face's problem_type "regression")."""
     about, outputs_about = "regression", "regression"
-    line_printed = r"-?(\d+\.\d{4}|inf|nan)"
+    named_outputs, regression = False, True
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_sequences(examples, tokenizer, max_seq_length, labels, regression=True))
@@ -170,20 +140,9 @@ class Scores(Sentences):
     def saved_names(self, labels) -> list:
         return REGRESSION_LABELS
 
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction:.4f}"
-
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        if num_labels != 1:
-            raise CheckpointError(f"{directory} has {num_labels} outputs; the regression task {task_name} needs 1")
-
-    def check_config(self, config, names, task_name, where) -> None:
-        check_problem_type(config, names, True, task_name, where)
-
 
 class Tags(Format):
-    about, gold_key, line_fields = "token classification", "tags", "words separated by spaces"
-    line_printed = r"\S+/\S+( \S+/\S+)*"
+    about, gold_key, named_outputs = "token classification", "tags", True
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_tags(examples, tokenizer, max_seq_length, labels))
@@ -210,21 +169,11 @@ class Tags(Format):
         seen = {t for ex in train_examples for t in (ex["tags"] or [])}
         return (["O"] if "O" in seen else []) + sorted(seen - {"O"})
 
-    def from_line(self, fields, line, n, where) -> dict:
-        return dict(words=line.split(), tags=None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return " ".join(f"{w}/{t}" for w, t in zip(example["words"], prediction))
-
-    def check_outputs(self, num_labels, labels, directory, task_name) -> None:
-        check_named_outputs(num_labels, labels, directory)
-
 
 class Spans(Format):
     """SQuAD v1.1 questions, read in windows of the context (qa.py); the answer is the best span
     over the windows."""
-    about, gold_key, line_fields = "question answering", "answers", "question<TAB>context"
-    line_printed = rf"[^\t]*\t{PROBABILITY}"
+    about, gold_key = "question answering", "answers"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         """Each example -> one feature per window of its context (a long context has several)."""
@@ -247,18 +196,9 @@ class Spans(Format):
         """The most frequent training answer text, for every question."""
         return [{"text": most_common(texts[0] for texts in self.gold(train_examples))}] * len(dev_examples)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) != 2:
-            return None
-        return dict(id=str(n), question=fields[0], context=fields[1], answers=[], where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction['text']}\t{prediction['probability']:.3f}"
-
 
 class Choices(Format):
-    about, line_fields = "multiple choice", "context<TAB>ending<TAB>ending ..."
-    line_printed = rf"\d+\t{PROBABILITY}\t.*"
+    about = "multiple choice"
 
     def encode(self, examples, tokenizer, max_seq_length, labels, options=None) -> Encoded:
         return Encoded(encode_choices(examples, tokenizer, max_seq_length))
@@ -277,39 +217,8 @@ class Choices(Format):
         """The ending most often right in training, for every example."""
         return [most_common(self.gold(train_examples))] * len(dev_examples)
 
-    def from_line(self, fields, line, n, where) -> dict | None:
-        if len(fields) < 3:
-            return None
-        return dict(context=fields[0], endings=fields[1:], label=None, where=where)
-
-    def format(self, example, output, prediction) -> str:
-        return f"{prediction}\t{top_probability(output):.3f}\t{example['endings'][prediction]}"
-
 
 SENTENCES, SCORES, TAGS, SPANS, CHOICES = Sentences(), Scores(), Tags(), Spans(), Choices()
-FORMATS = (SENTENCES, SCORES, TAGS, SPANS, CHOICES)
-
-
-# --- shared by the formats ------------------------------------------------------------------------------
-
-def check_named_outputs(num_labels, labels, directory) -> None:
-    if labels is None or len(labels) != num_labels:
-        raise CheckpointError(f"{directory}/config.json has no id2label for its {num_labels} outputs")
-
-
-def check_problem_type(config, names, regression: bool, task_name, where) -> None:
-    """A regression model for a regression task, a classifier for a classification task."""
-    if names is None:
-        return
-    problem = config.extra.get("problem_type") or ("regression" if len(names) == 1 else "classification")
-    if (problem == "regression") != regression:
-        raise CheckpointError(f"{where} is a {problem.replace('_', ' ')} model ({len(names)} output(s)); "
-                              f"task {task_name} is {'regression' if regression else 'classification'}")
-
-
-def top_probability(logits) -> float:
-    """The softmax probability of the highest of one example's logits (K,), in float64."""
-    return float(softmax_forward(np.asarray(logits, np.float64))[0].max())
 
 
 def most_common(values):

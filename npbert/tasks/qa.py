@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from npbert.errors import DataError
-from npbert.options import POSITIVE, Option, options_record
+from npbert.option_declaration import POSITIVE, Option, options_record
 from npbert.tokenizer.truncation import windows as overflow_windows
 
 MAX_SEQ_LENGTH, DOC_STRIDE, MAX_QUERY_LENGTH, N_BEST_SIZE, MAX_ANSWER_LENGTH = 384, 128, 64, 20, 30

@@ -28,10 +28,10 @@ from npbert.lock import run_lock
 from npbert.training.inputs import INPUTS, absolute_paths, check_pinnable, check_same_inputs, fingerprint
 from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
-from npbert.training.options import given_options, resumed_options
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
 from npbert.training.state import (check_dropout_resumable, load_training_checkpoint, note_backend_change,
                                    recover_checkpoint, save_training_checkpoint)
+from npbert.training.training_options import given_options, resumed_options
 
 
 @dataclass
@@ -50,7 +50,8 @@ class Recipe:
     changeable = ()                                    # options a --resume may change
 
     def check(self, opts) -> None:
-        """Every option's range and choices (npbert/options.py's check_ranges), and what else they must satisfy."""
+        """Every option's range and choices (npbert/option_declaration.py's check_ranges), and what
+        else they must satisfy."""
 
     def paths(self, opts) -> tuple:
         """The options naming files or directories: made absolute before anything else."""
@@ -80,10 +81,10 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     """Run (or resume) one training run of `recipe` in opts.out. given: the options the user set
     (the CLI's typed flags); default, those that differ from the options' defaults."""
     check_out_flags(opts.out, resume, overwrite)
-    recipe.check(opts)                                 # every option's range first (npbert/options.py)
+    recipe.check(opts)                                 # every option's range first (option_declaration.py)
     opts = absolute_paths(opts, recipe.paths(opts))
     with run_lock(opts.out) as lock:
-        check_out(opts.out, resume, overwrite, recipe.kind)
+        state = check_out(opts.out, resume, overwrite, recipe.kind)
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)
@@ -94,7 +95,7 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
         opts, prepared = recipe.prepare(opts, saved, log)
         if resume:
             check_same_inputs(saved.extra.get(INPUTS), recipe.inputs(opts), opts.out)
-        return run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock)
+        return run_in_directory(recipe, opts, prepared, saved, state, overwrite, log, lock)
 
 
 def resumed_checkpoint(out, log):
@@ -106,9 +107,9 @@ def resumed_checkpoint(out, log):
     return saved
 
 
-def run_in_directory(recipe, opts, prepared, saved, overwrite, log, lock) -> dict:
+def run_in_directory(recipe, opts, prepared, saved, state, overwrite, log, lock) -> dict:
     resume = saved is not None
-    with open_run(opts.out, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
+    with open_run(opts.out, state, recipe.kind, resume, overwrite, log) as run, failures_said(run, saved, opts.out):
         lock.hold_directory()                          # the directory made (or made anew by --overwrite) now
         if resume:
             note_backend_change(saved.backend, log)

@@ -11,6 +11,8 @@ missing, empty, or an npbert run that never saved a checkpoint (a first run that
 retry takes it over). A run that saved is refused unless --resume continues it or --overwrite
 replaces it; anything else is refused outright, --overwrite or not: npbert deletes only what it
 made. One process writes a run at a time (npbert/lock.py holds the lock around all this).
+What a directory holds is looked at once, as one of Empty, Run(kind, saved) or Foreign
+(classify), and every decision below is taken on that value.
 
 --overwrite renames the old run aside to the hidden sibling `.OUT.replaced-<pid>-<hex>`
 (nothing copied, nothing deleted yet) and puts it back if the new run fails before its first
@@ -24,6 +26,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import dataclass
 
 from npbert.atomic import check_dir_path, leftovers, pid_alive, recover_dir, sibling
 from npbert.errors import NpbertError
@@ -55,12 +58,42 @@ def has_saved(path) -> bool:
     return os.path.isdir(ckpt) or any(kind == "old" for kind, _, _ in leftovers(ckpt))
 
 
+@dataclass(frozen=True)
+class Empty:
+    """Nothing there, or an empty directory."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """An npbert run (it carries the marker)."""
+    kind: str | None                     # the command that made it (run_kind); None if unreadable
+    saved: bool                          # it saved a checkpoint (has_saved)
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """Anything else: a file, or a directory with things in it but no marker."""
+
+
+def classify(path) -> Empty | Run | Foreign:
+    """What path holds, read from the disk once."""
+    if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
+        return Empty()
+    if not is_run(path):
+        return Foreign()
+    return Run(run_kind(path), has_saved(path))
+
+
+def saved_run(state) -> bool:
+    """A run that saved a checkpoint: one --resume continues, and only --overwrite replaces."""
+    return isinstance(state, Run) and state.saved
+
+
 def takes_a_new_run(path) -> bool:
     """A new run may go into path without --overwrite: it is missing, empty, or an npbert run
     that never saved (a failed first run, taken over by its retry)."""
-    if not os.path.exists(path):
-        return True
-    return os.path.isdir(path) and (not os.listdir(path) or (is_run(path) and not has_saved(path)))
+    state = classify(path)
+    return isinstance(state, Empty) or (isinstance(state, Run) and not state.saved)
 
 
 def free_run_dir(path) -> str:
@@ -87,30 +120,34 @@ def check_out_flags(path, resume: bool, overwrite: bool) -> None:
                           "its parent with --out NAME")
 
 
-def check_out(path, resume: bool, overwrite: bool, kind: str) -> None:
-    """Refuse what must not happen in `path`, before anything is read or written there (under the
-    run's lock: an interrupted --overwrite is put back first)."""
-    check_out_flags(path, resume, overwrite)
+def check_out(path, resume: bool, overwrite: bool, kind: str) -> Empty | Run:
+    """Refuse what must not happen in `path`, before anything is read or written there (after
+    check_out_flags, under the run's lock: an interrupted --overwrite is put back first) -> what
+    path holds, for open_run."""
     recover_replaced(path)
-    exists = os.path.isdir(path) and bool(os.listdir(path))
-    if exists and not is_run(path):
+    state = classify(path)
+    if isinstance(state, Foreign):
         raise NpbertError(f"{path} is not empty and is not an npbert run (it has no {MARKER}); npbert will not "
                           "write into it or delete it: choose another --out")
     check_checkpoint_path(os.path.join(path, CHECKPOINT_DIR))
     if resume:
-        if not exists:
-            raise NpbertError(f"nothing to resume: {path} holds no npbert run")
-        made_by = run_kind(path)
-        if made_by not in (None, kind):
-            raise NpbertError(f"{path} is a run of `npbert {made_by}`, not of `npbert {kind}`: continue it with "
-                              f"`npbert {made_by} --out {path} --resume`")
-        if not has_saved(path):
-            raise NpbertError(f"nothing to resume: the run in {path} stopped before it saved a checkpoint; "
-                              "run the same command again without --resume to start it over")
-        return
-    if exists and has_saved(path) and not overwrite:
+        check_resumable(path, state, kind)
+    elif saved_run(state) and not overwrite:
         raise NpbertError(f"output directory {path} already exists; pass --resume to continue that run "
                           "or --overwrite to start again there")
+    return state
+
+
+def check_resumable(path, state: Empty | Run, kind: str) -> None:
+    """--resume continues a run of this command that saved a checkpoint, nothing else."""
+    if isinstance(state, Empty):
+        raise NpbertError(f"nothing to resume: {path} holds no npbert run")
+    if state.kind not in (None, kind):
+        raise NpbertError(f"{path} is a run of `npbert {state.kind}`, not of `npbert {kind}`: continue it with "
+                          f"`npbert {state.kind} --out {path} --resume`")
+    if not state.saved:
+        raise NpbertError(f"nothing to resume: the run in {path} stopped before it saved a checkpoint; "
+                          "run the same command again without --resume to start it over")
 
 
 def check_checkpoint_path(ckpt) -> None:
@@ -124,19 +161,19 @@ def check_checkpoint_path(ckpt) -> None:
 
 
 @contextlib.contextmanager
-def open_run(path, kind: str, resume: bool, overwrite: bool, log):
-    """Make `path` ready for a run (after check_out); yields a RunDir whose saved() must be
-    called after each checkpoint save. With --overwrite the old run is moved aside, and put
-    back if the block fails before the first save."""
+def open_run(path, state: Empty | Run, kind: str, resume: bool, overwrite: bool, log):
+    """Make `path`, which holds `state` (check_out's), ready for a run; yields a RunDir whose
+    saved() must be called after each checkpoint save. With --overwrite the old run is moved
+    aside, and put back if the block fails before the first save."""
     aside = None
-    if not resume and overwrite and os.path.isdir(path) and has_saved(path):
+    if not resume and overwrite and saved_run(state):
         aside = sibling(path, REPLACED)
         os.rename(path, aside)
         log(f"--overwrite: moved the earlier run in {path} aside; it is deleted at this run's first save")
     made = not os.path.isdir(path)
     os.makedirs(path, exist_ok=True)
     run = RunDir(path, aside)
-    if not resume or not os.path.exists(run.file(MARKER)):
+    if not resume:                                      # a resumed run is a Run: its marker is there
         run.write_marker(kind)
     try:
         yield run
@@ -177,15 +214,16 @@ def recover_replaced(path) -> None:
     for _, aside, pid in leftovers(path, (REPLACED,)):
         if pid_alive(pid):
             continue
-        if os.path.isdir(path) and is_run(path) and has_saved(path):
-            shutil.rmtree(aside)                        # the new run saved: the old one was to go
-        elif not os.path.exists(path) or is_run(path) or (os.path.isdir(path) and not os.listdir(path)):
-            # (empty: killed between making the new run's directory and writing its marker)
-            if os.path.exists(path):
-                shutil.rmtree(path)                     # the new run, which never saved
-            os.rename(aside, path)
-        else:
+        state = classify(path)
+        if isinstance(state, Foreign):
             raise NpbertError(f"{aside} holds the run that was in {path} before an interrupted --overwrite, "
                               f"and {path} now holds something else; move one of them")
+        if saved_run(state):
+            shutil.rmtree(aside)                        # the new run saved: the old one was to go
+            continue
+        # the new run never saved (empty: killed between making its directory and writing its marker)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.rename(aside, path)
     if os.path.isdir(path):
         recover_dir(os.path.join(path, CHECKPOINT_DIR))

@@ -1,8 +1,8 @@
 """A toy head, written as docs/heads.md says a new head is written: this one file (plus one
 entry in HEADS, which tests/test_toy_head.py makes). It guesses from the [CLS] position whether
 a text is "short" or "long", with a linear layer of its own ("toy") and no dropout. Its task's
-examples are sentences (npbert/tasks/formats.py's Sentences, reused), read one per line and
-printed with their length.
+examples are sentences (npbert/tasks/formats.py's Sentences, reused), which `npbert predict`
+reads one per line and prints with their length (its own entry in LINES).
 
     logits = x W^T + b        x: (B, F) at [CLS] -> logits: (B, 2);  loss = CE(logits, labels)
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from npbert import backend
+from npbert.commands.predict_lines import SentenceLines
 from npbert.heads.head import CLS, Head, int_labels, label_fields
 from npbert.ops import CrossEntropyCache, LinearCache
 from npbert.tasks.formats import Sentences
@@ -49,12 +50,15 @@ HEAD = Head(
     output_of=lambda out, b, T: out["logits"][b], config_fields=label_fields)   # its outputs have names: id2label
 
 
-class ToyLines(Sentences):
+FORMAT = Sentences()        # formats.py's sentences, an instance of the toy's own: LINES maps it to ToyLines
+
+
+class ToyLines(SentenceLines):
     """A text per line, whatever its tabs; a prediction printed with the text's length in words."""
-    line_fields = "a text"
+    line_fields, line_printed = "a text", r"\S+ \(\d+ words\)"
 
     def from_line(self, fields, line, n, where):
         return dict(text=line, text_pair=None, where=where)
 
-    def format(self, example, output, prediction):
+    def to_line(self, example, output, prediction):
         return f"{prediction} ({len(example['text'].split())} words)"

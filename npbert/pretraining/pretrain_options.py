@@ -1,16 +1,16 @@
-"""The options of `npbert pretrain`, declared once (npbert/options.py), in the order --help lists
-them: the run directory and data, the corpus options shared with `npbert prepare`
-(npbert/data/options.py), the model, the schedule and optimizer, evaluation and the run controls
-(npbert/training/options.py)."""
+"""The options of `npbert pretrain`, declared once (npbert/option_declaration.py), in the order
+--help lists them: the run directory and data, the corpus options shared with `npbert prepare`
+(npbert/data/prepare_options.py), the model, the schedule and optimizer, evaluation and the run
+controls (npbert/training/training_options.py)."""
 from __future__ import annotations
 
 import dataclasses
 import math
 
 from npbert.config import PRESETS
-from npbert.data.options import CORPUS_OPTIONS
-from npbert.options import COUNT, POSITIVE, PROBABILITY, Interval, Option, options_record
-from npbert.training.options import dropout_options, optimizer_options, run_options
+from npbert.data.prepare_options import CORPUS_OPTIONS
+from npbert.option_declaration import COUNT, POSITIVE, PROBABILITY, Interval, Option, options_record
+from npbert.training.training_options import dropout_options, optimizer_options, run_options
 
 # The default run's recipe, chosen over seeds (benchmarks/default_run_seeds.py, docs/pretraining.md):
 # at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a

@@ -1,15 +1,15 @@
-"""The options of `npbert finetune`, declared once (npbert/options.py), in the order --help lists
-them: the task and the model, the data, the schedule and optimizer (npbert/training/options.py),
-the feature-based choice, dropout, evaluation, QA's windows (npbert/tasks/qa.py) and the run
-controls."""
+"""The options of `npbert finetune`, declared once (npbert/option_declaration.py), in the order
+--help lists them: the task and the model, the data, the schedule and optimizer
+(npbert/training/training_options.py), the feature-based choice, dropout, evaluation, QA's
+windows (npbert/tasks/qa.py) and the run controls."""
 from __future__ import annotations
 
 from npbert.config import PRESETS
 from npbert.heads.feature_based import CHOICES, FINE_TUNE
-from npbert.options import POSITIVE, PROBABILITY, Option, options_record
+from npbert.option_declaration import POSITIVE, PROBABILITY, Option, options_record
 from npbert.tasks.qa import QA_OPTIONS, QAOptions
 from npbert.tasks.registry import TASKS
-from npbert.training.options import dropout_options, optimizer_options, run_options
+from npbert.training.training_options import dropout_options, optimizer_options, run_options
 
 # The paper's recipe (batch 32, 3 epochs, 10% warmup, weight decay 0.01, clip 1.0) except the
 # learning rate: npbert/finetuning/recipe.py says why 1e-4.

@@ -6,7 +6,8 @@ about it is made from that one declaration.
 
     PretrainOptions                  the dataclass a run takes: a field per option, carrying it
     check_ranges(opts)               each value in its range (the Python API; NpbertError)
-    add_options(p, PretrainOptions)  the argparse lines, the range their type (commands/options.py)
+    add_options(p, PretrainOptions)  the argparse lines, the range their type
+                                     (commands/option_arguments.py)
     npbert/option_table.py           README's table of ranges, from the parsers
 
 An option whose default is None takes None ("decided later": its help says by what)."""
@@ -99,7 +100,7 @@ def options_record(name: str, options, module: str, methods=None):
     fields = [(o.name, object, dataclasses.field(default=o.default, metadata={"option": o})) for o in options]
     record = dataclasses.make_dataclass(name, fields, namespace=methods or {})
     record.__module__ = module                           # where it is declared (pickle, repr, docs)
-    record.__doc__ = f"The options of {module}, one field per declaration (npbert/options.py)."
+    record.__doc__ = f"The options of {module}, one field per declaration (npbert/option_declaration.py)."
     return record
 
 

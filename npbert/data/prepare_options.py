@@ -1,10 +1,10 @@
-"""The options of `npbert prepare`, declared once (npbert/options.py): the corpus options it shares
-with `npbert pretrain`, then its own. None means the default noted, resolved when the data are
-prepared (prepare.resolved_options) and recorded resolved in the manifest."""
+"""The options of `npbert prepare`, declared once (npbert/option_declaration.py): the corpus
+options it shares with `npbert pretrain`, then its own. None means the default noted, resolved
+when the data are prepared (prepare.resolved_options) and recorded resolved in the manifest."""
 from __future__ import annotations
 
 from npbert.data.instances import INSTANCE_KINDS
-from npbert.options import POSITIVE, PROBABILITY, Integer, Interval, Option, options_record
+from npbert.option_declaration import POSITIVE, PROBABILITY, Integer, Interval, Option, options_record
 
 DEFAULT_HELDOUT_FRACTION = 0.02
 DEFAULT_MAX_PREDICTIONS = 20             # google-research/bert's; a shorter instance has fewer positions

@@ -1,6 +1,6 @@
 """A training run's options: those pretraining and fine-tuning share, declared once
-(npbert/options.py: the dataclass fields, argparse lines, range checks and README's table come
-from these), and which options a resumed run may change.
+(npbert/option_declaration.py: the dataclass fields, argparse lines, range checks and README's
+table come from these), and which options a resumed run may change.
 
 A run resumes with the options it was started with
 (saved in its checkpoint); an option given again on --resume must either be one that does not
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from npbert.errors import NpbertError
-from npbert.options import COUNT, POSITIVE, PROBABILITY, Interval, Option, flag
+from npbert.option_declaration import COUNT, POSITIVE, PROBABILITY, Interval, Option, flag
 
 
 def given_options(opts) -> set:
