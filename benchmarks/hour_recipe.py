@@ -70,8 +70,18 @@ ARMS = {
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
 
+def group_name(arm: str, minutes: float) -> str:
+    """An arm at a budget, the name its seeds' runs share (a row of the tables)."""
+    return f"{arm}-m{minutes:g}"
+
+
 def run_name(arm: str, minutes: float, seed: int) -> str:
-    return f"{arm}-m{minutes:g}-s{seed}"
+    return f"{group_name(arm, minutes)}-s{seed}"
+
+
+def group_of(run: str) -> str:
+    """ARM-mMINUTES-sSEED -> ARM-mMINUTES."""
+    return run.rsplit("-s", 1)[0]
 
 
 QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
@@ -157,7 +167,7 @@ def anew_summary(r: Runner) -> dict:
         pairs = json.load(f)["splits"]["heldout"]["counts"]["instances"]
     with open(r.path("anew", "run", "checkpoint", "training_state.json")) as f:
         options = json.load(f)["options"]
-    return dict(corpus=options["corpus"], budget=options["budget"], options=options, steps=plan["steps"], cpu_s=cost["cpu_s"], wall_s=cost["wall_s"],
+    return dict(options=options, steps=plan["steps"], cpu_s=cost["cpu_s"], wall_s=cost["wall_s"],
                 heldout_mlm=final["mlm_acc"], heldout_pairs=pairs)
 
 
@@ -168,10 +178,11 @@ def anew_report(results=RESULTS) -> str:
         return "(no run anew summarized)"
     with open(path) as f:
         a = json.load(f)
-    hour = [r["heldout_mlm"] for r in load_runs(results).get(run_name("tiny-mlm", 60, 0).rsplit("-s", 1)[0], [])]
+    hour = [r["heldout_mlm"] for r in load_runs(results).get(group_name("tiny-mlm", 60), [])]
     against = (f" against the hour rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
                if hour else "")
-    return (f"`npbert pretrain --corpus {a['corpus']} --budget {a['budget']:g}`: {a['steps']:,} steps planned, {a['cpu_s'] / 60:.1f} CPU min, "
+    return (f"`npbert pretrain --corpus {a['options']['corpus']} --budget {a['options']['budget']:g}`: "
+            f"{a['steps']:,} steps planned, {a['cpu_s'] / 60:.1f} CPU min, "
             f"{a['wall_s'] / 60:.1f} min of wall time; held-out MLM {a['heldout_mlm']:.3f} on its own "
             f"{a['heldout_pairs']:,} held-out pairs{against}")
 
@@ -216,8 +227,7 @@ def curve_commands(r: Runner, blimp: str) -> list:
 
 def finetuned_runs(r: Runner, arm: str, minutes: float) -> list:
     """The finished runs of `arm` at `minutes`, the models fine-tuning starts from (by seed)."""
-    prefix = run_name(arm, minutes, 0)[:-len("0")]
-    return [name for name in finished_runs(r) if name.startswith(prefix)]
+    return [name for name in finished_runs(r) if group_of(name) == group_name(arm, minutes)]
 
 
 def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
@@ -228,7 +238,7 @@ def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     if not names:
         raise SystemExit(f"finetune: no finished run of {arm} at {minutes:g} minutes under {r.runs}")
     preset = ARMS[arm][ARMS[arm].index("--preset") + 1]
-    return sweep(r, quick, {run_name(arm, minutes, 0)[:-len("-s0")]: [r.path(n, "checkpoint") for n in names]},
+    return sweep(r, quick, {group_name(arm, minutes): [r.path(n, "checkpoint") for n in names]},
                  scratch=preset)
 
 
@@ -308,34 +318,34 @@ def standard_heldout_mlm(r: Runner, name: str) -> float:
     return evaluate(loaded.params, loaded.config, heldout, 32, nsp=False)["mlm_acc"]
 
 
+def write_json(path: str, value) -> None:
+    """value, made whole by the caller, as indented JSON replacing path in one step (npbert.atomic)."""
+    from npbert.atomic import atomic_write
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    atomic_write(path, lambda f: f.write((json.dumps(value, indent=1) + "\n").encode()))
+    print(f"wrote {path}")
+
+
 def summarize(r: Runner, results: str) -> None:
-    os.makedirs(results, exist_ok=True)
     for name in finished_runs(r):
         path = os.path.join(results, f"{name}.json")
         before = None
         if os.path.exists(path):
             with open(path) as f:
                 before = json.load(f)
-        made = summary(r, name, before)                  # made whole before the file is opened
-        with open(path, "w") as f:
-            json.dump(made, f, indent=1)
-            f.write("\n")
-        print(f"wrote {os.path.join(results, name)}.json")
+        write_json(path, summary(r, name, before))
     if os.path.exists(r.path("anew", "done.json")):
-        os.makedirs(os.path.join(results, "anew"), exist_ok=True)
-        with open(os.path.join(results, "anew", "pretrain.json"), "w") as f:
-            json.dump(anew_summary(r), f, indent=1)
-            f.write("\n")
-        print(f"wrote {os.path.join(results, 'anew', 'pretrain.json')}")
+        write_json(os.path.join(results, "anew", "pretrain.json"), anew_summary(r))
     from linguistics_results import finetune_results
-    names = sorted({name.rsplit("-s", 1)[0] for name in finished_runs(r)})
-    tuned = finetune_results(r, names)
+    tuned = finetune_results(r, sorted({group_of(name) for name in finished_runs(r)}))
     if tuned:
-        os.makedirs(os.path.join(results, "finetune"), exist_ok=True)
-        with open(os.path.join(results, "finetune", "rt-polarity.json"), "w") as f:
-            json.dump(tuned, f, indent=1)
-            f.write("\n")
-        print(f"wrote {os.path.join(results, 'finetune', 'rt-polarity.json')}")
+        write_json(os.path.join(results, "finetune", "rt-polarity.json"), tuned)
+
+
+def mean_of(values):
+    """The mean of the values given (None: not measured), or None."""
+    values = [v for v in values if v is not None]
+    return statistics.mean(values) if values else None
 
 
 def mean_sd(values, scale=1.0, digits=3) -> str:
@@ -358,14 +368,14 @@ def load_runs(results=RESULTS) -> dict:
         if f.endswith(".json"):
             with open(os.path.join(results, f)) as file:
                 run = json.load(file)
-            groups.setdefault(run["name"].rsplit("-s", 1)[0], []).append(run)
+            groups.setdefault(group_of(run["name"]), []).append(run)
     return groups
 
 
 def report(results=RESULTS, arm=None, minutes=None) -> str:
     """Markdown: a row per arm and budget (or only `arm` at `minutes`), mean ± sd over its seeds."""
     groups = {key: rs for key, rs in load_runs(results).items()
-              if arm is None or key == run_name(arm, minutes, 0).rsplit("-s", 1)[0]}
+              if arm is None or key == group_name(arm, minutes)}
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
     lines = ["| arm | budget (min) | seeds | steps | CPU min | held-out MLM | plateau exit (CPU min) | "
              + " | ".join(f"{title} (first {BLIMP_PER_PARADIGM})" for _, title in BLIMP_COLUMNS) + " |",
@@ -415,7 +425,7 @@ def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
 
     def cells(arm):
-        rs = groups.get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], [])
+        rs = groups.get(group_name(arm, minutes), [])
         if not rs:
             return ["-"] * 4
         never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
@@ -436,17 +446,14 @@ def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
     """[(step, CPU minute, held-out MLM, BLiMP overall, determiner-noun, subject-verb, previous-token
     head, next-token head)], each the mean over the seeds that kept a model at that step."""
     by_step = {}
-    for run in load_runs(results).get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], []):
+    for run in load_runs(results).get(group_name(arm, minutes), []):
         heldout = {c["step"]: c["mlm_acc"] for c in run["curve"]}
         for point in run.get("snapshots", []):
             evaluated = max((s for s in heldout if s <= point["step"]), default=None)   # its last evaluation
             by_step.setdefault(point["step"], []).append(
                 (point["cpu_min"], heldout.get(evaluated), *(point["blimp"][g] for g, _ in BLIMP_COLUMNS),
                  point["previous"], point["next"]))
-    def mean(values):
-        values = [v for v in values if v is not None]
-        return statistics.mean(values) if values else None
-    return [(step, *[mean(p[i] for p in points) for i in range(7)], len(points))
+    return [(step, *[mean_of(p[i] for p in points) for i in range(7)], len(points))
             for step, points in sorted(by_step.items())]
 
 
@@ -462,13 +469,17 @@ def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
 
 
 def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
-    """The learning curve as one figure: held-out MLM, BLiMP's agreement and the heads by CPU minute."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """The learning curve as one figure: held-out MLM, BLiMP's agreement and the heads by CPU minute,
+    written as npbert writes its pictures (npbert/plotting.py: a PNG path checked before anything is
+    drawn, a file npbert did not draw never replaced, the new one put in place in one step)."""
+    from npbert.plotting import check_png_path, load_pyplot, save_png
+    check_png_path(path, "--out")
     points = curve(results, arm, minutes)
     if not points:
         raise SystemExit("plot: no kept models scored (run --snapshots, then the curve stage, then summarize)")
+    plt = load_pyplot()
+    if plt is None:
+        raise SystemExit("plot: needs matplotlib (pip install 'npbert[plot]')")
     x = [p[1] for p in points]
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for i, label, style in ((2, "held-out MLM accuracy", "k-"), (3, "BLiMP (first 20 a paradigm)", "C0-"),
@@ -482,15 +493,15 @@ def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
     ax.set_title(f"What the hour's tiny knows after N minutes ({arm}, {seeds} seed{'s' * (seeds > 1)})")
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(plt, fig, path)
     print(f"wrote {path}")
 
 
 def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
     """Markdown, README's one table: the hour's runs in a line (mean ± sd over seeds), against the old
     recipe's figures (docs/linguistics.md) and the targets."""
-    from linguistics_results import FINETUNE_SEEDS
-    rs = load_runs(results).get(run_name(arm, minutes, 0).rsplit("-s", 1)[0], [])
+    from linguistics_results import paired_gains
+    rs = load_runs(results).get(group_name(arm, minutes), [])
     whole = [r for r in rs if "blimp" in r]
     det = "phenomenon:determiner_noun_agreement"
     gains = {}
@@ -498,13 +509,9 @@ def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
     if os.path.exists(path):
         with open(path) as f:
             tuned = json.load(f)
-        name = run_name(arm, minutes, 0).rsplit("-s", 1)[0]
         for labels in ("500", "all"):
-            pairs = [(tuned[f"pretrained-{name}-n{labels}-s{k}"][1], tuned[f"scratch-n{labels}-s{k}"][1])
-                     for k in FINETUNE_SEEDS if f"pretrained-{name}-n{labels}-s{k}" in tuned
-                     and f"scratch-n{labels}-s{k}" in tuned]
-            if pairs:
-                gap = [p - s for p, s in pairs]
+            gap = paired_gains(tuned, group_name(arm, minutes), labels)
+            if gap:
                 gains[labels] = f"{mean_sd(gap, 100, 1)} ({sum(g > 0 for g in gap)} of {len(gap)} seeds ahead)"
     three_gram = (f"{100 * whole[-1]['blimp_baselines']['overall:overall']['3-gram']:.1f}" if whole else "-")
     rows = [("pretraining seeds", str(len(rs)), "3"),
@@ -582,8 +589,12 @@ def main(argv=None) -> int:
     elif args.stage == "finetune":
         r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "plot":
-        plot_curve(args.out or os.path.join(ROOT, "docs", "hour_curve.png"), args.results,
-                   args.arm or "tiny-mlm", args.minutes)
+        from npbert.errors import NpbertError
+        try:
+            plot_curve(args.out or os.path.join(ROOT, "docs", "hour_curve.png"), args.results,
+                       args.arm or "tiny-mlm", args.minutes)
+        except NpbertError as e:
+            p.error(str(e))
     elif args.stage == "summarize":
         summarize(r, args.results)
     else:

@@ -379,18 +379,25 @@ def finetune_table(results: dict) -> list:
             runs = {kind: {k: results[f"{prefix}-n{labels}-s{k}"] for k in FINETUNE_SEEDS
                            if f"{prefix}-n{labels}-s{k}" in results}
                     for kind, prefix in (("pretrained", f"pretrained-{name}"), ("scratch", "scratch"))}
-            paired = sorted(set(runs["pretrained"]) & set(runs["scratch"]))
-            if not paired:
+            gap = paired_gains(results, name, labels)
+            if not gap:
                 continue
             cells = [f"{mean_sd([v[i] for v in runs[kind].values()])} ({len(runs[kind])})"
                      for kind in ("pretrained", "scratch") for i in (0, 1)]
-            gap = [runs["pretrained"][k][1] - runs["scratch"][k][1] for k in paired]
             rows.append(f"| {name} | {labels} | " + " | ".join(cells) +
                         f" | {mean_sd(gap)} | {sum(g > 0 for g in gap)} of {len(gap)} |")
     head = ["\nrt-polarity fine-tuned (accuracy %, mean ± sd (seeds); the gain paired by fine-tuning seed)\n",
             "| pretrained | training sentences | pretrained dev | pretrained test | from scratch dev | "
             "from scratch test | test gain | pretrained ahead |", "|---|---|---|---|---|---|---|---|"]
     return head + rows if rows else []
+
+
+def paired_gains(results: dict, name: str, labels: str) -> list:
+    """Test accuracy from pretrained model `name` minus from scratch, by fine-tuning seed, over the seeds
+    both sides have (finetune_results' runs; labels "all" or "500")."""
+    return [results[f"pretrained-{name}-n{labels}-s{k}"][1] - results[f"scratch-n{labels}-s{k}"][1]
+            for k in FINETUNE_SEEDS if f"pretrained-{name}-n{labels}-s{k}" in results
+            and f"scratch-n{labels}-s{k}" in results]
 
 
 def finetune_result(path):

@@ -80,6 +80,12 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     pytest.importorskip("matplotlib")
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
+    assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0   # its own: redrawn
+    mine = tmp_path / "mine.png"
+    mine.write_bytes(b"a picture of the user's")
+    with pytest.raises(SystemExit):
+        s.main(["plot", "--results", results, "--out", str(mine)])
+    assert mine.read_bytes() == b"a picture of the user's"                   # not npbert's: left as it was
 
 
 def test_each_ablation_arm_is_one_knob_from_its_recipe():
