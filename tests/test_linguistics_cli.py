@@ -74,9 +74,8 @@ def test_minimal_pairs_scores_the_builtin_set_beside_its_baselines(run_dir, tmp_
 
 
 def test_a_long_pair_file_says_how_far_reading_and_tokenizing_are(run_dir, tmp_path, capsys, monkeypatch):
-    from npbert.linguistics import minimal_pairs, pairs
+    from npbert.linguistics import pairs
     monkeypatch.setattr(pairs, "PROGRESS_SECONDS", 0.0)              # a line for every pair, not every 10 s
-    monkeypatch.setattr(minimal_pairs, "PROGRESS_SECONDS", 0.0)
     path = write_pairs(tmp_path / "p.jsonl", [{**GOOD, "pairID": str(k)} for k in range(5)])
     assert main(["minimal-pairs", str(run_dir / "checkpoint"), path, "--baselines", "none"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -14,6 +14,7 @@ import numpy as np
 
 from npbert.data.progress import Progress
 from npbert.errors import CheckpointError, DataError
+from npbert.linguistics import pairs as pairs_file
 from npbert.linguistics.accuracy import correct, group_accuracies
 from npbert.linguistics.pll import DEFAULT_BATCH_TOKENS, pseudo_log_likelihoods, unique_sentences
 from npbert.model_params import init_params
@@ -59,16 +60,13 @@ class ScoringCost:
     cpu_seconds: float
 
 
-PROGRESS_SECONDS = 10.0        # a line at most this often while a long file is read and tokenized
-
-
 def tokenize_pairs(tokenizer, pairs, max_positions: int, say=None) -> TokenizedPairs:
     """Tokenize both sentences of every pair; a DataError naming file and line for a sentence
     with no pieces or too long for the model's positions. say: where a line of progress goes
-    every 10 s of a long tokenization (None: nowhere)."""
+    every PROGRESS_SECONDS of a long tokenization (npbert/linguistics/pairs.py) (None: nowhere)."""
     good, bad, good_pieces, bad_pieces, unk = [], [], [], [], []
     progress = Progress(say or (lambda line: None), "tokenizing", unit="pairs", total=len(pairs),
-                        every=PROGRESS_SECONDS)
+                        every=pairs_file.PROGRESS_SECONDS)
     for p in progress.over(pairs):
         ids_pair = []
         for which, text, out_ids, out_pieces in (("good", p.good, good, good_pieces), ("bad", p.bad, bad, bad_pieces)):
@@ -98,7 +96,8 @@ def score_with_bert(scored: ScoredPairs, name, params, config, tokenizer, batch_
     t = scored.tokenized
     unique, index = unique_sentences(t.good + t.bad)      # each distinct sentence scored once
     copies = sum(len(s) for s in unique)
-    progress = Progress(log, f"{name}: scoring", unit="masked copies", total=copies, every=10.0)
+    progress = Progress(log, f"{name}: scoring", unit="masked copies", total=copies,
+                        every=pairs_file.PROGRESS_SECONDS)
     special = (tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.mask_token_id)
     start = time.process_time()                           # the rate is the scoring's alone
     pll = pseudo_log_likelihoods(params, config, unique, special, batch_tokens, progress.update)[index]

@@ -32,7 +32,7 @@ class MinimalPair:
     where: str          # "file:line", for messages
 
 
-PROGRESS_SECONDS = 10.0        # a line at most this often while a long file is read
+PROGRESS_SECONDS = 10.0        # a line at most this often while minimal pairs are read, tokenized and scored
 
 
 def read_pairs(path, say=None) -> list:
