@@ -53,6 +53,20 @@ class _Options(NamedTuple):
     padding_side: str
 
 
+class _Added(NamedTuple):
+    """What the tokens added with add_tokens (and BERT's own special ones) make of the tokenizer, kept
+    as one value (a BertTokenizer with a few dozen attributes more loses CPython's fast attribute
+    lookups, and every token of a text pays for it)."""
+    id_tokens: list                  # every token by id: the vocabulary's, then the added ones
+    token_ids: dict                  # every token's id
+    special_set: set                 # the tokens found as written, and left out by skip_special_tokens
+    joined: set                      # what decode(spaces_between_special_tokens=False) joins without spaces
+    special_split: object            # a regex splitting a text around the special tokens written in it
+    special_hint: str                # a character every special token has ("" when not): no split without it
+    by_pattern: dict                 # each normalized form of a token added as not special -> the token
+    normalized_split: object         # a regex finding them (leftmost, then longest), or None
+
+
 class BertTokenizer:
     """BERT's WordPiece tokenizer with Hugging Face's method names.
 
@@ -118,10 +132,10 @@ class BertTokenizer:
 
     def __len__(self):
         """The vocabulary's size with the added tokens (vocab_size: without them)."""
-        return len(self._id_tokens)
+        return len(self._added.id_tokens)
 
     def get_vocab(self) -> dict[str, int]:
-        return dict(self._token_ids)
+        return dict(self._added.token_ids)
 
     def num_special_tokens_to_add(self, pair: bool = False) -> int:
         return 3 if pair else 2
@@ -150,26 +164,26 @@ class BertTokenizer:
             if token not in kind:
                 kind.append(token)
                 added += 1
-                if token not in self._token_ids:
+                if token not in self._added.token_ids:
                     self._added_tokens.append(token)
         self._compile_added_tokens()
         return added
 
     def _compile_added_tokens(self):
-        """What the added tokens change: ids, and the patterns that find them (leftmost, then longest, as
-        Hugging Face's tokenizers; the first added of tokens that normalize alike)."""
-        self._id_tokens = self.ids_to_tokens + self._added_tokens if self._added_tokens else self.ids_to_tokens
-        self._token_ids = {**self.vocab, **{t: len(self.vocab) + i for i, t in enumerate(self._added_tokens)}} \
-            if self._added_tokens else self.vocab
-        self._special_set = set(self._special_tokens)
-        # what decode(spaces_between_special_tokens=False) joins without spaces: transformers' added tokens
-        self._added_set = (set(self._normalized_tokens) | set(self._added_tokens)) - set(SPECIAL_TOKENS)
-        self._special_split = _alternatives(self._special_tokens, "(", ")")
-        self._special_hint = "[" if all("[" in t for t in self._special_tokens) else ""   # "" is in every text
-        self._added_by_pattern = {}
+        """What the added tokens change, made again after each add_tokens (_Added)."""
+        by_pattern = {}
         for token in self._normalized_tokens:
-            self._added_by_pattern.setdefault(self._normalizer.apply(token), token)
-        self._normalized_split = _alternatives(self._added_by_pattern) if self._added_by_pattern else None
+            by_pattern.setdefault(self._normalizer.apply(token), token)
+        added, n = self._added_tokens, len(self.vocab)
+        self._added = _Added(
+            id_tokens=self.ids_to_tokens + added if added else self.ids_to_tokens,
+            token_ids={**self.vocab, **{t: n + i for i, t in enumerate(added)}} if added else self.vocab,
+            special_set=set(self._special_tokens),
+            joined=(set(self._normalized_tokens) | set(added)) - set(SPECIAL_TOKENS),
+            special_split=_alternatives(self._special_tokens, "(", ")"),
+            special_hint="[" if all("[" in t for t in self._special_tokens) else "",   # "" is in every text
+            by_pattern=by_pattern,
+            normalized_split=_alternatives(by_pattern) if by_pattern else None)
 
     # ------------------------------------------------------------ loading and saving
 
@@ -220,14 +234,14 @@ class BertTokenizer:
         """The text in pieces, in order: (piece, its token) for a piece kept whole, a special token written
         in the text (HF's rule; tokens added as special too) or a never_split word; (piece, None) between."""
         _check_text(text)
-        parts = self._special_split.split(text) if self._special_hint in text else [text]
+        parts = self._added.special_split.split(text) if self._added.special_hint in text else [text]
         segments = []
         for i, part in enumerate(parts):
             if i % 2:
                 segments.append((part, part))
                 continue
             at = 0
-            for start, end, word in self.basic.never_split_words(part) if self.do_basic_tokenize else ():
+            for start, end, word in self.basic.never_split_words(part) if self._whole_words else ():
                 segments += [(part[at:start], None), (part[start:end], word)]
                 at = end
             segments.append((part[at:], None))
@@ -238,18 +252,18 @@ class BertTokenizer:
         the normalized text whose i-th character comes from text[origin[i]]; added: the content of the
         added token the word is (None: a word for WordPiece). As Hugging Face's tokenizers, added tokens
         are found after the normalizer (steps 2-3 but the punctuation split), before the punctuation split."""
-        if self._normalized_split is None:
+        if self._added.normalized_split is None:
             normalized, origin = self._chars.with_origin(text)
             return [(m.group(), origin, m.start(), None) for m in WORD.finditer(normalized)]
         normalized, origin = self._normalizer.with_origin(text)
         words, at = [], 0
-        for match in [*self._normalized_split.finditer(normalized), None]:
+        for match in [*self._added.normalized_split.finditer(normalized), None]:
             start, end = match.span() if match else (len(normalized), len(normalized))
             rest, rest_origin = self._punctuation.with_origin(normalized[at:start])
             rest_origin = [origin[at + i] for i in rest_origin]
             words += [(m.group(), rest_origin, m.start(), None) for m in WORD.finditer(rest)]
             if match:
-                words.append((match.group(), origin, start, self._added_by_pattern[match.group()]))
+                words.append((match.group(), origin, start, self._added.by_pattern[match.group()]))
             at = end
         return words
 
@@ -257,7 +271,7 @@ class BertTokenizer:
         """The text's tokens (with add_special_tokens or a pair: the tokens of the encoded input)."""
         if pair is not None or add_special_tokens:
             return self(text, pair, add_special_tokens=add_special_tokens).tokens()
-        if self._normalized_split is not None:
+        if self._added.normalized_split is not None:
             return self.tokenize_with_offsets(text).tokens
         tokens = []
         for segment, kept in self._segments(text):
@@ -306,20 +320,20 @@ class BertTokenizer:
     def convert_tokens_to_ids(self, tokens):
         """Unknown tokens map to [UNK]'s id; added tokens to theirs."""
         if isinstance(tokens, str):
-            return self._token_ids.get(tokens, self.unk_token_id)
-        return [self._token_ids.get(t, self.unk_token_id) for t in tokens]
+            return self._added.token_ids.get(tokens, self.unk_token_id)
+        return [self._added.token_ids.get(t, self.unk_token_id) for t in tokens]
 
     def convert_ids_to_tokens(self, ids, skip_special_tokens: bool = False):
         """skip_special_tokens leaves out all_special_tokens (not tokens added as special: transformers 5)."""
         if isinstance(ids, (int, np.integer)):
-            return self._id_tokens[self._check_id(ids)]
-        tokens = [self._id_tokens[self._check_id(i)] for i in ids]
+            return self._added.id_tokens[self._check_id(ids)]
+        tokens = [self._added.id_tokens[self._check_id(i)] for i in ids]
         return [t for t in tokens if t not in SPECIAL_TOKENS] if skip_special_tokens else tokens
 
     def _check_id(self, token_id) -> int:
         if isinstance(token_id, (bool, np.bool_)) or not isinstance(token_id, (int, np.integer)) \
-                or not 0 <= token_id < len(self._id_tokens):
-            raise InputError(f"token id {token_id!r} is not in the vocabulary (0..{len(self._id_tokens) - 1})")
+                or not 0 <= token_id < len(self._added.id_tokens):
+            raise InputError(f"token id {token_id!r} is not in the vocabulary (0..{len(self._added.id_tokens) - 1})")
         return int(token_id)
 
     def convert_tokens_to_string(self, tokens) -> str:
@@ -336,12 +350,12 @@ class BertTokenizer:
         ids = np.asarray(token_ids).ravel().tolist() if isinstance(token_ids, np.ndarray) else token_ids
         tokens = self.convert_ids_to_tokens([ids] if isinstance(ids, (int, np.integer)) else ids)
         if skip_special_tokens:
-            tokens = [t for t in tokens if t not in self._special_set]
+            tokens = [t for t in tokens if t not in self._added.special_set]
         if spaces_between_special_tokens:
             text = wordpiece_decode(tokens)
         else:
             text = "".join("".join(run) if added else wordpiece_decode(list(run))
-                           for added, run in groupby(tokens, self._added_set.__contains__))
+                           for added, run in groupby(tokens, self._added.joined.__contains__))
         clean = self.clean_up_tokenization_spaces if clean_up_tokenization_spaces is None else clean_up_tokenization_spaces
         return clean_up_tokenization(text) if clean else text
 

@@ -118,8 +118,11 @@ class BasicTokenizer:
 
     def split(self, text: str, never_split=None) -> list[str]:
         """The words of text; a word in never_split (this call's or the tokenizer's) as it is."""
+        never_split = self.never_split if never_split is None else self.never_split | word_set("never_split", never_split)
+        if not never_split:                            # the usual case, and the vocabulary trainer's: no search
+            return self.normalize(text).split()
         words, at = [], 0
-        for start, end, word in self.never_split_words(text, self.never_split | word_set("never_split", never_split)):
+        for start, end, word in self.never_split_words(text, never_split):
             words += self.normalize(text[at:start]).split() + [word]
             at = end
         return words + self.normalize(text[at:]).split()
