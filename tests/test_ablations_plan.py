@@ -1,10 +1,11 @@
 """benchmarks/ablations.py, without running anything: the plan covers every row of the paper's
 Tables 7 and 8 and pairs runs that differ only in the ablated choice; the paired statistics."""
 import math
-import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
+from support.paths import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
 import ablations  # noqa: E402
 
 

@@ -6,12 +6,12 @@ out; the figure is computed from the record, put in, and the page must say exact
 learning rate is a tent with no flat top, the training and held-out losses lie together) are
 checked on the record too."""
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-RECORD = json.loads((ROOT / "tests" / "fixtures" / "course_runs.json").read_text())
+from support.paths import FIXTURES, ROOT
+
+RECORD = json.loads((FIXTURES / "course_runs.json").read_text())
 LEARN, COURSE = RECORD["learn"], RECORD["course_model"]
 
 

@@ -7,12 +7,11 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from support.patience import HANG_SECONDS
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMOS = sorted((ROOT / "demos").glob("[0-9][0-9]_*.py"))
 STANDALONE = [d for d in DEMOS if d.name != "11_walkthrough.py"]
 PROMPT = "-- Enter: next stage --"

@@ -9,8 +9,8 @@ import pytest
 
 from npbert.data.prepare import PrepareOptions, prepare
 from support.patience import HANG_SECONDS
+from support.paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.mark.slow

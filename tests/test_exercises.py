@@ -8,7 +8,6 @@ import inspect
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,8 +17,8 @@ from npbert.exercises import EXERCISES, check, report
 from npbert.layers.attention import self_attention_backward
 from npbert.layers.feedforward import feedforward_backward
 from npbert.ops.erf import erf
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXERCISE_FILES = sorted((ROOT / "demos" / "exercises").glob("[0-9][0-9]_*.py"))
 
 

@@ -22,8 +22,8 @@ from npbert.gradcheck.cases import op_cases
 from npbert.ops.dropout import DropoutStream, dropout_rows_forward, dropout_uniforms, splitmix64 as splitmix64_op
 from support import broken_ports
 from support.goldens import VERDICT, conform_case, copy_results
+from support.paths import ROOT
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
 def test_npbert_passes_its_own_goldens_in_both_formats(golden, own_results):

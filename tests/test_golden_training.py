@@ -10,8 +10,8 @@ from npbert import safetensors
 from npbert.golden import conform, schema
 from support import broken_ports
 from support.goldens import VERDICT, conform_case, copy_results, edited_golden
+from support.paths import ROOT
 
-ROOT = os.path.join(os.path.dirname(__file__), "..")
 
 
 def test_npbert_own_training_step_reproduces_the_training_goldens(golden, own_results):

@@ -3,7 +3,6 @@ PyTorch autograd through Hugging Face's classes (fixture from tests/reference/),
 conventions, and clear errors."""
 import functools
 import json
-import os
 
 import numpy as np
 import pytest
@@ -17,6 +16,7 @@ from npbert.heads.params import check_head, finetuned_config, head_shapes, init_
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import model_of, task_model_backward, task_model_forward
 from npbert.model_params import init_params
+from support.paths import FIXTURES
 
 
 def model_forward(kind):
@@ -32,7 +32,7 @@ HEAD_OPS = ["classifier", "qa_head", "span_loss", "mse", "sequence_head", "seque
             "span_head", "choice_head"]
 WHOLE = ["bert_for_sequence_classification", "bert_for_sequence_regression", "bert_for_token_classification",
          "bert_for_question_answering", "bert_for_multiple_choice"]
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "heads_gradients.npz")
+FIXTURE = FIXTURES / "heads_gradients.npz"
 
 
 @st.composite

@@ -16,8 +16,7 @@ from npbert.config import BertConfig
 from npbert.model import bert_forward, pretraining_backward, pretraining_forward
 from npbert.model_inputs import mlm_positions_from_labels
 from npbert.model_params import param_shapes
-
-FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+from support.paths import FIXTURES
 
 
 def minilm_directory():

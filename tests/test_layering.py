@@ -56,7 +56,7 @@ ROLES = {
        "SIGTERM, BertConfig, .safetensors, the trace, an option declared once, freed memory kept",
     0: "the errors npbert raises",
 }
-DESIGN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "design.md")
+DESIGN = os.path.join(os.path.dirname(ROOT), "docs", "design.md")                     # ROOT is npbert/
 
 
 def module_name(path):

@@ -4,7 +4,8 @@ fixtures in tests/reference/), and no test module is over 500 lines, so a reader
 its file's name and can read the file whole. A file that grows past the limit is split by subject."""
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+from support.paths import TESTS
+
 MAX_LINES = 500
 
 

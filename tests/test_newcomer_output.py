@@ -1,14 +1,14 @@
 """What a newcomer is told about fill-mask's input and where a demo's picture went."""
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
 from npbert.cli import main
 from support.random_models import pretrained_model  # noqa: F401  (fixture)
+from support.paths import ROOT
 
-DEMOS = Path(__file__).resolve().parents[1] / "demos"
+DEMOS = ROOT / "demos"
 
 
 def test_fill_mask_says_which_words_it_read_as_unk(pretrained_model, capsys):

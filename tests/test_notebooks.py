@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from support.patience import HANG_SECONDS
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMOS = sorted((ROOT / "demos").glob("[0-9][0-9]_*.py"))
 EXERCISES = sorted((ROOT / "demos" / "exercises").glob("[0-9][0-9]_*.py"))
 MISSING = [name for name in ("jupytext", "nbclient", "ipykernel") if importlib.util.find_spec(name) is None]

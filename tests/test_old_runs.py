@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from npbert.cli import main
+from support.paths import FIXTURES
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "old_pcg64_runs.tar.gz")
+FIXTURE = FIXTURES / "old_pcg64_runs.tar.gz"
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
 """AdamW against a step computed by hand, the schedule's values, clipping, and decay exclusions."""
 import math
-import os
 
 import numpy as np
 import pytest
 
 from npbert.optim import AdamW, clip_by_global_norm, decays, global_norm, linear_warmup_decay
+from support.paths import FIXTURES
 
 
 def test_one_adamw_step_by_hand():
@@ -96,7 +96,7 @@ def test_adamw_matches_torch_to_a_few_ulp(backend_name, dtype):
     3 units in the last place (measured: 3, on ~1% of the elements), since torch rounds p's
     update in another order (addcdiv: p + (-lr/c1) (m / denom); here p - ((lr/c1) m) / denom)."""
     from npbert.backend import use_backend
-    f = np.load(os.path.join(os.path.dirname(__file__), "fixtures", "adamw_torch.npz"))
+    f = np.load(FIXTURES / "adamw_torch.npz")
     names = [k.split("/", 2)[2] for k in f.files if k.startswith(f"{dtype}/start/")]
     params = {k: f[f"{dtype}/start/{k}"].copy() for k in names}
     opt = AdamW(params)

@@ -3,7 +3,6 @@ line, its range check and README's table of ranges all come from the one declara
 cannot disagree; a toy option added to `npbert pretrain`'s declarations shows up in them all."""
 import argparse
 import dataclasses
-import os
 import re
 
 import pytest
@@ -16,8 +15,9 @@ from npbert.errors import NpbertError
 from npbert.finetuning.recipe import FinetuneOptions
 from npbert.option_declaration import Integer, Option, check_ranges, declarations, options_record
 from npbert.pretraining.pretrain_options import PRETRAIN_OPTIONS
+from support.paths import ROOT
 
-README = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md")
+README = ROOT / "README.md"
 
 
 def subcommands():

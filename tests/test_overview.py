@@ -4,14 +4,13 @@ and code, every link leads to a file, and the course starts there."""
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from npbert import plotting
 from support.patience import HANG_SECONDS
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "demos" / "draw_overview.py"
 PAGE = ROOT / "docs" / "overview.md"
 BOXES = ["tokens", "three embeddings", "multi-head self-attention", "add & norm", "feed-forward",

@@ -2,11 +2,11 @@
 wait in tests/ on a subprocess, a thread or a notebook is patience.HANG_SECONDS, which only a hang
 reaches, and Hypothesis times no example."""
 import re
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
-TESTS = Path(__file__).resolve().parent
+from support.paths import TESTS
+
 TIMED = re.compile(r"\b(?:timeout|deadline|startup_timeout|iopub_timeout)\s*=\s*\d|\.(?:join|wait)\(\s*\d")
 
 

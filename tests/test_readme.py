@@ -8,7 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from support import paths
+
+ROOT = str(paths.ROOT)
 README = os.path.join(ROOT, "README.md")
 
 

@@ -18,8 +18,9 @@ from npbert.tokenizer import SPECIAL_TOKENS, BertTokenizer
 from npbert.tokenizer.bert_tokenizer import longest_first
 from npbert.tokenizer.normalize import normalize_char
 from support.data_packages import package_dir
+from support.paths import FIXTURES
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "tokenizer_minilm.json.gz")
+FIXTURE = FIXTURES / "tokenizer_minilm.json.gz"
 GOLDEN_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
                 "want", "##want", "##ed", "wa", "un", "runn", "##ing", ","]
 

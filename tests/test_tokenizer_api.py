@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from npbert.errors import InputError
 from npbert.tokenizer import BertTokenizer, Encoding
+from support.paths import FIXTURES, ROOT
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "tokenizer_api.json")
+FIXTURE = FIXTURES / "tokenizer_api.json"
 with open(FIXTURE, encoding="utf-8") as f:
     API = json.load(f)
 CASES = {c["name"]: c for c in API["cases"]}
@@ -200,7 +201,7 @@ LONG_TEXT = "lowest low, wanted running unwanted low"
 def test_the_docs_quote_the_fixture():
     """docs/tokenizer.md's counts are the fixture's (regenerate both with the reference script)."""
     import re
-    page = open(os.path.join(os.path.dirname(__file__), "..", "docs", "tokenizer.md"), encoding="utf-8").read()
+    page = open(ROOT / "docs" / "tokenizer.md", encoding="utf-8").read()
     m = re.search(r"transformers (\d+\.\d+)'s\s+`BertTokenizerFast`.*?:\s+(\d+) cases ported from transformers' own "
                   r"tests \((\d+) where transformers raises\), every output\s+compared and, for (\d+) encodings", page,
                   re.S)

@@ -1,7 +1,6 @@
 """The trace: every intermediate of a forward and its gradient by a stable name, as documented
 in docs/model.md, on both backends, right (checked against finite differences and the model's
 own outputs) and without changing what it observes."""
-import os
 import re
 
 import numpy as np
@@ -24,8 +23,9 @@ from npbert.model_params import init_params
 from npbert.ops import merge_heads, split_heads
 from npbert.ops import cross_entropy_forward, softmax_forward
 from npbert.trace import Trace
+from support.paths import ROOT
 
-DOC = os.path.join(os.path.dirname(__file__), "..", "docs", "model.md")
+DOC = ROOT / "docs" / "model.md"
 CONFIG = BertConfig(vocab_size=40, hidden_size=12, num_hidden_layers=2, num_attention_heads=3, intermediate_size=20,
                     max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
 NO_GRADIENT = {"bert.mask_bias", "mlm_loss", "nsp_loss", "loss"}

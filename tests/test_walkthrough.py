@@ -11,7 +11,6 @@ import runpy
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,8 +24,8 @@ from npbert import plotting
 from npbert.plotting import MISSING_NOTE
 from npbert.tokenizer import BertTokenizer
 from support.patience import HANG_SECONDS
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demos" / "11_walkthrough.py"
 SENTENCE = "jonas feeds the [MASK] and the chickens ."          # words of the built-in vocabulary
 STAGES = ["1. Tokenization", "2. Embeddings", "3. Layer {layer}, head", "4. Layer {layer}: residual",
