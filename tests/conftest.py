@@ -6,8 +6,8 @@ import os
 # npbert's kernels on one thread unless a test asks for more: a parallel loop's driver is compiled
 # once per argument types (~0.4 s each, kernels/threads.py), which over the suite's many dtypes
 # and layouts would add minutes to a cold run. The tests that split work over threads set
-# NPBERT_NUM_THREADS themselves (test_matmul.py, the thread-count tests of test_kernels.py and
-# test_kernel_building_blocks.py, the 2-thread training step and resume). Numba's pool is sized
+# NPBERT_NUM_THREADS themselves (kernels/test_matmul.py, the thread-count tests of kernels/test_each_kernel.py
+# and kernels/test_building_blocks.py, the 2-thread training step and resume). Numba's pool is sized
 # when Numba loads: 4 at least, so those tests run 3 or 4 threads on a 2-CPU machine too.
 os.environ.setdefault("NPBERT_NUM_THREADS", "1")
 os.environ.setdefault("NUMBA_NUM_THREADS", str(max(4, os.cpu_count() or 1)))
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 
 from npbert import backend  # noqa: E402
 
-# The goldens' fixtures (written once per session, shared by the tests/test_golden*.py files).
+# The goldens' fixtures (written once per session, shared by the files of tests/golden/).
 pytest_plugins = ("support.goldens",)
 
 # No deadline and no "too slow" health check: both time an example, and on a loaded machine (the
@@ -32,9 +32,12 @@ settings.load_profile("deterministic")
 # `pytest -m quick`, the subset README offers before the whole suite: every op, layer, head and
 # model against finite differences and the numbers that must be right, without the data packages,
 # the subprocesses, the training runs and the notebooks (about a minute of CPU; tests/support/suite_cost.py).
-QUICK = ("test_numbers.py", "test_layering.py", "test_gradcheck.py", "test_model.py", "test_heads.py",
-         "test_trace.py", "test_optim.py", "test_training.py", "test_safetensors.py", "test_checkpoint.py",
-         "test_metrics.py", "test_data_shards.py", "test_patience.py")
+# Each file as folder/name under tests/.
+QUICK = ("model/test_numbers_that_must_be_right.py", "structure/test_import_layers.py", "model/test_gradcheck.py",
+         "model/test_model.py", "model/test_heads.py", "model/test_trace.py", "training/test_optim.py",
+         "training/test_overfitting_log_and_options.py", "checkpoints/test_safetensors.py",
+         "checkpoints/test_checkpoint.py", "finetuning/test_metrics.py", "data/test_shards.py",
+         "structure/test_no_timed_waits.py")
 
 
 def pytest_configure(config):
@@ -47,7 +50,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if item.path.name in QUICK:
+        if "/".join(item.path.parts[-2:]) in QUICK:
             item.add_marker(pytest.mark.quick)
 
 
@@ -55,7 +58,7 @@ def pytest_collection_modifyitems(items):
 def _compile_message_not_in_every_test():
     """The first kernel call of a process on an empty kernel cache prints one line on stderr
     (backend._announce_compile); in the suite's own process it would land in whichever test ran
-    a kernel first, one that may compare stderr exactly. test_jit_cache.py tests the line (its own
+    a kernel first, one that may compare stderr exactly. kernels/test_jit_cache.py tests the line (its own
     process on an empty NUMBA_CACHE_DIR, and here with the flag put back)."""
     backend._compile_announced = True
 

@@ -1,6 +1,6 @@
 """Make tests/fixtures/adamw_torch.npz: five torch.optim.AdamW updates (float64 and float32,
 one tensor with weight decay, one without, the warmup schedule's changing lr) from seeded
-parameters and gradients. tests/test_optim.py holds npbert.optim.AdamW to them under both
+parameters and gradients. tests/training/test_optim.py holds npbert.optim.AdamW to them under both
 backends.
 
 Needs torch (reference scripts only; the test suite does not):

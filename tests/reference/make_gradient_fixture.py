@@ -1,6 +1,6 @@
 """Make tests/fixtures/pretraining_gradients.npz: the BertForPreTraining loss and the gradient of
 every parameter, computed by PyTorch autograd through Hugging Face's model in float64, for a
-small random model. tests/test_hf_parity.py holds npbert's hand-written backward to them.
+small random model. tests/model/test_hf_parity.py holds npbert's hand-written backward to them.
 
 Needs torch and transformers (reference scripts only; the test suite does not):
     python tests/reference/make_gradient_fixture.py

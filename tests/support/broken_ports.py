@@ -1,5 +1,5 @@
 """Ports of BERT built from npbert's own functions: the correct one, and each common porting bug
-put in on purpose. tests/test_golden.py runs each against the goldens through `conform`, and the
+put in on purpose. tests/golden/test_model_goldens.py runs each against the goldens through `conform`, and the
 table of symptoms in docs/porting.md is this file's output:
 
     python tests/support/broken_ports.py      # prints the markdown table (writes goldens to a temp dir)

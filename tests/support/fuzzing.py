@@ -1,4 +1,4 @@
-"""What the fuzz tests (tests/test_fuzz_*.py) share: the example budget, byte mutations, and the
+"""What the fuzz tests (tests/*/test_fuzz_*.py) share: the example budget, byte mutations, and the
 one verdict they all check: a reader returns a result or raises an npbert error, nothing else.
 
 NPBERT_FUZZ_EXAMPLES sets how many examples each fuzz target runs: the default keeps CI fast;

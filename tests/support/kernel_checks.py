@@ -1,5 +1,5 @@
 """What the kernel tests share: the tolerances, and the comparison of a kernel with the NumPy
-reference (tests/test_kernels.py's docstring says why a float32 kernel is compared with the
+reference (tests/kernels/test_each_kernel.py's docstring says why a float32 kernel is compared with the
 reference run in float64 on the same inputs)."""
 import numpy as np
 from hypothesis import HealthCheck, settings

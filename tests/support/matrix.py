@@ -4,7 +4,7 @@ that passes under one and fails under another assumes bit-equality where npbert 
 none (docs/determinism.md).
 
     python tests/support/matrix.py                      # every row, the whole suite (~3 min a row on 2 idle cores)
-    python tests/support/matrix.py -x tests/test_model.py -k float32    # pytest's own arguments pass through
+    python tests/support/matrix.py -x tests/model/test_model.py -k float32    # pytest's own arguments pass through
     python tests/support/matrix.py --matrix-rows 1,3    # some rows only (numbers as printed)
 
 Not a test file (pytest collects test_*.py only): too slow for every CI run. What varies:

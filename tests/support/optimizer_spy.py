@@ -1,5 +1,5 @@
 """What the optimizer saw, step by step: the pretraining and fine-tuning loops' tests read it to check
-the schedule and the clipping (tests/test_pretrain_loop.py, tests/test_finetune.py)."""
+the schedule and the clipping (tests/pretraining/test_loop.py, tests/finetuning/test_finetune.py)."""
 
 
 def spy_on_updates(monkeypatch):

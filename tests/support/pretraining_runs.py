@@ -1,5 +1,5 @@
 """What the pretraining test modules share: a small prepared corpus, a small model's options, and
-readers of a run's metrics and checkpoint (tests/test_pretrain_*.py, split by concern)."""
+readers of a run's metrics and checkpoint (tests/pretraining/, split by concern)."""
 import dataclasses
 import json
 import os

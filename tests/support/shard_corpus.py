@@ -1,5 +1,5 @@
 """A corpus whose every token tells its document, written as prepared-data shards without a
-tokenizer: tests/test_data_shards.py reads it back, tests/test_fuzz_manifest.py damages it."""
+tokenizer: tests/data/test_shards.py reads it back, tests/data/test_fuzz_manifest.py damages it."""
 import numpy as np
 
 from npbert.data import prepare as prep

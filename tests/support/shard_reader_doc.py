@@ -1,5 +1,5 @@
 """The NumPy-only shard reader of docs/data.md ("Reading it without npbert"), taken from the page
-itself, so that what is tested and what is run is what a reader copies: tests/test_data_shards.py
+itself, so that what is tested and what is run is what a reader copies: tests/data/test_shards.py
 holds it to npbert's own reader, and tests/reference/continue_with_torch.py reads its data with it."""
 import os
 import re

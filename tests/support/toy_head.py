@@ -1,5 +1,5 @@
 """A toy head, written as docs/heads.md says a new head is written: this one file (plus one
-entry in HEADS, which tests/test_toy_head.py makes). It guesses from the [CLS] position whether
+entry in HEADS, which tests/finetuning/test_adding_a_head.py makes). It guesses from the [CLS] position whether
 a text is "short" or "long", with a linear layer of its own ("toy") and no dropout. Its task's
 examples are sentences (npbert/tasks/formats.py's Sentences, reused), which `npbert predict`
 reads one per line and prints with their length (its own entry in LINES).

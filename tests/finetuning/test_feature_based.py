@@ -3,7 +3,7 @@ are the encoder's own hidden states combined as each choice says (checked agains
 bert_forward and a plain NumPy mix), the backward never reaches the encoder, a run leaves the
 encoder's weights as they were and records its choice, evaluate and predict reproduce it,
 resume is bit-exact, and an inconsistent checkpoint is refused with one line. The gradients
-themselves are checked by the gradcheck cases feature_based[<kind>] and scalar_mix (test_gradcheck.py)."""
+themselves are checked by the gradcheck cases feature_based[<kind>] and scalar_mix (model/test_gradcheck.py)."""
 import dataclasses
 import json
 

@@ -4,7 +4,7 @@ core at the real positions (float64, the same dropout key), and the kernel
 random lengths (1-token sequences too), query subsets (every row; a random subset per
 sequence, some with no query row), keys at consecutive positions or not, heads, dropout,
 dtypes and thread counts. The finite-difference check of the backward is the gradcheck's
-`packed_attention` case (tests/test_gradcheck.py runs it for random shapes).
+`packed_attention` case (tests/model/test_gradcheck.py runs it for random shapes).
 
 float64: 1e-12; float32 against the float64 reference: 2e-6 of the quantity's scale."""
 from unittest import mock

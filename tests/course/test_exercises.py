@@ -2,7 +2,7 @@
 functions. Each broken solution below is written the way a student writes the slip (np.var(ddof=1),
 `x @ w`, the mask added after the softmax, `m = b1 * m + ...`), not by the checker's own catalogue,
 and the report must name the function, the tensor and the cause. The exercise files in
-demos/exercises/ have the solutions' signatures and run (their notebooks: tests/test_notebooks.py)."""
+demos/exercises/ have the solutions' signatures and run (their notebooks: tests/course/test_notebooks.py)."""
 import ast
 import inspect
 import math

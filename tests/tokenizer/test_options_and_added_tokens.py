@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from npbert.errors import DataError, InputError
 from npbert.tokenizer import BertTokenizer
-from test_tokenizer_api import BERT_TEST_VOCAB, bert_test_tokenizer, write
+from .test_api import BERT_TEST_VOCAB, bert_test_tokenizer, write
 
 
 def test_basic_tokenizer_respects_never_split_tokens():

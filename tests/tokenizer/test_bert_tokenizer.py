@@ -139,7 +139,7 @@ def test_batches_match_hf(hf, minilm):
 
 def test_decode_matches_hf(hf, minilm):
     """The fixture's decodes were made with clean_up_tokenization_spaces=True (transformers 5's default is
-    False: tests/test_tokenizer_api.py holds both)."""
+    False: tests/tokenizer/test_api.py holds both)."""
     for case in hf["decode"]:
         assert minilm.decode(case["ids"], clean_up_tokenization_spaces=True) == case["text"]
         assert minilm.decode(np.array(case["ids"]), skip_special_tokens=True, clean_up_tokenization_spaces=True) == \

@@ -3,9 +3,9 @@
 views, head slices, strided outputs); the split over threads (kernels/matmul.py) held to it
 for 1 to 4 threads, rows and columns; the fallbacks (other dtypes, strides BLAS cannot take,
 no OpenBLAS) exactly NumPy's; and the loops' parts (kernels/threads.py). Packed attention's
-kernel, which calls gemm per (sequence, head), is held to its reference in test_packed_attention.py.
+kernel, which calls gemm per (sequence, head), is held to its reference in model/test_packed_attention.py.
 
-Tolerances as in test_kernels.py: float64 1e-12, float32 1e-5 of the largest |term| sum
+Tolerances as in kernels/test_each_kernel.py: float64 1e-12, float32 1e-5 of the largest |term| sum
 (a matmul's rounding scales with sum |a_ik b_kj|, not with the result)."""
 from unittest import mock
 

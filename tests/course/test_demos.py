@@ -1,6 +1,6 @@
 """Every demo in demos/ runs as a student would run it (`python demos/NN_name.py`), exits 0
 and says "all checks passed" - the demos assert their own numbers as they go - and with --step
-pauses between its stages. (The walkthrough, 11, needs a checkpoint: tests/test_walkthrough.py.)
+pauses between its stages. (The walkthrough, 11, needs a checkpoint: tests/course/test_walkthrough.py.)
 Each runs in an empty working directory of its own: a demo that uses the reader's own run when
 there is one (12: runs/pretrain) must not be tested against whatever the checkout holds."""
 import os

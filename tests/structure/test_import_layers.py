@@ -1,7 +1,7 @@
 """The package's imports go one way, down the layers of LAYERS below, and form no cycle: a leaf op
 cannot reach the backend switch, a layer cannot reach the models, nothing reaches the CLI. Imports
 inside functions count too. docs/design.md's table of the layers is printed from LAYERS and ROLES
-(`python tests/test_layering.py`), and a test holds the page to it."""
+(`python tests/structure/test_import_layers.py`), and a test holds the page to it."""
 import ast
 import os
 import sys
@@ -97,7 +97,8 @@ def graph():
 
 def group(name):
     matches = [(prefix, rank) for prefix, rank in LAYERS if name == prefix or name.startswith(prefix + ".")]
-    assert matches, f"{name} is in no layer: add it to LAYERS (then python tests/test_layering.py for docs/design.md)"
+    assert matches, f"{name} is in no layer: add it to LAYERS (then, for docs/design.md, " \
+                    "python tests/structure/test_import_layers.py)"
     return max(matches, key=lambda m: len(m[0]))
 
 
@@ -157,7 +158,8 @@ def layer_table() -> str:
 
 def test_design_md_holds_the_layer_table_this_list_prints():
     page = open(DESIGN, encoding="utf-8").read()
-    assert layer_table() in page, "docs/design.md's layer table is out of date: python tests/test_layering.py"
+    assert layer_table() in page, \
+        "docs/design.md's layer table is out of date: python tests/structure/test_import_layers.py"
     assert set(ROLES) == {r for _, r in LAYERS}
 
 

@@ -5,7 +5,7 @@ the same losses and every parameter's gradient, float64 within 1e-12 of the grad
 float32 within 2e-6 of it against the float64 reference (the packed step's decoder and loss
 fused, the padded one's the reference: whole logits, then cross-entropy). The finite-difference checks of the
 layers and the model on the packed layout are gradcheck cases (the [packed, ...] rows:
-tests/test_gradcheck.py runs them)."""
+tests/model/test_gradcheck.py runs them)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings

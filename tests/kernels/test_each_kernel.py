@@ -2,8 +2,8 @@
 masks and dropout (same Generator seed, so the same elements are dropped), in float64 to
 1e-12 and float32 to 1e-5 (max |got - want| relative to max |want|: elementwise relative
 error means nothing for entries that cancel to ~0). The whole pretraining step through the kernels
-is tests/test_kernels_whole_model.py; the switch between backends, tests/test_backend_switch.py; the
-pieces kernels are built from, tests/test_kernel_building_blocks.py.
+is tests/kernels/test_whole_model.py; the switch between backends, tests/kernels/test_backend_switch.py; the
+pieces kernels are built from, tests/kernels/test_building_blocks.py.
 
 A float32 kernel is compared with the reference run in float64 on the same float32 inputs,
 i.e. with the exact answer: the float32 reference itself can be off by more than 1e-5 where
@@ -31,7 +31,7 @@ from support.kernel_checks import DTYPES, SETTINGS, TOL, assert_all_close, asser
 @given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), bias=st.booleans(), out=st.integers(1, 9),
        seed=st.integers(0, 999))
 def test_linear(dtype, shape, bias, out, seed):
-    # the kernel's matmuls are BLAS's gemm on parts of the rows (tests/test_matmul.py splits them
+    # the kernel's matmuls are BLAS's gemm on parts of the rows (tests/kernels/test_matmul.py splits them
     # for any thread count); here the layer against exact float64
     x, w = normal(seed, shape, dtype), normal(seed + 1, (out, shape[-1]), dtype)
     b = normal(seed + 2, out, dtype) if bias else None

@@ -1,5 +1,5 @@
 """The pieces of npbert/training/ on their own: the loop's pieces are tested through pretraining
-and fine-tuning in test_pretrain_*.py and test_finetune.py."""
+and fine-tuning in pretraining/ and finetuning/test_finetune.py."""
 import json
 
 import pytest

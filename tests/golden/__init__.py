@@ -1,0 +1,2 @@
+"""`npbert golden` and `npbert conform` (npbert/golden): the model, tokenizer and training goldens, and
+hostile golden directories."""

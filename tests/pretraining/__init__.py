@@ -1,0 +1,2 @@
+"""`npbert pretrain` (npbert/pretraining): the loop and resume, the budget, the corpus' defaults,
+masked LM only, continuing a checkpoint, the run directory and kills during a save."""
