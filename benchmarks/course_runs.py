@@ -1,5 +1,5 @@
 """The runs the course quotes, recorded: what demos/README.md and docs/course_model.md say about them is
-checked against this record by tests/test_course_numbers.py.
+checked against this record by tests/course/test_figures_from_recorded_runs.py.
 
     python benchmarks/course_runs.py                    both runs (about 15 min of CPU), then the record
     python benchmarks/course_runs.py --only learn       part 6's short run only (about 2 min of CPU)

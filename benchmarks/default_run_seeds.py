@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE_THREAD = {"NPBERT_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 # --quick: each run this short, on 500 of the built-in corpus's 4,000 documents, with the default
-# schedule scaled to it; tests/test_default_run.py holds its final loss to QUICK_LOSS.
+# schedule scaled to it; tests/benchmark_scripts/test_default_run_seeds.py holds its final loss to QUICK_LOSS.
 QUICK = ["--steps", "60", "--max-documents", "500"]
 QUICK_LOSS = (5.65, 5.85)         # seeds 0 and 1: 5.724, 5.774 (AVX-512)
 FIGURES = (("mlm_acc", "held-out MLM accuracy", "{:.3f}"), ("baseline_mlm_acc", "  its baseline", "{:.3f}"),

@@ -11,7 +11,7 @@ padding" of FasterTransformer and of ONNX Runtime's packed mode on GPUs.
 
 The results are bert_forward's at the real positions up to float rounding (the same ops on
 the same rows; a matmul with fewer rows may block its sums differently, and a masked key
-adds an exact 0 there but is absent here): tests/test_inference.py holds float64 to 1e-12
+adds an exact 0 there but is absent here): tests/model/test_inference.py holds float64 to 1e-12
 and float32 to 2e-6 of the scale. Positions that are padding are not computed: the sequence
 output has zeros there (Hugging Face returns values computed from padding, which nothing
 should read). The pooler reads position 0, which must be a real token.

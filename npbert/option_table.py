@@ -1,6 +1,6 @@
 """README's table of option ranges, made from the commands' parsers (and so from the options'
 declarations: npbert/option_declaration.py): `python -m npbert.option_table` prints it, and
-tests/test_options.py checks README holds exactly this. A flag that is not the same number in
+tests/commands/test_option_declaration.py checks README holds exactly this. A flag that is not the same number in
 every command that has it is listed with the commands where it is this one."""
 import argparse
 from collections import defaultdict

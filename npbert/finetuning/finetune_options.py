@@ -14,7 +14,7 @@ from npbert.training.training_options import dropout_options, optimizer_options,
 # The paper's recipe (batch 32, 3 epochs, 10% warmup, weight decay 0.01, clip 1.0) except the
 # learning rate: npbert/finetuning/recipe.py says why 1e-4.
 FINETUNE_OPTIONS = (
-    # the registry itself, not a copy: a task registered later (tests/test_toy_head.py) is a choice too
+    # the registry itself, not a copy: a task registered later (tests/finetuning/test_adding_a_head.py) is a choice too
     Option("task", "builtin-sentence", "the task (listed above)", choices=TASKS, metavar="TASK"),
     Option("model", None, "checkpoint directory to start from (npbert or Hugging Face); this or --from-scratch "
                           "(default: none)"),

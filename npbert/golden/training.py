@@ -28,7 +28,7 @@ from npbert.training.loop import Schedule, update
 
 # The recipe: 2 warmup steps (lr 0 at the first update, as transformers' schedule), decay to 0 at
 # step 6, so every update after the first moves. max_grad_norm 1.1 clips at some steps and not at
-# others, never within 5% of the threshold (tests/test_golden_training.py checks both).
+# others, never within 5% of the threshold (tests/golden/test_training_goldens.py checks both).
 RECIPE = dict(steps=5, warmup_steps=2, total_steps=6, peak_lr=0.01, max_grad_norm=1.1, weight_decay=0.01,
               betas=(0.9, 0.999), eps=1e-6)
 MODELS = {"pretraining": "bert_for_pretraining", "sequence_classification": "bert_for_sequence_classification"}

@@ -3,7 +3,7 @@
     checker.py   the checker: numerical_gradient, relative_error, check (one op -> a result row)
     cases.py     what it checks: every op, layer, head and whole model at small unequal sizes
 
-`npbert gradcheck` prints one row per case; tests/test_gradcheck.py runs them all with
+`npbert gradcheck` prints one row per case; tests/model/test_gradcheck.py runs them all with
 hypothesis-drawn sizes and masks (docs/gradcheck.md).
 """
 from npbert.gradcheck.cases import Dims, head_cases, iter_gradchecks, op_cases, run_gradchecks, select_checks

@@ -470,7 +470,7 @@ def head_cases(d: Dims, params, batch, rng):
     """The heads' layers, each whole model + head, the feature-based models, each head alone. The
     whole-model cases differentiate the head, the pooler (for the heads on the pooled output) and
     the word and token-type embeddings and their LayerNorm: the far end of the chain, where a wrong
-    dh or dpooled shows (bert_for_pretraining checks every encoder parameter; tests/test_heads.py
+    dh or dpooled shows (bert_for_pretraining checks every encoder parameter; tests/model/test_heads.py
     every parameter of each model + head once)."""
     from npbert.heads.task_model import task_model_backward, task_model_forward
     B, T, K, C = d.B, d.T, NUM_LABELS, NUM_CHOICES
@@ -502,7 +502,7 @@ def head_cases(d: Dims, params, batch, rng):
         forward, backward = functools.partial(task_model_forward, head), functools.partial(task_model_backward, 1.0)
         pooler = [k2 for k2 in base if k2.startswith("bert.pooler.") and head.reads == CLS]
         # QA's span softmax reaches padded positions, whose [PAD] row padding_idx holds constant in the
-        # lookup: the word table is differenced in bert_embeddings instead (and against HF in test_heads)
+        # lookup: the word table is differenced in bert_embeddings instead (and against HF in tests/model/test_heads.py)
         emb = [k2 for k2 in far_end if not (head.reads_padding and k2 == WORD)]
         add(name, {k2: fixed[k2] for k2 in emb + pooler + list(hp)},
             functools.partial(_task_model_run, forward, fixed, config, {**data, **labels}, d.rng),

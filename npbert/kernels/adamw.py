@@ -5,7 +5,7 @@ each array once and writing p, m, v once is the whole gain.
 Same operations in the same order as npbert.ops.adamw, each rounded to p's dtype (constants
 are scalars of that dtype, as in gelu.py; np.sqrt of a float32 stays float32), and no
 fastmath, so LLVM may not contract a multiply-add into an FMA: the result is bit-identical
-to the reference (tests/test_kernels.py checks it).
+to the reference (tests/kernels/test_each_kernel.py checks it).
 """
 import numpy as np
 from numba import njit

@@ -105,7 +105,7 @@ def by_width(python, f32, f64):
     Not inline="always": LLVM inlines the call and vectorises the caller's loop by itself
     (float32 exp over 2M elements: 1.11 ms either way), while Numba's IR-level inlining of an
     overload miscompiled a kernel here (numba 0.68: a store after the loop that called it was
-    lost when the loop's row views came from one tuple assignment; tests/test_kernel_building_blocks.py
+    lost when the loop's row views came from one tuple assignment; tests/kernels/test_building_blocks.py
     keeps that case)."""
     @overload(python)
     def _fast_overload(x):

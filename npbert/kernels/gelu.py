@@ -4,7 +4,7 @@ The formulas are the reference's, term for term, with the vectorisable erf/tanh/
 special.py and fastexp.py (float64 keeps libm's erf). Constants are handed in as scalars of
 the input's dtype so a float32 run computes in float32 where the reference does. The two
 passes are compiled with fastexp.FMA (multiply-adds fused, nothing else), which
-tests/test_kernels.py shows safe over every kind of input, infinities and NaN included.
+tests/kernels/test_each_kernel.py shows safe over every kind of input, infinities and NaN included.
 """
 import numpy as np
 from numba import njit

@@ -7,7 +7,7 @@ NumPy's SIMD tanh), and a call inside a loop also keeps everything else in it sc
   (it adds 1 to tanh and multiplies by x).
 - fast_erf: float64 keeps libm's erf (the exact reference path); float32 uses the Chebyshev
   erfc fit of Numerical Recipes (fractional error < 1.2e-7 everywhere), evaluated in float32:
-  erf(x) to a few 1e-7 absolute, a few float32 ulp of 1 (tests/test_kernels.py holds it).
+  erf(x) to a few 1e-7 absolute, a few float32 ulp of 1 (tests/kernels/test_each_kernel.py holds it).
 """
 import math
 
