@@ -52,11 +52,21 @@ def recipe(base: dict, *swapped) -> list:
     return [a for knob in base for a in (other if knob in swapped else base)[knob]]
 
 
+SAME_VOCAB = ["--vocab", "{runs}/data-imdb/vocab.txt"]
 DATA = {                                 # prepared data: `npbert prepare --corpus imdb` options beyond --out
     "data-imdb": [],
-    "data-imdb-sentences": ["--instances", "sentences", "--vocab", "{runs}/data-imdb/vocab.txt"],
+    "data-imdb-sentences": ["--instances", "sentences", *SAME_VOCAB],
+    "data-imdb-t64": ["--max-seq-length", "64", *SAME_VOCAB],
+    "data-imdb-mask100": ["--mask-mix", "100/0/0", *SAME_VOCAB],
+    "data-imdb-masked25": ["--masked-lm-prob", "0.25", "--max-predictions-per-seq", "32", *SAME_VOCAB],
 }
-SENTENCES = ["--data", "{runs}/data-imdb-sentences"]
+
+
+def on(data: str) -> list:
+    """An arm's options to train on the prepared data named (one of DATA)."""
+    return ["--data", f"{{runs}}/{data}"]
+
+
 ARMS = {
     "old": recipe(OLD),
     "tiny-mlm": recipe(HOUR),
@@ -64,8 +74,15 @@ ARMS = {
     **{f"old+{CHANGES[knob][1]}": recipe(OLD, knob) for knob in OLD},
     **{f"hour-{CHANGES[knob][0]}": recipe(HOUR, knob) for knob in HOUR},
     "mini-mlm-b16": recipe(HOUR, "size") + ["--batch-size", "16"],
-    "tiny-sentences": recipe(HOUR) + SENTENCES,
-    "mini-sentences": recipe(HOUR, "size") + SENTENCES,
+    "tiny-sentences": recipe(HOUR) + on("data-imdb-sentences"),
+    "mini-sentences": recipe(HOUR, "size") + on("data-imdb-sentences"),
+    # the knobs screened one at a time on the hour recipe
+    "hour+dropout": recipe(HOUR) + ["--hidden-dropout-prob", "0.1", "--attention-probs-dropout-prob", "0.1"],
+    "hour+b16": recipe(HOUR) + ["--batch-size", "16"],
+    "hour+b64": recipe(HOUR) + ["--batch-size", "64"],
+    "hour+t64": recipe(HOUR) + on("data-imdb-t64"),
+    "hour+mask100": recipe(HOUR) + on("data-imdb-mask100"),
+    "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
 }
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
@@ -87,12 +104,15 @@ def group_of(run: str) -> str:
 QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
 
 
-def prepare_commands(r: Runner, quick: bool) -> list:
-    """Every data directory, data-imdb first (the others take its vocabulary)."""
+def prepare_commands(r: Runner, arms, quick: bool) -> list:
+    """The data the arms train on, data-imdb first (the held-out set of every row; the others take
+    its vocabulary)."""
     corpus = QUICK if quick else ["--corpus", "imdb"]
+    wanted = {"data-imdb"} | {ARMS[arm][i + 1].split("/")[-1] for arm in arms
+                              for i, a in enumerate(ARMS[arm]) if a == "--data"}
     return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
                                               *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
-            for name, extra in DATA.items()]
+            for name, extra in DATA.items() if name in wanted]
 
 
 def pretrain_commands(r: Runner, arms, minutes: float, seeds, steps=None) -> list:
@@ -142,6 +162,15 @@ def run_with_snapshots(r: Runner, command, every: int, steps: int) -> None:
     os.makedirs(os.path.dirname(marker), exist_ok=True)
     with open(marker, "w") as f:
         json.dump({k: sum(c[k] for c in costs) for k in ("cpu_s", "wall_s")}, f)
+
+
+def planned_steps(results: str, arm: str, minutes: float, seed: int) -> int:
+    """The step count the run ARM-mMINUTES-sSEED trained for (its summary's plan)."""
+    path = os.path.join(results, run_name(arm, minutes, seed) + ".json")
+    if not os.path.exists(path):
+        raise LookupError(f"--plan-of {seed}: no summary {path} (run and summarize that seed first)")
+    with open(path) as f:
+        return json.load(f)["plan"]["steps"]
 
 
 # The page's promise, run as a user would: a corpus's defaults and an hour, no other option.
@@ -607,6 +636,9 @@ def main(argv=None) -> int:
                    help="run: pretraining seeds, comma-separated (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="run: this step count instead of planning --minutes (a plan recorded by an earlier seed)")
+    p.add_argument("--plan-of", type=int, default=None, metavar="SEED",
+                   help="run: each arm's --steps from the plan of its run with this seed at --minutes (its "
+                        "summary in --results), so that seeds differ by the seed alone")
     p.add_argument("--snapshots", type=int, default=None, metavar="STEPS",
                    help="run (with --steps): keep the model every STEPS steps under snapshots/RUN (a learning curve)")
     p.add_argument("--upto", type=int, default=1000, help="replay: the step to which a run is made again "
@@ -627,9 +659,16 @@ def main(argv=None) -> int:
         p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
     r = Runner(args.runs, args.jobs)
     if args.stage == "run":
-        for commands in prepare_commands(r, args.quick):
+        for commands in prepare_commands(r, args.arms, args.quick):
             r.run_all(commands)
-        commands = pretrain_commands(r, args.arms, args.minutes, args.seeds, args.steps)
+        if args.steps is not None and args.plan_of is not None:
+            p.error("--steps and --plan-of both set a run's step count: give one")
+        try:
+            commands = [c for arm in args.arms for c in pretrain_commands(
+                r, [arm], args.minutes, args.seeds,
+                args.steps if args.plan_of is None else planned_steps(args.results, arm, args.minutes, args.plan_of))]
+        except LookupError as e:
+            p.error(str(e))
         if args.snapshots:
             if not args.steps:
                 p.error("--snapshots needs --steps (the segments are counted in steps)")

@@ -43,6 +43,21 @@ def test_the_quick_pipeline_runs_summarizes_and_reports(tmp_path, capsys):
         replayed = json.load(f)
     assert replayed["records"] >= 2 and replayed["identical"] and replayed["first_difference"] is None
     assert s.replay_report(results).endswith("against tiny-mlm-m0.2-s0's: identical, to the last bit of every float")
+    # another seed on seed 0's plan: the same step count, whatever the clock says now
+    assert s.main(["run", "tiny-mlm", "--quick", "--minutes", "0.2", "--seeds", "1", "--plan-of", "0", "--runs", runs,
+                   "--results", results, "--jobs", "1"]) == 0
+    assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
+    plans = []
+    for seed in (0, 1):
+        with open(os.path.join(results, f"tiny-mlm-m0.2-s{seed}.json")) as f:
+            plans.append(json.load(f)["plan"]["steps"])
+    assert plans[0] == plans[1]
+    capsys.readouterr()
+    for wrong in (["--plan-of", "7"], ["--plan-of", "0", "--steps", "3"]):
+        with pytest.raises(SystemExit):
+            s.main(["run", "tiny-mlm", "--quick", "--minutes", "0.2", "--seeds", "2", "--runs", runs,
+                    "--results", results, *wrong])
+    assert "usage:" in capsys.readouterr().err and not os.path.exists(os.path.join(runs, "tiny-mlm-m0.2-s2"))
 
 
 def write_blimp(directory):
@@ -112,6 +127,21 @@ def test_each_ablation_arm_is_one_knob_from_its_recipe():
         assert len(set(knobs(f"hour-{old_value}").items()) - set(hour.items())) == 1
         assert set(knobs(f"old+{new_value}").items()) - set(old.items()) <= set(hour.items())
         assert set(knobs(f"hour-{old_value}").items()) - set(hour.items()) <= set(old.items())
+
+
+def test_each_screen_is_one_knob_added_to_the_hour_recipe_and_prepares_only_its_data(tmp_path):
+    s = script()
+    hour = s.ARMS["tiny-mlm"]
+    screens = [arm for arm in s.ARMS if arm.startswith("hour+")]
+    assert screens
+    for arm in screens:
+        assert s.ARMS[arm][:len(hour)] == hour
+        added = s.ARMS[arm][len(hour):]
+        assert added and added[0].startswith("--")
+        assert added[0] != "--data" or added[1].split("/")[-1] in s.DATA
+    r = s.Runner(str(tmp_path), 1)
+    named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, ["tiny-mlm", "hour+t64"], True)]
+    assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]             # data-imdb first: its vocabulary
 
 
 def between(path, start, end) -> str:
