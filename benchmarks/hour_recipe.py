@@ -292,6 +292,36 @@ def curve_commands(r: Runner, blimp: str) -> list:
     return commands
 
 
+PROBES = (("rt-polarity", None), ("builtin-tagging", "2000"))   # docs/linguistics.md's probes: task, training sentences
+HEADS_PICTURE = os.path.join(ROOT, "docs", "hour_heads.png")
+
+
+def heads_commands(r: Runner, arm: str, minutes: float, picture: str) -> list:
+    """`npbert attention-heads` of each finished run of the arm on held-out IMDB pairs (as the
+    curve scores them), the first seed's drawn to `picture`."""
+    commands = []
+    for i, name in enumerate(finetuned_runs(r, arm, minutes)):
+        out = r.path("scores", f"heads-{name}.json")
+        argv = ["attention-heads", r.path(name, "checkpoint"), "--data", r.path("data-imdb"), "--json", out]
+        commands.append((out, argv + (["--plot", picture] if i == 0 else []), r.path("logs", f"heads-{name}.log")))
+    return commands
+
+
+def probe_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
+    """`npbert probe` of each finished run of the arm on docs/linguistics.md's two tasks, beside the
+    random-initialised control of the same seed (quick: 100 training sentences)."""
+    commands = []
+    for name in finetuned_runs(r, arm, minutes):
+        seed = name.rsplit("-s", 1)[1]
+        for task, limit in PROBES:
+            out = r.path("scores", f"probe-{task}-{name}.json")
+            argv = ["probe", r.path(name, "checkpoint"), "--task", task, "--seed", seed, "--json", out]
+            limit = "100" if quick else limit
+            commands.append((out, argv + (["--max-train-examples", limit] if limit else []),
+                             r.path("logs", f"probe-{task}-{name}.log")))
+    return commands
+
+
 def finetuned_runs(r: Runner, arm: str, minutes: float) -> list:
     """The finished runs of `arm` at `minutes`, the models fine-tuning starts from (by seed)."""
     return [name for name in finished_runs(r) if group_of(name) == group_name(arm, minutes)]
@@ -345,6 +375,19 @@ def summary(r: Runner, name: str, before=None) -> dict:
     kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
     if kept:
         out["snapshots"] = [k for k in kept if k]
+    heads = r.path("scores", f"heads-{name}.json")
+    if os.path.exists(heads):
+        with open(heads) as f:
+            h = json.load(f)
+        out["heads"] = dict(named=h["named"], broad=h["broad"], **strongest_heads(h))
+    for task, _ in PROBES:
+        probe = r.path("scores", f"probe-{task}-{name}.json")
+        if os.path.exists(probe):
+            with open(probe) as f:
+                pr = json.load(f)
+            out.setdefault("probes", {})[task] = dict(
+                majority=pr["majority"][2], **{model: [layer["test_accuracy"] for layer in layers]
+                                                for model, layers in pr["layers"].items()})
     for tag in (f"blimp{BLIMP_PER_PARADIGM}", "blimp"):          # its first 20 pairs a paradigm; all of it
         scores = r.path("scores", f"{tag}-{name}.json")
         if os.path.exists(scores):
@@ -368,12 +411,17 @@ def curve_point(r: Runner, name: str, step: int, cpu_min: float):
     with open(scores) as f:
         groups = json.load(f)["groups"]
     with open(heads) as f:
-        h = json.load(f)
-    column = {stat: h["statistics"].index(stat) for stat in ("previous", "next")}
-    best = {stat: max(head[i] for layer in h["means"] for head in layer) for stat, i in column.items()}
+        best = strongest_heads(json.load(f))
     return dict(step=step, cpu_min=round(cpu_min, 2), **best,
                 blimp={f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups
                        if g["level"] in ("overall", "phenomenon")})
+
+
+def strongest_heads(heads: dict) -> dict:
+    """{previous, next}: the largest mean share of a query's attention on that token, over every head
+    (`npbert attention-heads --json`)."""
+    column = {stat: heads["statistics"].index(stat) for stat in ("previous", "next")}
+    return {stat: max(head[i] for layer in heads["means"] for head in layer) for stat, i in column.items()}
 
 
 def standard_heldout_mlm(r: Runner, name: str) -> float:
@@ -615,6 +663,36 @@ def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
                      + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
 
 
+def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """A line per seed of the arm: the heads `npbert attention-heads` names, and the strongest
+    previous- and next-token shares."""
+    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "heads" in r]
+    return "\n".join(f"{r['name']}: " + ("; ".join(f"layer {layer} head {head} {what}" for layer, head, what
+                                                   in r["heads"]["named"]) or "no named head")
+                     + f" ({len(r['heads']['broad'])} broad); strongest previous-token share "
+                       f"{r['heads']['previous']:.2f}, next-token {r['heads']['next']:.2f}" for r in runs) \
+        or "(no attention heads summarized)"
+
+
+def probe_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over the arm's seeds,
+    beside the random-initialised control of the same seeds."""
+    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "probes" in r]
+    if not runs:
+        return "(no probe summarized)"
+    layers = len(runs[0]["probes"][PROBES[0][0]]["pretrained"])
+    lines = ["| task (majority class) | model | " + " | ".join(f"layer {i}" for i in range(layers)) + " |",
+             "|---|---|" + "---|" * layers]
+    for task, limit in PROBES:
+        rs = [r["probes"][task] for r in runs if task in r["probes"]]
+        for k, (model, title) in enumerate((("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
+                                            ("random-init", "its random-init control"))):
+            head = f"{task}, {limit or 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
+            lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
+                                                                for i in range(layers)) + " |")
+    return "\n".join(lines)
+
+
 def finetune_report(results=RESULTS) -> str:
     """Markdown: rt-polarity from the hour models against from scratch (linguistics_results' table)."""
     from linguistics_results import finetune_table
@@ -627,8 +705,8 @@ def finetune_report(results=RESULTS) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=("run", "anew", "replay", "blimp", "curve", "finetune", "summarize", "report",
-                                     "plot"))
+    p.add_argument("stage", choices=("run", "anew", "replay", "blimp", "curve", "heads", "probes", "finetune",
+                                     "summarize", "report", "plot"))
     p.add_argument("arms", nargs="*", help=f"run: which arms ({', '.join(ARMS)})")
     p.add_argument("--runs", default="runs/hour", help="every run, score and log under it (default runs/hour)")
     p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
@@ -647,12 +725,14 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
-    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; finetune, plot: from this "
-                                                "arm's runs at --minutes (default tiny-mlm)")
-    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png)")
+    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; heads, probes, finetune, plot: "
+                                                "from this arm's runs at --minutes (default tiny-mlm)")
+    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png); heads: the "
+                                               "first seed's picture (default docs/hour_heads.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
                                                        "unigram and 3-gram of their corpus (~10 min of CPU each)")
-    p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
+    p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke "
+                                                             "test); probes: 100 training sentences")
     args = p.parse_args(argv)
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
@@ -691,6 +771,10 @@ def main(argv=None) -> int:
         if not args.blimp:
             p.error("curve needs --blimp DIR (BLiMP's data/)")
         r.run_all(curve_commands(r, args.blimp))
+    elif args.stage == "heads":
+        r.run_all(heads_commands(r, args.arm or "tiny-mlm", args.minutes, args.out or HEADS_PICTURE))
+    elif args.stage == "probes":
+        r.run_all(probe_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "finetune":
         r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "plot":
@@ -705,7 +789,8 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, curve_table, finetune_report):
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, curve_table,
+                          heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0
 

@@ -90,6 +90,7 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert s.main(["curve", "--runs", runs, "--blimp", write_blimp(tmp_path / "blimp"), "--jobs", "1"]) == 0
     assert s.main(["anew", "--quick", "--runs", runs]) == 0
     assert s.main(["finetune", "--quick", "--runs", runs, "--jobs", "1"]) == 0
+    assert s.main(["probes", "--quick", "--runs", runs, "--jobs", "1"]) == 0
     capsys.readouterr()
     assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
     assert s.main(["report", "--results", results]) == 0
@@ -101,7 +102,16 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert "steps planned" in anew and "held-out pairs against the hour rows'" in anew     # tiny-mlm-m60-s0's
     tuned = out[out.index("| pretrained |"):].split("\n\n")[0].splitlines()[2:]
     assert [row.split(" | ")[:2] for row in tuned] == [["| tiny-mlm-m60", "all"], ["| tiny-mlm-m60", "500"]]
+    probes = out[out.index("| task (majority class) |"):].split("\n\n")[0].splitlines()[2:]
+    assert [row.split(" | ")[1] for row in probes] == ["tiny-mlm-m60 (1 seed)", "its random-init control"] * 2
+    assert "(no attention heads summarized)" in out
     pytest.importorskip("matplotlib")
+    picture = tmp_path / "heads.png"
+    assert s.main(["heads", "--runs", runs, "--out", str(picture), "--jobs", "1"]) == 0
+    assert picture.stat().st_size > 0
+    assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
+    assert s.heads_report(results).startswith("tiny-mlm-m60-s0: ")
+    assert "strongest previous-token share" in s.heads_report(results)
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0   # its own: redrawn
