@@ -108,8 +108,7 @@ def prepare_commands(r: Runner, arms, quick: bool) -> list:
     """The data the arms train on, data-imdb first (the held-out set of every row; the others take
     its vocabulary)."""
     corpus = QUICK if quick else ["--corpus", "imdb"]
-    wanted = {"data-imdb"} | {ARMS[arm][i + 1].split("/")[-1] for arm in arms
-                              for i, a in enumerate(ARMS[arm]) if a == "--data"}
+    wanted = {"data-imdb"} | {trains_on(arm) for arm in arms}
     return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
                                               *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
             for name, extra in DATA.items() if name in wanted]
@@ -497,9 +496,7 @@ def report(results=RESULTS, arm=None, minutes=None) -> str:
              "|---|---|---|---|---|---|---|" + "---|" * len(BLIMP_COLUMNS)]
     for key, rs in groups.items():
         arm, minutes = key.rsplit("-m", 1)
-        exit_ = plateau_exit(rs)
-        if rs[0]["options"].get("instances") == "sentences":
-            exit_ += " (held-out sentences)"            # the run's own evaluations: its held-out is single sentences
+        exit_ = plateau_exit(rs) + own_heldout(arm)
         scores = [mean_sd([r.get(blimp, {}).get(group) for r in rs], 100, 1) for group, _ in BLIMP_COLUMNS]
         lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
@@ -531,6 +528,18 @@ def whole_blimp(results=RESULTS) -> str:
     return "\n".join(lines)
 
 
+def trains_on(arm: str) -> str:
+    """The prepared data (one of DATA) the arm trains on."""
+    argv = ARMS[arm]
+    return argv[len(argv) - 1 - argv[::-1].index("--data") + 1].split("/")[-1] if "--data" in argv else "data-imdb"
+
+
+def own_heldout(arm: str) -> str:
+    """What a plateau-exit cell adds when the run's own evaluations, which give the minute, are on
+    held-out data prepared otherwise than data-imdb's."""
+    return "" if trains_on(arm) == "data-imdb" else f" (its own held-out: {trains_on(arm).removeprefix('data-imdb-')})"
+
+
 def plateau_exit(rs) -> str:
     """The plateau-exit cell of a row: mean ± sd over the runs that left the plateau, and how many never did."""
     never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
@@ -560,6 +569,30 @@ def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
     for knob, (old, new) in CHANGES.items():
         lines.append(f"| {old} → {new} | " + " | ".join(cells(f"old+{new}", "old") + cells(f"hour-{old}", "tiny-mlm"))
                      + " |")
+    return "\n".join(lines)
+
+
+def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
+    """Markdown: each knob added alone to the hour recipe (the hour+ arms) at `minutes` of budget,
+    against the recipe's own row: steps, held-out MLM (change), plateau exit, BLiMP (first 20)."""
+    groups = load_runs(results)
+    blimp = f"blimp{BLIMP_PER_PARADIGM}"
+    base = groups.get(group_name("tiny-mlm", minutes), [])
+    lines = [f"| the hour recipe + | its options | seeds | steps | CPU min | held-out MLM (change) | plateau exit (CPU min) "
+             f"| BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|"]
+    for arm in ["tiny-mlm"] + [a for a in ARMS if a.startswith("hour+")]:
+        rs = groups.get(group_name(arm, minutes), [])
+        if not rs:
+            continue
+        heldout = mean_of(r["heldout_mlm"] for r in rs)
+        change = f" ({heldout - mean_of(r['heldout_mlm'] for r in base):+.3f})" if base and arm != "tiny-mlm" else ""
+        options = " ".join(ARMS[arm][len(ARMS["tiny-mlm"]):]).replace("{runs}/", "")
+        lines.append(f"| {arm.removeprefix('hour+') if arm != 'tiny-mlm' else 'nothing'} | "
+                     f"{f'`{options}`' if options else '(the recipe itself)'} | {len(rs)} | "
+                     f"{mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
+                     f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm)} | "
+                     f"{mean_sd([r.get(blimp, {}).get('overall:overall') for r in rs], 100, 1)} |")
     return "\n".join(lines)
 
 
@@ -687,7 +720,7 @@ def probe_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
         rs = [r["probes"][task] for r in runs if task in r["probes"]]
         for k, (model, title) in enumerate((("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
                                             ("random-init", "its random-init control"))):
-            head = f"{task}, {limit or 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
+            head = f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
             lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
                                                                 for i in range(layers)) + " |")
     return "\n".join(lines)
@@ -789,7 +822,7 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, curve_table,
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, curve_table,
                           heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0
