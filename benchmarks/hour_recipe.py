@@ -299,7 +299,7 @@ def heads_commands(r: Runner, arm: str, minutes: float, picture: str) -> list:
     """`npbert attention-heads` of each finished run of the arm on held-out IMDB pairs (as the
     curve scores them), the first seed's drawn to `picture`."""
     commands = []
-    for i, name in enumerate(finetuned_runs(r, arm, minutes)):
+    for i, name in enumerate(runs_of(r, arm, minutes)):
         out = r.path("scores", f"heads-{name}.json")
         argv = ["attention-heads", r.path(name, "checkpoint"), "--data", r.path("data-imdb"), "--json", out]
         commands.append((out, argv + (["--plot", picture] if i == 0 else []), r.path("logs", f"heads-{name}.log")))
@@ -310,7 +310,7 @@ def probe_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     """`npbert probe` of each finished run of the arm on docs/linguistics.md's two tasks, beside the
     random-initialised control of the same seed (quick: 100 training sentences)."""
     commands = []
-    for name in finetuned_runs(r, arm, minutes):
+    for name in runs_of(r, arm, minutes):
         seed = name.rsplit("-s", 1)[1]
         for task, limit in PROBES:
             out = r.path("scores", f"probe-{task}-{name}.json")
@@ -321,8 +321,8 @@ def probe_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     return commands
 
 
-def finetuned_runs(r: Runner, arm: str, minutes: float) -> list:
-    """The finished runs of `arm` at `minutes`, the models fine-tuning starts from (by seed)."""
+def runs_of(r: Runner, arm: str, minutes: float) -> list:
+    """The finished runs of `arm` at `minutes`, by seed (the models heads, probes and fine-tuning read)."""
     return [name for name in finished_runs(r) if group_of(name) == group_name(arm, minutes)]
 
 
@@ -330,7 +330,7 @@ def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     """rt-polarity from each finished run of the arm (fine-tuning seed k from its k mod n-th) and from
     scratch at the same size, as docs/linguistics.md fine-tunes its minis (linguistics_results)."""
     from linguistics_results import finetune_commands as sweep
-    names = finetuned_runs(r, arm, minutes)
+    names = runs_of(r, arm, minutes)
     if not names:
         raise SystemExit(f"finetune: no finished run of {arm} at {minutes:g} minutes under {r.runs}")
     preset = ARMS[arm][ARMS[arm].index("--preset") + 1]
@@ -531,7 +531,8 @@ def whole_blimp(results=RESULTS) -> str:
 def trains_on(arm: str) -> str:
     """The prepared data (one of DATA) the arm trains on."""
     argv = ARMS[arm]
-    return argv[len(argv) - 1 - argv[::-1].index("--data") + 1].split("/")[-1] if "--data" in argv else "data-imdb"
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == "--data"]      # the last one wins, as in argparse
+    return given[-1].split("/")[-1] if given else "data-imdb"
 
 
 def own_heldout(arm: str) -> str:

@@ -26,8 +26,8 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model_params import WORD_EMBEDDINGS, param_shapes
 from npbert.tokenizer import BertTokenizer
-from npbert.tokenizer.files import HF_TOKENIZER_FILE, read_tokenizer_files
-from npbert.tokenizer.vocab import check_vocab, load_vocab
+from npbert.tokenizer.files import read_tokenizer_files
+from npbert.tokenizer.vocab import check_vocab
 
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
 MLM_BIAS = "cls.predictions.bias"
@@ -81,9 +81,9 @@ def _has_vocab(directory, config) -> bool:
     tokenizer.json adds after it (add_tokens: a model grown to len(tokenizer) rows)."""
     path = os.path.join(directory, VOCAB_FILE)
     if os.path.isfile(path):
-        size = len(check_vocab(load_vocab(path)))
-        beyond = sum(token_id >= size for token_id, _, _ in read_tokenizer_files(directory)[2]) \
-            if os.path.exists(os.path.join(directory, HF_TOKENIZER_FILE)) else 0
+        tokens, _, added = read_tokenizer_files(directory)          # vocab.txt's tokens, tokenizer.json's added
+        size = len(check_vocab(tokens))
+        beyond = sum(token_id >= size for token_id, _, _ in added)
         check_vocab_size(size + beyond, config, path + (f" with the {beyond} tokenizer.json adds" if beyond else ""))
     return os.path.isfile(path)
 
