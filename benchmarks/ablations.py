@@ -25,12 +25,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 STEPS = 400                                    # pretraining steps of every model (batch 32 x 64 tokens)
-# Peak learning rates: npbert's default 3e-3 for tiny; mini at 3e-3 stayed at the unigram
+# Peak learning rates: the previous recipe's 3e-3 for tiny; mini at 3e-3 stayed at the unigram
 # baseline (held-out MLM accuracy 0.080 after 400 steps, both seeds: the first runs, kept in
 # the results as pt-builtin-mini-nsp-...), so it runs at the 1e-3 docs/pretraining.md uses for mini.
 PRETRAIN_LR = {"tiny": None, "mini": 1e-3}
-# The recipe npbert pretrain defaulted to when these runs were made (since 2026-11-26: 2e-3 with
-# 25% warmup, docs/pretraining.md), passed explicitly so that they stay reproducible.
+# The previous recipe's peak and warmup share (npbert pretrain's default is 2e-3 with 25% warmup,
+# docs/pretraining.md), passed explicitly so that these runs stay reproducible.
 OLD_DEFAULT_LR, WARMUP_STEPS = 3e-3, STEPS // 10
 MIXES = ("80/10/10", "100/0/0", "80/0/20", "80/20/0", "0/20/80", "0/0/100")   # Table 8: MASK/SAME/RND
 FEATURES = ("embeddings", "second-to-last", "last", "weighted-last-four", "concat-last-four")   # Table 7
@@ -309,8 +309,8 @@ def main(argv=None) -> int:
     p.add_argument("--seeds", default="0,1,2")
     p.add_argument("--jobs", type=int, default=2, help="units side by side (one core each)")
     p.add_argument("--tiny-lr", type=float, default=None,
-                   help="peak pretraining learning rate of the tiny models (default: 3e-3, npbert's default when the "
-                        "runs were made); named in the runs")
+                   help="peak pretraining learning rate of the tiny models (default: 3e-3, the previous recipe's, "
+                        "docs/pretraining.md); named in the runs")
     args = p.parse_args(argv)
     PRETRAIN_LR["tiny"] = args.tiny_lr
     return run(args) if args.what == "run" else report(args)

@@ -52,11 +52,21 @@ def recipe(base: dict, *swapped) -> list:
     return [a for knob in base for a in (other if knob in swapped else base)[knob]]
 
 
+SAME_VOCAB = ["--vocab", "{runs}/data-imdb/vocab.txt"]
 DATA = {                                 # prepared data: `npbert prepare --corpus imdb` options beyond --out
     "data-imdb": [],
-    "data-imdb-sentences": ["--instances", "sentences", "--vocab", "{runs}/data-imdb/vocab.txt"],
+    "data-imdb-sentences": ["--instances", "sentences", *SAME_VOCAB],
+    "data-imdb-t64": ["--max-seq-length", "64", *SAME_VOCAB],
+    "data-imdb-mask100": ["--mask-mix", "100/0/0", *SAME_VOCAB],
+    "data-imdb-masked25": ["--masked-lm-prob", "0.25", "--max-predictions-per-seq", "32", *SAME_VOCAB],
 }
-SENTENCES = ["--data", "{runs}/data-imdb-sentences"]
+
+
+def on(data: str) -> list:
+    """An arm's options to train on the prepared data named (one of DATA)."""
+    return ["--data", f"{{runs}}/{data}"]
+
+
 ARMS = {
     "old": recipe(OLD),
     "tiny-mlm": recipe(HOUR),
@@ -64,8 +74,15 @@ ARMS = {
     **{f"old+{CHANGES[knob][1]}": recipe(OLD, knob) for knob in OLD},
     **{f"hour-{CHANGES[knob][0]}": recipe(HOUR, knob) for knob in HOUR},
     "mini-mlm-b16": recipe(HOUR, "size") + ["--batch-size", "16"],
-    "tiny-sentences": recipe(HOUR) + SENTENCES,
-    "mini-sentences": recipe(HOUR, "size") + SENTENCES,
+    "tiny-sentences": recipe(HOUR) + on("data-imdb-sentences"),
+    "mini-sentences": recipe(HOUR, "size") + on("data-imdb-sentences"),
+    # the knobs screened one at a time on the hour recipe
+    "hour+dropout": recipe(HOUR) + ["--hidden-dropout-prob", "0.1", "--attention-probs-dropout-prob", "0.1"],
+    "hour+b16": recipe(HOUR) + ["--batch-size", "16"],
+    "hour+b64": recipe(HOUR) + ["--batch-size", "64"],
+    "hour+t64": recipe(HOUR) + on("data-imdb-t64"),
+    "hour+mask100": recipe(HOUR) + on("data-imdb-mask100"),
+    "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
 }
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
@@ -87,12 +104,14 @@ def group_of(run: str) -> str:
 QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
 
 
-def prepare_commands(r: Runner, quick: bool) -> list:
-    """Every data directory, data-imdb first (the others take its vocabulary)."""
+def prepare_commands(r: Runner, arms, quick: bool) -> list:
+    """The data the arms train on, data-imdb first (the held-out set of every row; the others take
+    its vocabulary)."""
     corpus = QUICK if quick else ["--corpus", "imdb"]
+    wanted = {"data-imdb"} | {trains_on(arm) for arm in arms}
     return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
                                               *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
-            for name, extra in DATA.items()]
+            for name, extra in DATA.items() if name in wanted]
 
 
 def pretrain_commands(r: Runner, arms, minutes: float, seeds, steps=None) -> list:
@@ -142,6 +161,15 @@ def run_with_snapshots(r: Runner, command, every: int, steps: int) -> None:
     os.makedirs(os.path.dirname(marker), exist_ok=True)
     with open(marker, "w") as f:
         json.dump({k: sum(c[k] for c in costs) for k in ("cpu_s", "wall_s")}, f)
+
+
+def planned_steps(results: str, arm: str, minutes: float, seed: int) -> int:
+    """The step count the run ARM-mMINUTES-sSEED trained for (its summary's plan)."""
+    path = os.path.join(results, run_name(arm, minutes, seed) + ".json")
+    if not os.path.exists(path):
+        raise LookupError(f"--plan-of {seed}: no summary {path} (run and summarize that seed first)")
+    with open(path) as f:
+        return json.load(f)["plan"]["steps"]
 
 
 # The page's promise, run as a user would: a corpus's defaults and an hour, no other option.
@@ -263,8 +291,38 @@ def curve_commands(r: Runner, blimp: str) -> list:
     return commands
 
 
-def finetuned_runs(r: Runner, arm: str, minutes: float) -> list:
-    """The finished runs of `arm` at `minutes`, the models fine-tuning starts from (by seed)."""
+PROBES = (("rt-polarity", None), ("builtin-tagging", "2000"))   # docs/linguistics.md's probes: task, training sentences
+HEADS_PICTURE = os.path.join(ROOT, "docs", "hour_heads.png")
+
+
+def heads_commands(r: Runner, arm: str, minutes: float, picture: str) -> list:
+    """`npbert attention-heads` of each finished run of the arm on held-out IMDB pairs (as the
+    curve scores them), the first seed's drawn to `picture`."""
+    commands = []
+    for i, name in enumerate(runs_of(r, arm, minutes)):
+        out = r.path("scores", f"heads-{name}.json")
+        argv = ["attention-heads", r.path(name, "checkpoint"), "--data", r.path("data-imdb"), "--json", out]
+        commands.append((out, argv + (["--plot", picture] if i == 0 else []), r.path("logs", f"heads-{name}.log")))
+    return commands
+
+
+def probe_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
+    """`npbert probe` of each finished run of the arm on docs/linguistics.md's two tasks, beside the
+    random-initialised control of the same seed (quick: 100 training sentences)."""
+    commands = []
+    for name in runs_of(r, arm, minutes):
+        seed = name.rsplit("-s", 1)[1]
+        for task, limit in PROBES:
+            out = r.path("scores", f"probe-{task}-{name}.json")
+            argv = ["probe", r.path(name, "checkpoint"), "--task", task, "--seed", seed, "--json", out]
+            limit = "100" if quick else limit
+            commands.append((out, argv + (["--max-train-examples", limit] if limit else []),
+                             r.path("logs", f"probe-{task}-{name}.log")))
+    return commands
+
+
+def runs_of(r: Runner, arm: str, minutes: float) -> list:
+    """The finished runs of `arm` at `minutes`, by seed (the models heads, probes and fine-tuning read)."""
     return [name for name in finished_runs(r) if group_of(name) == group_name(arm, minutes)]
 
 
@@ -272,7 +330,7 @@ def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     """rt-polarity from each finished run of the arm (fine-tuning seed k from its k mod n-th) and from
     scratch at the same size, as docs/linguistics.md fine-tunes its minis (linguistics_results)."""
     from linguistics_results import finetune_commands as sweep
-    names = finetuned_runs(r, arm, minutes)
+    names = runs_of(r, arm, minutes)
     if not names:
         raise SystemExit(f"finetune: no finished run of {arm} at {minutes:g} minutes under {r.runs}")
     preset = ARMS[arm][ARMS[arm].index("--preset") + 1]
@@ -316,6 +374,19 @@ def summary(r: Runner, name: str, before=None) -> dict:
     kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
     if kept:
         out["snapshots"] = [k for k in kept if k]
+    heads = r.path("scores", f"heads-{name}.json")
+    if os.path.exists(heads):
+        with open(heads) as f:
+            h = json.load(f)
+        out["heads"] = dict(named=h["named"], broad=h["broad"], **strongest_heads(h))
+    for task, _ in PROBES:
+        probe = r.path("scores", f"probe-{task}-{name}.json")
+        if os.path.exists(probe):
+            with open(probe) as f:
+                pr = json.load(f)
+            out.setdefault("probes", {})[task] = dict(
+                majority=pr["majority"][2], **{model: [layer["test_accuracy"] for layer in layers]
+                                                for model, layers in pr["layers"].items()})
     for tag in (f"blimp{BLIMP_PER_PARADIGM}", "blimp"):          # its first 20 pairs a paradigm; all of it
         scores = r.path("scores", f"{tag}-{name}.json")
         if os.path.exists(scores):
@@ -339,12 +410,17 @@ def curve_point(r: Runner, name: str, step: int, cpu_min: float):
     with open(scores) as f:
         groups = json.load(f)["groups"]
     with open(heads) as f:
-        h = json.load(f)
-    column = {stat: h["statistics"].index(stat) for stat in ("previous", "next")}
-    best = {stat: max(head[i] for layer in h["means"] for head in layer) for stat, i in column.items()}
+        best = strongest_heads(json.load(f))
     return dict(step=step, cpu_min=round(cpu_min, 2), **best,
                 blimp={f"{g['level']}:{g['name']}": g["accuracy"]["bert"] for g in groups
                        if g["level"] in ("overall", "phenomenon")})
+
+
+def strongest_heads(heads: dict) -> dict:
+    """{previous, next}: the largest mean share of a query's attention on that token, over every head
+    (`npbert attention-heads --json`)."""
+    column = {stat: heads["statistics"].index(stat) for stat in ("previous", "next")}
+    return {stat: max(head[i] for layer in heads["means"] for head in layer) for stat, i in column.items()}
 
 
 def standard_heldout_mlm(r: Runner, name: str) -> float:
@@ -420,9 +496,7 @@ def report(results=RESULTS, arm=None, minutes=None) -> str:
              "|---|---|---|---|---|---|---|" + "---|" * len(BLIMP_COLUMNS)]
     for key, rs in groups.items():
         arm, minutes = key.rsplit("-m", 1)
-        exit_ = plateau_exit(rs)
-        if rs[0]["options"].get("instances") == "sentences":
-            exit_ += " (held-out sentences)"            # the run's own evaluations: its held-out is single sentences
+        exit_ = plateau_exit(rs) + own_heldout(arm)
         scores = [mean_sd([r.get(blimp, {}).get(group) for r in rs], 100, 1) for group, _ in BLIMP_COLUMNS]
         lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
@@ -454,6 +528,19 @@ def whole_blimp(results=RESULTS) -> str:
     return "\n".join(lines)
 
 
+def trains_on(arm: str) -> str:
+    """The prepared data (one of DATA) the arm trains on."""
+    argv = ARMS[arm]
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == "--data"]      # the last one wins, as in argparse
+    return given[-1].split("/")[-1] if given else "data-imdb"
+
+
+def own_heldout(arm: str) -> str:
+    """What a plateau-exit cell adds when the run's own evaluations, which give the minute, are on
+    held-out data prepared otherwise than data-imdb's."""
+    return "" if trains_on(arm) == "data-imdb" else f" (its own held-out: {trains_on(arm).removeprefix('data-imdb-')})"
+
+
 def plateau_exit(rs) -> str:
     """The plateau-exit cell of a row: mean ± sd over the runs that left the plateau, and how many never did."""
     never = sum(r["plateau_exit_cpu_min"] is None for r in rs)
@@ -483,6 +570,30 @@ def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
     for knob, (old, new) in CHANGES.items():
         lines.append(f"| {old} → {new} | " + " | ".join(cells(f"old+{new}", "old") + cells(f"hour-{old}", "tiny-mlm"))
                      + " |")
+    return "\n".join(lines)
+
+
+def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
+    """Markdown: each knob added alone to the hour recipe (the hour+ arms) at `minutes` of budget,
+    against the recipe's own row: steps, held-out MLM (change), plateau exit, BLiMP (first 20)."""
+    groups = load_runs(results)
+    blimp = f"blimp{BLIMP_PER_PARADIGM}"
+    base = groups.get(group_name("tiny-mlm", minutes), [])
+    lines = [f"| the hour recipe + | its options | seeds | steps | CPU min | held-out MLM (change) | plateau exit (CPU min) "
+             f"| BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|"]
+    for arm in ["tiny-mlm"] + [a for a in ARMS if a.startswith("hour+")]:
+        rs = groups.get(group_name(arm, minutes), [])
+        if not rs:
+            continue
+        heldout = mean_of(r["heldout_mlm"] for r in rs)
+        change = f" ({heldout - mean_of(r['heldout_mlm'] for r in base):+.3f})" if base and arm != "tiny-mlm" else ""
+        options = " ".join(ARMS[arm][len(ARMS["tiny-mlm"]):]).replace("{runs}/", "")
+        lines.append(f"| {arm.removeprefix('hour+') if arm != 'tiny-mlm' else 'nothing'} | "
+                     f"{f'`{options}`' if options else '(the recipe itself)'} | {len(rs)} | "
+                     f"{mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
+                     f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm)} | "
+                     f"{mean_sd([r.get(blimp, {}).get('overall:overall') for r in rs], 100, 1)} |")
     return "\n".join(lines)
 
 
@@ -586,6 +697,36 @@ def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
                      + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
 
 
+def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """A line per seed of the arm: the heads `npbert attention-heads` names, and the strongest
+    previous- and next-token shares."""
+    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "heads" in r]
+    return "\n".join(f"{r['name']}: " + ("; ".join(f"layer {layer} head {head} {what}" for layer, head, what
+                                                   in r["heads"]["named"]) or "no named head")
+                     + f" ({len(r['heads']['broad'])} broad); strongest previous-token share "
+                       f"{r['heads']['previous']:.2f}, next-token {r['heads']['next']:.2f}" for r in runs) \
+        or "(no attention heads summarized)"
+
+
+def probe_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over the arm's seeds,
+    beside the random-initialised control of the same seeds."""
+    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "probes" in r]
+    if not runs:
+        return "(no probe summarized)"
+    layers = len(runs[0]["probes"][PROBES[0][0]]["pretrained"])
+    lines = ["| task (majority class) | model | " + " | ".join(f"layer {i}" for i in range(layers)) + " |",
+             "|---|---|" + "---|" * layers]
+    for task, limit in PROBES:
+        rs = [r["probes"][task] for r in runs if task in r["probes"]]
+        for k, (model, title) in enumerate((("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
+                                            ("random-init", "its random-init control"))):
+            head = f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
+            lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
+                                                                for i in range(layers)) + " |")
+    return "\n".join(lines)
+
+
 def finetune_report(results=RESULTS) -> str:
     """Markdown: rt-polarity from the hour models against from scratch (linguistics_results' table)."""
     from linguistics_results import finetune_table
@@ -598,8 +739,8 @@ def finetune_report(results=RESULTS) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("stage", choices=("run", "anew", "replay", "blimp", "curve", "finetune", "summarize", "report",
-                                     "plot"))
+    p.add_argument("stage", choices=("run", "anew", "replay", "blimp", "curve", "heads", "probes", "finetune",
+                                     "summarize", "report", "plot"))
     p.add_argument("arms", nargs="*", help=f"run: which arms ({', '.join(ARMS)})")
     p.add_argument("--runs", default="runs/hour", help="every run, score and log under it (default runs/hour)")
     p.add_argument("--minutes", type=float, default=60.0, help="run: each run's --budget (default 60)")
@@ -607,6 +748,9 @@ def main(argv=None) -> int:
                    help="run: pretraining seeds, comma-separated (default 0)")
     p.add_argument("--steps", type=int, default=None,
                    help="run: this step count instead of planning --minutes (a plan recorded by an earlier seed)")
+    p.add_argument("--plan-of", type=int, default=None, metavar="SEED",
+                   help="run: each arm's --steps from the plan of its run with this seed at --minutes (its "
+                        "summary in --results), so that seeds differ by the seed alone")
     p.add_argument("--snapshots", type=int, default=None, metavar="STEPS",
                    help="run (with --steps): keep the model every STEPS steps under snapshots/RUN (a learning curve)")
     p.add_argument("--upto", type=int, default=1000, help="replay: the step to which a run is made again "
@@ -615,21 +759,30 @@ def main(argv=None) -> int:
     p.add_argument("--blimp", default=None, help="blimp: BLiMP's data/ directory")
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
-    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; finetune, plot: from this "
-                                                "arm's runs at --minutes (default tiny-mlm)")
-    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png)")
+    p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; heads, probes, finetune, plot: "
+                                                "from this arm's runs at --minutes (default tiny-mlm)")
+    p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png); heads: the "
+                                               "first seed's picture (default docs/hour_heads.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
                                                        "unigram and 3-gram of their corpus (~10 min of CPU each)")
-    p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke test)")
+    p.add_argument("--quick", action="store_true", help="run: 200 built-in stories instead of IMDB (a smoke "
+                                                             "test); probes: 100 training sentences")
     args = p.parse_args(argv)
     unknown = [a for a in args.arms if a not in ARMS]
     if unknown:
         p.error(f"unknown arm {unknown[0]!r}; choose from {', '.join(ARMS)}")
     r = Runner(args.runs, args.jobs)
     if args.stage == "run":
-        for commands in prepare_commands(r, args.quick):
+        for commands in prepare_commands(r, args.arms, args.quick):
             r.run_all(commands)
-        commands = pretrain_commands(r, args.arms, args.minutes, args.seeds, args.steps)
+        if args.steps is not None and args.plan_of is not None:
+            p.error("--steps and --plan-of both set a run's step count: give one")
+        try:
+            commands = [c for arm in args.arms for c in pretrain_commands(
+                r, [arm], args.minutes, args.seeds,
+                args.steps if args.plan_of is None else planned_steps(args.results, arm, args.minutes, args.plan_of))]
+        except LookupError as e:
+            p.error(str(e))
         if args.snapshots:
             if not args.steps:
                 p.error("--snapshots needs --steps (the segments are counted in steps)")
@@ -652,6 +805,10 @@ def main(argv=None) -> int:
         if not args.blimp:
             p.error("curve needs --blimp DIR (BLiMP's data/)")
         r.run_all(curve_commands(r, args.blimp))
+    elif args.stage == "heads":
+        r.run_all(heads_commands(r, args.arm or "tiny-mlm", args.minutes, args.out or HEADS_PICTURE))
+    elif args.stage == "probes":
+        r.run_all(probe_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "finetune":
         r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
     elif args.stage == "plot":
@@ -666,7 +823,8 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, curve_table, finetune_report):
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, curve_table,
+                          heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0
 

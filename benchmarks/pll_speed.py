@@ -12,7 +12,8 @@ pieces a sentence becomes); trained weights cost a little more than random ones 
 feed-forward inputs take erf's slower branch in the GELU). With --per-paradigm only the first N
 pairs of every paradigm are scored and the whole set is projected from the GFLOP/s reached,
 which underestimates the speed of the whole (fewer sentences of each length: smaller batches).
-One thread (NPBERT_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set here before NumPy loads).
+One thread (NPBERT_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, set here before NumPy loads); freed memory
+kept for reuse (npbert.allocator), as minimal-pairs does: without it each batch page-faults its buffers in.
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ sys.path.insert(0, HERE)
 
 import machine  # noqa: E402
 
+from npbert.allocator import keep_freed_memory  # noqa: E402
 from npbert.backend import set_backend  # noqa: E402
 from npbert.commands import training_backend  # noqa: E402
 from npbert.commands.arg_types import positive_int  # noqa: E402
@@ -110,6 +112,7 @@ def main(argv=None) -> int:
                    help="hot-op backend (default: minimal-pairs' own, numba unless NPBERT_BACKEND says otherwise)")
     args = p.parse_args(argv)
     set_backend(args.backend)
+    keep_freed_memory()                # as minimal-pairs does: batches reuse freed buffers, no page faults
 
     params, config, tokenizer, what = load_model(args)
     positions = config.max_position_embeddings

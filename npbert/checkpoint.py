@@ -26,7 +26,8 @@ from npbert.config import BertConfig
 from npbert.errors import CheckpointError
 from npbert.model_params import WORD_EMBEDDINGS, param_shapes
 from npbert.tokenizer import BertTokenizer
-from npbert.tokenizer.vocab import check_vocab, load_vocab
+from npbert.tokenizer.files import read_tokenizer_files
+from npbert.tokenizer.vocab import check_vocab
 
 CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE = "config.json", "model.safetensors", "vocab.txt"
 MLM_BIAS = "cls.predictions.bias"
@@ -76,10 +77,14 @@ def check_checkpoint(directory) -> tuple:
 
 def _has_vocab(directory, config) -> bool:
     """Whether directory has a vocab.txt; if it has, it must pass the tokenizer's own checks (so
-    `npbert info` refuses what fill-mask would) and hold config.vocab_size tokens."""
+    `npbert info` refuses what fill-mask would) and hold config.vocab_size tokens, with the tokens
+    tokenizer.json adds after it (add_tokens: a model grown to len(tokenizer) rows)."""
     path = os.path.join(directory, VOCAB_FILE)
     if os.path.isfile(path):
-        check_vocab_size(len(check_vocab(load_vocab(path))), config, path)
+        tokens, _, added = read_tokenizer_files(directory)          # vocab.txt's tokens, tokenizer.json's added
+        size = len(check_vocab(tokens))
+        beyond = sum(token_id >= size for token_id, _, _ in added)
+        check_vocab_size(size + beyond, config, path + (f" with the {beyond} tokenizer.json adds" if beyond else ""))
     return os.path.isfile(path)
 
 
@@ -247,7 +252,9 @@ def save_pretrained(directory, config: BertConfig, params: Mapping, tokenizer_or
     files = {CONFIG_FILE: config.to_json_string().encode("utf-8")}
     if tokenizer_or_vocab is not None:
         files[VOCAB_FILE] = vocab_bytes(tokenizer_or_vocab)
-        check_vocab_size(count_tokens(files[VOCAB_FILE]), config, "the vocabulary")
+        tokenizer = hasattr(tokenizer_or_vocab, "save_pretrained")      # its len: the vocabulary and added tokens
+        check_vocab_size(len(tokenizer_or_vocab) if tokenizer else count_tokens(files[VOCAB_FILE]), config,
+                         "the tokenizer" if tokenizer else "the vocabulary")
     for name, data in (extra_files or {}).items():
         if os.path.basename(name) != name or name in (CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE, "", ".", ".."):
             raise CheckpointError(f"extra file name {name!r} must be a plain file name, not one of npbert's own")

@@ -41,6 +41,7 @@ def register(sub):
 
 
 def run(args):
+    from npbert.allocator import keep_freed_memory
     from npbert.checkpoint import load_config, load_pretrained
     from npbert.linguistics import minimal_pairs as mp
     from npbert.linguistics.builtin_pairs import read_pairs_or_builtin
@@ -50,6 +51,7 @@ def run(args):
                    json_output("--json", args.json, SUMMARY_FIELDS)],
                   inputs=[args.checkpoint, args.data, args.pairs if args.pairs != "builtin" else None])
     check_ngram_order(args.ngram_order, load_config(args.checkpoint).vocab_size)
+    keep_freed_memory()              # each batch reuses the last one's buffers: no page faults per batch
     pairs = read_pairs_or_builtin(args.pairs, args.per_paradigm, say=print)
     loaded = load_pretrained(args.checkpoint)
     mp.require_mlm_head(loaded.params, loaded.config, args.checkpoint)

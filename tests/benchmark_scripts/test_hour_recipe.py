@@ -43,6 +43,21 @@ def test_the_quick_pipeline_runs_summarizes_and_reports(tmp_path, capsys):
         replayed = json.load(f)
     assert replayed["records"] >= 2 and replayed["identical"] and replayed["first_difference"] is None
     assert s.replay_report(results).endswith("against tiny-mlm-m0.2-s0's: identical, to the last bit of every float")
+    # another seed on seed 0's plan: the same step count, whatever the clock says now
+    assert s.main(["run", "tiny-mlm", "--quick", "--minutes", "0.2", "--seeds", "1", "--plan-of", "0", "--runs", runs,
+                   "--results", results, "--jobs", "1"]) == 0
+    assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
+    plans = []
+    for seed in (0, 1):
+        with open(os.path.join(results, f"tiny-mlm-m0.2-s{seed}.json")) as f:
+            plans.append(json.load(f)["plan"]["steps"])
+    assert plans[0] == plans[1]
+    capsys.readouterr()
+    for wrong in (["--plan-of", "7"], ["--plan-of", "0", "--steps", "3"]):
+        with pytest.raises(SystemExit):
+            s.main(["run", "tiny-mlm", "--quick", "--minutes", "0.2", "--seeds", "2", "--runs", runs,
+                    "--results", results, *wrong])
+    assert "usage:" in capsys.readouterr().err and not os.path.exists(os.path.join(runs, "tiny-mlm-m0.2-s2"))
 
 
 def write_blimp(directory):
@@ -75,6 +90,7 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert s.main(["curve", "--runs", runs, "--blimp", write_blimp(tmp_path / "blimp"), "--jobs", "1"]) == 0
     assert s.main(["anew", "--quick", "--runs", runs]) == 0
     assert s.main(["finetune", "--quick", "--runs", runs, "--jobs", "1"]) == 0
+    assert s.main(["probes", "--quick", "--runs", runs, "--jobs", "1"]) == 0
     capsys.readouterr()
     assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
     assert s.main(["report", "--results", results]) == 0
@@ -86,7 +102,16 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert "steps planned" in anew and "held-out pairs against the hour rows'" in anew     # tiny-mlm-m60-s0's
     tuned = out[out.index("| pretrained |"):].split("\n\n")[0].splitlines()[2:]
     assert [row.split(" | ")[:2] for row in tuned] == [["| tiny-mlm-m60", "all"], ["| tiny-mlm-m60", "500"]]
+    probes = out[out.index("| task (majority class) |"):].split("\n\n")[0].splitlines()[2:]
+    assert [row.split(" | ")[1] for row in probes] == ["tiny-mlm-m60 (1 seed)", "its random-init control"] * 2
+    assert "(no attention heads summarized)" in out
     pytest.importorskip("matplotlib")
+    picture = tmp_path / "heads.png"
+    assert s.main(["heads", "--runs", runs, "--out", str(picture), "--jobs", "1"]) == 0
+    assert picture.stat().st_size > 0
+    assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
+    assert s.heads_report(results).startswith("tiny-mlm-m60-s0: ")
+    assert "strongest previous-token share" in s.heads_report(results)
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0   # its own: redrawn
@@ -114,6 +139,21 @@ def test_each_ablation_arm_is_one_knob_from_its_recipe():
         assert set(knobs(f"hour-{old_value}").items()) - set(hour.items()) <= set(old.items())
 
 
+def test_each_screen_is_one_knob_added_to_the_hour_recipe_and_prepares_only_its_data(tmp_path):
+    s = script()
+    hour = s.ARMS["tiny-mlm"]
+    screens = [arm for arm in s.ARMS if arm.startswith("hour+")]
+    assert screens
+    for arm in screens:
+        assert s.ARMS[arm][:len(hour)] == hour
+        added = s.ARMS[arm][len(hour):]
+        assert added and added[0].startswith("--")
+        assert added[0] != "--data" or added[1].split("/")[-1] in s.DATA
+    r = s.Runner(str(tmp_path), 1)
+    named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, ["tiny-mlm", "hour+t64"], True)]
+    assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]             # data-imdb first: its vocabulary
+
+
 def between(path, start, end) -> str:
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
     return text[text.index(start) + len(start):text.index(end)].strip("\n")
@@ -138,7 +178,8 @@ def test_the_page_quotes_only_figures_the_script_prints():
     text = prose(page, "## Against the targets", "## All of BLiMP") + prose(page, "## What mattered",
                                                                             "## What the measurements say")
     printed = "\n".join(table() for table in (s.report, s.what_an_hour_buys, s.anew_report, s.replay_report,
-                                               s.whole_blimp, s.ablation, s.curve_table, s.finetune_report))
+                                               s.whole_blimp, s.ablation, s.screens, s.curve_table, s.heads_report,
+                                                   s.probe_report, s.finetune_report))
     figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text))
     assert len(figures) > 20                                           # the sections do quote the tables
     assert sorted(figures - set(re.findall(r"\d+\.\d+", printed))) == [], f"{page}: figures no table prints"
@@ -150,8 +191,9 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
     for start, end, table in (("the table", "the table", s.report), ("all of BLiMP", "all of BLiMP", s.whole_blimp),
                               ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
                               ("the run anew", "the run anew", s.anew_report), ("the replay", "the replay", s.replay_report),
-                              ("the ablation", "the ablation", s.ablation),
+                              ("the ablation", "the ablation", s.ablation), ("the screens", "the screens", s.screens),
                               ("the learning curve", "the learning curve", s.curve_table),
+                              ("the heads", "the heads", s.heads_report), ("the probes", "the probes", s.probe_report),
                               ("fine-tuning", "fine-tuning", s.finetune_report)):
         assert between(page, f"<!-- {start}: python benchmarks/hour_recipe.py report -->",
                        f"<!-- end of {end} -->") == table(), f"{page}: paste the script's {start}"

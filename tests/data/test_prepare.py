@@ -321,7 +321,7 @@ def test_the_default_predictions_follow_a_short_max_seq_length(tmp_path, capsys)
 
 
 def test_a_dupe_factor_whose_shards_cannot_fit_on_the_disk_is_refused_before_they_are_planned(tmp_path):
-    # before: --dupe-factor 1000000000 grew its plan silently until a MemoryError
+    # unchecked, --dupe-factor 1000000000 would grow its plan silently until a MemoryError
     r = run_npbert("prepare", "--out", str(tmp_path / "P"), "--max-documents", "100", "--dupe-factor", "1000000000",
                    memory=LIMIT)
     err = r.stderr.splitlines()[-1]

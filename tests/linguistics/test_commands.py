@@ -87,6 +87,17 @@ def test_a_long_pair_file_says_how_far_reading_and_tokenizing_are(run_dir, tmp_p
         next(x for x in out if x.strip() == tokenizing[0]))                    # read, then tokenized
 
 
+def test_minimal_pairs_keeps_freed_memory_for_its_batches(run_dir, tmp_path, capsys, monkeypatch):
+    """Every batch allocates the same large buffers: glibc must keep them (npbert.allocator), or the
+    each batch page-faults them in again (sys time beside the matmuls)."""
+    from npbert import allocator
+    calls = []
+    monkeypatch.setattr(allocator, "keep_freed_memory", lambda: calls.append(1) or True)
+    path = write_pairs(tmp_path / "p.jsonl", [GOOD])
+    assert main(["minimal-pairs", str(run_dir / "checkpoint"), path, "--baselines", "none"]) == 0
+    assert calls == [1], capsys.readouterr().out
+
+
 def test_unk_pairs_are_counted_and_can_be_left_out(run_dir, tmp_path, capsys):
     pairs = write_pairs(tmp_path / "p.jsonl", [GOOD, {**GOOD, "sentence_good": "the children play zyxwq .",
                                                       "pairID": "1"}])

@@ -2,6 +2,7 @@
 and to tokenizers' added-token matching (the expected values written from their code and tests, each
 test named for the transformers test it ports): never_split, do_basic_tokenize=False, add_tokens,
 decode's spaces_between_special_tokens, and their files."""
+import dataclasses
 import json
 
 import numpy as np
@@ -246,3 +247,26 @@ def test_added_tokens_in_a_tokenizer_json_npbert_cannot_read(tmp_path, entry, me
                                                                     entry]})})
     with pytest.raises(DataError, match=message):
         BertTokenizer.from_pretrained(tmp_path)
+
+
+def test_a_model_grown_for_added_tokens_is_saved_and_loaded_with_its_tokenizer(tmp_path):
+    """vocab_size = len(tokenizer): the vocabulary's tokens and the ones tokenizer.json adds after them."""
+    from npbert.checkpoint import CheckpointError, load_pretrained, save_pretrained
+    from npbert.config import BertConfig
+    from npbert.model_params import init_params
+    tok = bert_test_tokenizer()
+    tok.add_tokens(["newword", "low"])                             # "low" is in the vocabulary: no new id
+    config = BertConfig(vocab_size=len(tok), hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=8)
+    params = init_params(config, np.random.default_rng(0))
+    save_pretrained(tmp_path / "grown", config, params, tok)
+    loaded, back = load_pretrained(tmp_path / "grown"), BertTokenizer.from_pretrained(tmp_path / "grown")
+    assert loaded.config.vocab_size == len(back) == len(BERT_TEST_VOCAB) + 1
+    assert back.encode("low newword") == tok.encode("low newword")
+    with pytest.raises(CheckpointError, match=f"the tokenizer has {len(tok)} tokens but .* vocab_size = {len(tok) - 1}"):
+        short = dataclasses.replace(config, vocab_size=len(tok) - 1)         # a model not grown
+        save_pretrained(tmp_path / "short", short, init_params(short, np.random.default_rng(0)), tok)
+    tok.add_tokens(["another"])                                    # the files now add 2, the model has rows for 1
+    tok.save_pretrained(tmp_path / "grown")
+    with pytest.raises(CheckpointError, match=r"vocab.txt with the 2 tokenizer.json adds has 17 tokens"):
+        load_pretrained(tmp_path / "grown")
