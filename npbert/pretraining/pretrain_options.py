@@ -16,6 +16,7 @@ from npbert.training.training_options import dropout_options, optimizer_options,
 # at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a
 # plateau near 0.2 until a seed-dependent step); 2000 steps take every seed past it.
 DEFAULT_STEPS = 2000
+DEFAULT_SHORT_SEQ_SHARE = 0.9            # the BERT paper's 90 % of the steps at the shorter length
 
 # The defaults that depend on the corpus (None in the declarations below, filled in when the run
 # starts): the built-in stories keep the default run's recipe (docs/pretraining.md, "Measured
@@ -29,6 +30,18 @@ PRETRAIN_OPTIONS = (
     Option("data", None, "a directory made by `npbert prepare`, instead of --corpus (default: --corpus prepared "
                          "into OUT/data)"),
     *CORPUS_OPTIONS,
+    # The BERT paper's two phases (90 % of the steps at 128 tokens, then 512): a short step costs
+    # about half a long one, and the positions past the short length are learnt in the last phase.
+    Option("short_seq_length", None, "train the first --short-seq-share of the steps on instances of at most N "
+                                     "tokens, prepared from the same corpus and vocabulary into OUT/data-short, "
+                                     "then the rest on --max-seq-length, one learning-rate schedule over both "
+                                     "(default: none; with --data, --short-data)", POSITIVE),
+    Option("short_data", None, "with --data: a directory made by `npbert prepare` with the same vocabulary and a "
+                               "smaller --max-seq-length, for the first --short-seq-share of the steps (default: "
+                               "none)"),
+    Option("short_seq_share", None, "share of the steps on the short instances (default: "
+                                    f"{DEFAULT_SHORT_SEQ_SHARE:g} when there are short instances)",
+           Interval(0, 1, low_open=True, high_open=True)),
     Option("preset", "tiny", "size of a new model (`npbert info PRESET` shows it)", choices=tuple(PRESETS)),
     # --model: its architecture and weights (instead of preset), a new optimizer and schedule;
     # for a corpus, its vocab.txt and casing
