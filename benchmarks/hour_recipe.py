@@ -83,6 +83,8 @@ ARMS = {
     "hour+t64": recipe(HOUR) + on("data-imdb-t64"),
     "hour+mask100": recipe(HOUR) + on("data-imdb-mask100"),
     "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
+    # the BERT paper's short sequences first: 90 % of the steps at T 64, the last 10 % at 128
+    "hour+short64": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64"],
 }
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
@@ -108,7 +110,7 @@ def prepare_commands(r: Runner, arms, quick: bool) -> list:
     """The data the arms train on, data-imdb first (the held-out set of every row; the others take
     its vocabulary)."""
     corpus = QUICK if quick else ["--corpus", "imdb"]
-    wanted = {"data-imdb"} | {trains_on(arm) for arm in arms}
+    wanted = {"data-imdb"} | {data for arm in arms for data in reads(arm)}
     return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
                                               *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
             for name, extra in DATA.items() if name in wanted]
@@ -350,6 +352,22 @@ def records(path) -> list:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def cpu_minute_of(cost, steps):
+    """step -> the CPU minute at its end, evaluations included: in proportion to the steps, or
+    phase by phase where the run's marker times its phases ([last step, CPU seconds] each: a run
+    made in two invocations, short then long sequences)."""
+    phases = cost.get("phases") or [[steps, cost["cpu_s"]]]
+
+    def at(step):
+        done, start = 0.0, 0
+        for end, seconds in phases:
+            if step <= end:
+                return (done + seconds * (step - start) / (end - start)) / 60
+            done, start = done + seconds, end
+        return done / 60
+    return at
+
+
 def summary(r: Runner, name: str, before=None) -> dict:
     """One finished run as the small JSON the tables are made from. before: its summary written
     earlier, whose standard held-out MLM is kept when the run is the same (its CPU time and final
@@ -362,16 +380,16 @@ def summary(r: Runner, name: str, before=None) -> dict:
     # the budget's plan; a run given --steps (a screen run before --budget existed) has its count
     plan = next((m for m in metrics if m["kind"] == "budget"), None) or dict(steps=options["steps"])
     [final] = [m for m in metrics if m["kind"] == "final"]
-    per_step = cost["cpu_s"] / 60 / plan["steps"]          # CPU minutes a step, evaluations included
-    curve = [dict(step=m["step"], cpu_min=round(m["step"] * per_step, 2), mlm_acc=m["mlm_acc"])
+    cpu_min = cpu_minute_of(cost, plan["steps"])
+    curve = [dict(step=m["step"], cpu_min=round(cpu_min(m["step"]), 2), mlm_acc=m["mlm_acc"])
              for m in metrics if m["kind"] == "eval"]
     exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
                wall_s=cost["wall_s"], heldout_mlm=None, own_heldout_mlm=final["mlm_acc"],
-               plateau_exit_cpu_min=exit_, curve=curve)
+               plateau_exit_cpu_min=exit_, curve=curve, **{k: cost[k] for k in ("curve_heldout",) if k in cost})
     same = before and (before["cpu_s"], before["own_heldout_mlm"]) == (out["cpu_s"], out["own_heldout_mlm"])
     out["heldout_mlm"] = before["heldout_mlm"] if same else standard_heldout_mlm(r, name)
-    kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
+    kept = [curve_point(r, name, step, cpu_min(step)) for step, _ in snapshots(r, name)]
     if kept:
         out["snapshots"] = [k for k in kept if k]
     heads = r.path("scores", f"heads-{name}.json")
@@ -496,7 +514,7 @@ def report(results=RESULTS, arm=None, minutes=None) -> str:
              "|---|---|---|---|---|---|---|" + "---|" * len(BLIMP_COLUMNS)]
     for key, rs in groups.items():
         arm, minutes = key.rsplit("-m", 1)
-        exit_ = plateau_exit(rs) + own_heldout(arm)
+        exit_ = plateau_exit(rs) + own_heldout(arm, rs)
         scores = [mean_sd([r.get(blimp, {}).get(group) for r in rs], 100, 1) for group, _ in BLIMP_COLUMNS]
         lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
@@ -528,16 +546,25 @@ def whole_blimp(results=RESULTS) -> str:
     return "\n".join(lines)
 
 
-def trains_on(arm: str) -> str:
-    """The prepared data (one of DATA) the arm trains on."""
+def trains_on(arm: str, flag="--data") -> str | None:
+    """The prepared data (one of DATA) the arm trains on (flag --short-data: its short instances, or None)."""
     argv = ARMS[arm]
-    given = [argv[i + 1] for i, a in enumerate(argv) if a == "--data"]      # the last one wins, as in argparse
-    return given[-1].split("/")[-1] if given else "data-imdb"
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == flag]        # the last one wins, as in argparse
+    return given[-1].split("/")[-1] if given else "data-imdb" if flag == "--data" else None
 
 
-def own_heldout(arm: str) -> str:
+def reads(arm: str) -> list:
+    """Every prepared data the arm reads."""
+    return [d for d in (trains_on(arm), trains_on(arm, "--short-data")) if d is not None]
+
+
+def own_heldout(arm: str, rs=()) -> str:
     """What a plateau-exit cell adds when the run's own evaluations, which give the minute, are on
-    held-out data prepared otherwise than data-imdb's."""
+    held-out data prepared otherwise than data-imdb's (rs: runs whose summaries say their
+    evaluations were on other held-out pairs until a step)."""
+    other = next((r["curve_heldout"] for r in rs if r.get("curve_heldout")), None)
+    if other:
+        return f" (its own held-out to step {other['until_step']:,}: {other['data'].removeprefix('data-imdb-')})"
     return "" if trains_on(arm) == "data-imdb" else f" (its own held-out: {trains_on(arm).removeprefix('data-imdb-')})"
 
 
@@ -592,7 +619,7 @@ def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
                      f"{f'`{options}`' if options else '(the recipe itself)'} | {len(rs)} | "
                      f"{mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
-                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm)} | "
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm, rs)} | "
                      f"{mean_sd([r.get(blimp, {}).get('overall:overall') for r in rs], 100, 1)} |")
     return "\n".join(lines)
 

@@ -152,6 +152,21 @@ def test_each_screen_is_one_knob_added_to_the_hour_recipe_and_prepares_only_its_
     r = s.Runner(str(tmp_path), 1)
     named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, ["tiny-mlm", "hour+t64"], True)]
     assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]             # data-imdb first: its vocabulary
+    for arms in (["hour+short64"], ["hour+t64", "hour+short64"]):              # --short-data's data too, once
+        named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, arms, True)]
+        assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]
+
+
+def test_a_run_made_in_two_invocations_places_its_evaluations_at_each_phases_cpu_minute():
+    s = script()
+    one = s.cpu_minute_of({"cpu_s": 600.0}, 100)                              # in proportion to the steps
+    assert (one(0), one(50), one(100)) == (0.0, 5.0, 10.0)
+    two = s.cpu_minute_of({"cpu_s": 900.0, "phases": [[90, 540.0], [100, 360.0]]}, 100)   # a long step: 36 s here
+    assert (two(45), two(90), two(95), two(100)) == (4.5, 9.0, 12.0, 15.0)
+    assert s.own_heldout("hour+short64") == ""                                 # evaluated on data-imdb's pairs
+    marked = [{"curve_heldout": {"data": "data-imdb-t64", "until_step": 35235}}]
+    assert s.own_heldout("hour+short64", marked) == " (its own held-out to step 35,235: t64)"
+    assert s.own_heldout("hour+t64") == " (its own held-out: t64)"
 
 
 def between(path, start, end) -> str:
