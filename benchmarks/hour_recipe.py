@@ -222,7 +222,9 @@ def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: s
     recorded plan) to step `upto`, and compare its training and held-out records to then with the
     run's own (tokens/s aside): written to RESULTS/replay/NAME.json."""
     name = run_name(arm, minutes, seed)
-    plan = next(m for m in records(r.path(name, "metrics.jsonl")) if m["kind"] == "budget")["steps"]
+    plan = run_plan(r, name)["steps"]
+    with open(r.path("done", f"{name}.json")) as f:        # held-out pairs of its own to a step: training alone
+        kinds = ("train",) if "curve_heldout" in json.load(f) else ("train", "eval")
     [(_, argv, _)] = pretrain_commands(r, [arm], minutes, [seed], steps=plan)
     out = r.path("replay", name)
     argv = [*argv, "--stop-after", str(upto)]
@@ -231,14 +233,14 @@ def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: s
 
     def upto_step(path):
         return [{k: v for k, v in m.items() if k != "tokens_per_s"} for m in records(path)
-                if m["kind"] in ("train", "eval") and m["step"] <= upto]
+                if m["kind"] in kinds and m["step"] <= upto]
     own, again = upto_step(r.path(name, "metrics.jsonl")), upto_step(os.path.join(out, "metrics.jsonl"))
     if not own:
         raise SystemExit(f"replay: {name} has no training or held-out record to step {upto}: nothing to compare")
     differ = next((i for i, (a, b) in enumerate(zip(own, again)) if a != b), None)
     write_json(os.path.join(results, "replay", f"{name}.json"),
-               dict(name=name, steps=plan, seed=seed, upto=upto, records=len(own), identical=own == again,
-                    first_difference=None if differ is None else [own[differ], again[differ]]))
+               dict(name=name, steps=plan, seed=seed, upto=upto, records=len(own), kinds=kinds,
+                    identical=own == again, first_difference=None if differ is None else [own[differ], again[differ]]))
 
 
 def replay_report(results=RESULTS) -> str:
@@ -250,8 +252,9 @@ def replay_report(results=RESULTS) -> str:
             a = json.load(file)
         verdict = ("identical, to the last bit of every float" if a["identical"]
                    else f"different, first at {a['first_difference'][0]}")
-        lines.append(f"`--steps {a['steps']} --seed {a['seed']}` to step {a['upto']:,}: its {a['records']} training "
-                     f"and held-out records against {a['name']}'s: {verdict}")
+        what = "training and held-out" if "eval" in a.get("kinds", ("train", "eval")) else "training"
+        lines.append(f"`--steps {a['steps']} --seed {a['seed']}` to step {a['upto']:,}: its {a['records']} {what} "
+                     f"records against {a['name']}'s: {verdict}")
     return "\n".join(lines) or "(no run replayed)"
 
 
@@ -368,6 +371,16 @@ def cpu_minute_of(cost, steps):
     return at
 
 
+def run_plan(r: Runner, name: str) -> dict:
+    """The run's budget plan; a run given --steps (a screen before --budget existed, a run made in
+    two invocations) has its count."""
+    plan = next((m for m in records(r.path(name, "metrics.jsonl")) if m["kind"] == "budget"), None)
+    if plan is None:
+        with open(r.path(name, "checkpoint", "training_state.json")) as f:
+            plan = dict(steps=json.load(f)["options"]["steps"])
+    return plan
+
+
 def summary(r: Runner, name: str, before=None) -> dict:
     """One finished run as the small JSON the tables are made from. before: its summary written
     earlier, whose standard held-out MLM is kept when the run is the same (its CPU time and final
@@ -377,8 +390,7 @@ def summary(r: Runner, name: str, before=None) -> dict:
     metrics = records(r.path(name, "metrics.jsonl"))
     with open(r.path(name, "checkpoint", "training_state.json")) as f:
         options = json.load(f)["options"]
-    # the budget's plan; a run given --steps (a screen run before --budget existed) has its count
-    plan = next((m for m in metrics if m["kind"] == "budget"), None) or dict(steps=options["steps"])
+    plan = run_plan(r, name)
     [final] = [m for m in metrics if m["kind"] == "final"]
     cpu_min = cpu_minute_of(cost, plan["steps"])
     curve = [dict(step=m["step"], cpu_min=round(cpu_min(m["step"]), 2), mlm_acc=m["mlm_acc"])
