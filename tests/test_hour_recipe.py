@@ -169,6 +169,20 @@ def test_a_run_made_in_two_invocations_places_its_evaluations_at_each_phases_cpu
     assert s.own_heldout("hour+t64") == " (its own held-out: t64)"
 
 
+def test_a_run_given_steps_is_planned_by_its_recorded_count(tmp_path):
+    s = script()
+    r = s.Runner(str(tmp_path), 1)
+    os.makedirs(r.path("run-m60-s0", "checkpoint"))
+    with open(r.path("run-m60-s0", "metrics.jsonl"), "w") as f:
+        f.write(json.dumps({"kind": "train", "step": 1, "loss": 9.0}) + "\n")
+    with open(r.path("run-m60-s0", "checkpoint", "training_state.json"), "w") as f:
+        json.dump({"options": {"steps": 39150}}, f)
+    assert s.run_plan(r, "run-m60-s0") == {"steps": 39150}
+    with open(r.path("run-m60-s0", "metrics.jsonl"), "a") as f:
+        f.write(json.dumps({"kind": "budget", "step": 0, "steps": 25017}) + "\n")
+    assert s.run_plan(r, "run-m60-s0")["steps"] == 25017                         # a budget's plan wins
+
+
 def between(path, start, end) -> str:
     text = open(os.path.join(ROOT, path), encoding="utf-8").read()
     return text[text.index(start) + len(start):text.index(end)].strip("\n")
