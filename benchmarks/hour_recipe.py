@@ -83,8 +83,10 @@ ARMS = {
     "hour+t64": recipe(HOUR) + on("data-imdb-t64"),
     "hour+mask100": recipe(HOUR) + on("data-imdb-mask100"),
     "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
-    # the BERT paper's short sequences first: 90 % of the steps at T 64, the last 10 % at 128
+    # the BERT paper's short sequences first: 90 % of the steps at T 64, the last 10 % at 128, the
+    # positions 64-127 starting as copies of 0-63 (random: as initialized)
     "hour+short64": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64"],
+    "hour+short64-random": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64", "--new-positions", "random"],
 }
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 

@@ -91,17 +91,28 @@ def test_a_run_stopped_next_to_the_switch_resumes_to_the_bit(tmp_path, data_dir,
     assert same_params(params_of(whole.out), params_of(cut_run.out))
 
 
+@pytest.mark.parametrize("new_positions", ["copied", "random"])
 def test_the_two_phases_are_the_short_run_continued_on_the_long_data_from_its_first_batch(
-        tmp_path, data_dir, short_dir):  # noqa: F811
-    """What docs/hour_recipe.md's first two-phase runs did by hand: --data SHORT --stop-after the
-    switch, then the run's data made the long instances (their SHA-256 pinned instead, the data
-    position at epoch 0, batch 0) and resumed. The option gives the same model to the bit."""
+        tmp_path, data_dir, short_dir, new_positions):  # noqa: F811
+    """What docs/hour_recipe.md's two-phase runs did by hand: --data SHORT --stop-after the switch;
+    then (copied) the position embeddings 16..31 set to copies of 0..15 in the saved model, the
+    run's data made the long instances (their SHA-256 pinned instead, the data position at epoch 0,
+    batch 0) and resumed. The options give the same model to the bit."""
+    from npbert import safetensors
     from npbert.atomic import path_sha256
-    both = two_phase(tmp_path, data_dir, short_dir, "both")
+    both = two_phase(tmp_path, data_dir, short_dir, "both", new_positions=new_positions)
     pretrain(both, log=quiet)
     by_hand = options(tmp_path / "by-hand", short_dir, steps=STEPS, stop_after=SWITCH)
     assert pretrain(by_hand, log=quiet)["stopped"]
-    state_file = os.path.join(by_hand.out, "checkpoint", "training_state.json")
+    checkpoint = os.path.join(by_hand.out, "checkpoint")
+    if new_positions == "copied":
+        model = os.path.join(checkpoint, "model.safetensors")
+        tensors = dict(safetensors.load_file(model))
+        positions = tensors["bert.embeddings.position_embeddings.weight"].copy()
+        positions[16:32] = positions[0:16]
+        safetensors.save_file({**tensors, "bert.embeddings.position_embeddings.weight": positions}, model,
+                              metadata=safetensors.load_metadata(model))
+    state_file = os.path.join(checkpoint, "training_state.json")
     with open(state_file) as f:
         state = json.load(f)
     state["options"]["data"] = os.path.abspath(data_dir)
@@ -112,6 +123,20 @@ def test_the_two_phases_are_the_short_run_continued_on_the_long_data_from_its_fi
     pretrain(options(tmp_path / "by-hand", data_dir), resume=True, log=quiet)
     assert [l for _, l in train_losses(both.out)] == [l for _, l in train_losses(by_hand.out)]
     assert same_params(params_of(both.out), params_of(by_hand.out))
+
+
+def test_the_new_positions_start_as_copies_of_the_first_ones(tmp_path, data_dir, short_dir):  # noqa: F811
+    """Stopped at the switch, the copied positions equal the first ones exactly; left random, they
+    are as they were (never trained: weight decay alone has moved them)."""
+    rows = {}
+    for new in ("copied", "random"):
+        run = two_phase(tmp_path, data_dir, short_dir, new, new_positions=new, stop_after=SWITCH)
+        pretrain(run, log=quiet)
+        rows[new] = params_of(run.out)["bert.embeddings.position_embeddings.weight"]
+    copied, random = rows["copied"], rows["random"]
+    assert np.array_equal(copied[16:32], copied[:16]) and np.array_equal(copied[:16], random[:16])
+    assert np.array_equal(copied[32:], random[32:])                     # past the long length: untouched
+    assert not np.array_equal(random[16:32], random[:16])
 
 
 def test_a_budget_times_both_phases_and_its_step_count_remakes_the_run(tmp_path, data_dir, short_dir):  # noqa: F811

@@ -1,17 +1,32 @@
 """The pretraining Job the shared loop runs (npbert/training/loop.py): masked LM + NSP on the
 epoch's permutation of the prepared instances, with held-out evaluation as it goes. With short
 instances (--short-seq-length), the first short_steps() steps read them and the rest the long
-ones, each from its first epoch (the BERT paper's 128 then 512 tokens). The step runs
+ones, each from its first epoch (the BERT paper's 128 then 512 tokens), the positions past the
+short length copied from the first ones at the switch (--new-positions). The step runs
 BertModel on the packed layout (npbert/layers/layout.py): padding not computed, the last layer
 at the masked positions and [CLS]."""
 from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from npbert.model import pretraining_backward, pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
 from npbert.training.overfitting import RisingLossWatch
+
+
+POSITIONS = "bert.embeddings.position_embeddings.weight"
+
+
+def copy_positions(params, short: int, long: int) -> None:
+    """Position embeddings short..long-1 set, in place, to copies of rows 0..short-1 (row i from
+    row i mod short), as Longformer started the positions it added to RoBERTa's: the long phase
+    begins with positions that already mean "k places after a start", not random vectors."""
+    p = params[POSITIONS]                                   # (max_position_embeddings, H)
+    rows = np.arange(short, long)                           # (long - short,)
+    p[rows] = p[rows % short]
 
 
 class PretrainingJob(Job):
@@ -92,6 +107,8 @@ class PretrainingJob(Job):
 
     def after_step(self, position, epoch_ended, done):
         step = position.step
+        if step == self.short_steps() > 0 and self.opts.new_positions == "copied":
+            copy_positions(self.params, self.short_data.max_seq_length, self.train_data.max_seq_length)
         if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
             return
         e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches,

@@ -42,6 +42,14 @@ PRETRAIN_OPTIONS = (
     Option("short_seq_share", None, "share of the steps on the short instances (default: "
                                     f"{DEFAULT_SHORT_SEQ_SHARE:g} when there are short instances)",
            Interval(0, 1, low_open=True, high_open=True)),
+    # At the switch the positions past the short length have never been trained; learning them
+    # from their random start in the last tenth, at the end of the decay, left the hour's model
+    # below the one trained at 128 throughout (docs/hour_recipe.md); copies of the first ones
+    # (Longformer's start for new positions) are where it begins instead.
+    Option("new_positions", "copied", "where the position embeddings past the short length start when the long "
+                                      "phase begins: copied = row i from row i mod the short length (Longformer's "
+                                      "start for new positions), random = as initialized (they were never trained)",
+           choices=("copied", "random")),
     Option("preset", "tiny", "size of a new model (`npbert info PRESET` shows it)", choices=tuple(PRESETS)),
     # --model: its architecture and weights (instead of preset), a new optimizer and schedule;
     # for a corpus, its vocab.txt and casing
