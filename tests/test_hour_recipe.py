@@ -207,8 +207,8 @@ def test_the_page_quotes_only_figures_the_script_prints():
     text = prose(page, "## Against the targets", "## All of BLiMP") + prose(page, "## What mattered",
                                                                             "## What the measurements say")
     printed = "\n".join(table() for table in (s.report, s.what_an_hour_buys, s.anew_report, s.replay_report,
-                                               s.whole_blimp, s.ablation, s.screens, s.curve_table, s.heads_report,
-                                                   s.probe_report, s.finetune_report))
+                                               s.whole_blimp, s.ablation, s.screens, s.short_first, s.curve_table,
+                                               s.heads_report, s.probe_report, s.finetune_report))
     figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text))
     assert len(figures) > 20                                           # the sections do quote the tables
     assert sorted(figures - set(re.findall(r"\d+\.\d+", printed))) == [], f"{page}: figures no table prints"
@@ -221,6 +221,7 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
                               ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
                               ("the run anew", "the run anew", s.anew_report), ("the replay", "the replay", s.replay_report),
                               ("the ablation", "the ablation", s.ablation), ("the screens", "the screens", s.screens),
+                              ("short sequences first", "short sequences first", s.short_first),
                               ("the learning curve", "the learning curve", s.curve_table),
                               ("the heads", "the heads", s.heads_report), ("the probes", "the probes", s.probe_report),
                               ("fine-tuning", "fine-tuning", s.finetune_report)):
