@@ -107,7 +107,7 @@ class PretrainingJob(Job):
 
     def after_step(self, position, epoch_ended, done):
         step = position.step
-        if step == self.short_steps() > 0 and self.opts.new_positions == "copied":
+        if self.data_changes_after(step) and self.opts.new_positions == "copied":   # the long phase begins
             copy_positions(self.params, self.short_data.max_seq_length, self.train_data.max_seq_length)
         if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
             return

@@ -102,12 +102,13 @@ class PretrainingRecipe(Recipe):
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
         if saved is None:                              # a resumed run has its options, defaults resolved then
             opts = with_corpus_defaults(opts, data[0].manifest["options"]["corpus"] if data else opts.corpus)
-        short = None
-        if self.short_dir(opts) is not None and data is not None and (opts.short_data or saved is not None):
-            short = load_prepared(self.short_dir(opts))[0]
-            check_short_data(short, data[0])
-        if self.short_dir(opts) is not None and opts.short_seq_share is None:
-            opts = dataclasses.replace(opts, short_seq_share=DEFAULT_SHORT_SEQ_SHARE)
+        short, short_dir = None, self.short_dir(opts)
+        if short_dir is not None:
+            if opts.short_seq_share is None:
+                opts = dataclasses.replace(opts, short_seq_share=DEFAULT_SHORT_SEQ_SHARE)
+            if data is not None and (opts.short_data or saved is not None):   # else prepared in start()
+                short = load_prepared(short_dir)[0]
+                check_short_data(short, data[0])
         if loaded is not None:
             note_learning_rate(opts, log)
         return opts, PretrainingInputs(loaded, data, short, clock_start)
@@ -123,7 +124,7 @@ class PretrainingRecipe(Recipe):
         return os.path.join(opts.out, SHORT_DATA_DIR) if opts.short_seq_length is not None else None
 
     def inputs(self, opts):
-        return [self.data_dir(opts)] + ([self.short_dir(opts)] if self.short_dir(opts) is not None else [])
+        return [d for d in (self.data_dir(opts), self.short_dir(opts)) if d is not None]
 
     def start(self, opts, saved, prepared: PretrainingInputs, metrics, log):
         data, short = prepared.data, prepared.short
