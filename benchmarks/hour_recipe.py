@@ -21,6 +21,7 @@ accuracy is ~0.13), the final held-out MLM on all 4,001 held-out pairs, and BLiM
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import statistics
@@ -219,19 +220,25 @@ def anew_report(results=RESULTS) -> str:
             f"{a['heldout_pairs']:,} held-out pairs{against}")
 
 
-def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: str) -> None:
+def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: str, every: int | None = None) -> None:
     """Run ARM-mMINUTES-sSEED again with the step count its budget planned (--steps: the run's
     recorded plan) to step `upto`, and compare its training and held-out records to then with the
-    run's own (tokens/s aside): written to RESULTS/replay/NAME.json."""
+    run's own (tokens/s aside), and at the last step its model file byte for byte: written to
+    RESULTS/replay/NAME.json. With `every`, the replay goes to the end in segments and keeps its
+    models as the run's snapshots (run_with_snapshots: the same run, so the run's learning curve)."""
     name = run_name(arm, minutes, seed)
     plan = run_plan(r, name)["steps"]
+    upto = plan if every else upto
     with open(r.path("done", f"{name}.json")) as f:        # held-out pairs of its own to a step: training alone
         kinds = ("train",) if "curve_heldout" in json.load(f) else ("train", "eval")
     [(_, argv, _)] = pretrain_commands(r, [arm], minutes, [seed], steps=plan)
     out = r.path("replay", name)
-    argv = [*argv, "--stop-after", str(upto)]
     argv[argv.index("--out") + 1] = out
-    r.run_all([(r.path("replay", f"{name}-upto-{upto}.json"), argv, r.path("logs", f"replay-{name}.log"))])
+    command = (r.path("replay", f"{name}-upto-{upto}.json"), argv, r.path("logs", f"replay-{name}.log"))
+    if every:
+        run_with_snapshots(r, command, every, plan)
+    else:
+        r.run_all([(command[0], [*argv, "--stop-after", str(upto)], command[2])])
 
     def upto_step(path):
         return [{k: v for k, v in m.items() if k != "tokens_per_s"} for m in records(path)
@@ -240,9 +247,12 @@ def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: s
     if not own:
         raise SystemExit(f"replay: {name} has no training or held-out record to step {upto}: nothing to compare")
     differ = next((i for i, (a, b) in enumerate(zip(own, again)) if a != b), None)
+    model = [os.path.join(d, "checkpoint", "model.safetensors") for d in (r.path(name), out)]
+    same_model = filecmp.cmp(*model, shallow=False) if upto == plan else None
     write_json(os.path.join(results, "replay", f"{name}.json"),
                dict(name=name, steps=plan, seed=seed, upto=upto, records=len(own), kinds=kinds,
-                    identical=own == again, first_difference=None if differ is None else [own[differ], again[differ]]))
+                    identical=own == again, first_difference=None if differ is None else [own[differ], again[differ]],
+                    same_model=same_model))
 
 
 def replay_report(results=RESULTS) -> str:
@@ -255,8 +265,10 @@ def replay_report(results=RESULTS) -> str:
         verdict = ("identical, to the last bit of every float" if a["identical"]
                    else f"different, first at {a['first_difference'][0]}")
         what = "training and held-out" if "eval" in a.get("kinds", ("train", "eval")) else "training"
+        model = ("" if a.get("same_model") is None else
+                 "; its final model file " + ("the same, byte for byte" if a["same_model"] else "different"))
         lines.append(f"`--steps {a['steps']} --seed {a['seed']}` to step {a['upto']:,}: its {a['records']} {what} "
-                     f"records against {a['name']}'s: {verdict}")
+                     f"records against {a['name']}'s: {verdict}{model}")
     return "\n".join(lines) or "(no run replayed)"
 
 
@@ -798,7 +810,8 @@ def main(argv=None) -> int:
                    help="run: each arm's --steps from the plan of its run with this seed at --minutes (its "
                         "summary in --results), so that seeds differ by the seed alone")
     p.add_argument("--snapshots", type=int, default=None, metavar="STEPS",
-                   help="run (with --steps): keep the model every STEPS steps under snapshots/RUN (a learning curve)")
+                   help="run (with --steps), replay: keep the model every STEPS steps under snapshots/RUN (a "
+                        "learning curve); a replay then goes to the run's last step")
     p.add_argument("--upto", type=int, default=1000, help="replay: the step to which a run is made again "
                                                            "(default 1000)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
@@ -844,7 +857,7 @@ def main(argv=None) -> int:
     elif args.stage == "replay":
         for arm in args.arms:
             for seed in args.seeds:
-                replay(r, arm, args.minutes, seed, args.upto, args.results)
+                replay(r, arm, args.minutes, seed, args.upto, args.results, args.snapshots)
     elif args.stage == "anew":
         r.run_all([anew_command(r, args.quick)])
     elif args.stage == "curve":
