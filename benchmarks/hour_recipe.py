@@ -42,7 +42,7 @@ BLIMP_PER_PARADIGM = 20
 OLD = {"size": ["--preset", "mini"], "nsp": ["--nsp"], "lr": ["--learning-rate", "2e-3"],
        "warmup": ["--warmup-proportion", "0.25"]}        # docs/linguistics.md's IMDB minis
 HOUR = {"size": ["--preset", "tiny"], "nsp": ["--no-nsp"], "lr": ["--learning-rate", "1e-3"],
-        "warmup": ["--warmup-proportion", "0.06"]}       # the hour recipe (tiny-mlm)
+        "warmup": ["--warmup-proportion", "0.06"]}       # the hour recipe at T 128 throughout (tiny-mlm)
 CHANGES = {"size": ("mini", "tiny"), "nsp": ("nsp", "no-nsp"), "lr": ("lr2e-3", "lr1e-3"),
            "warmup": ("warmup25", "warmup6")}            # each knob's old and new value, as arm names say it
 
@@ -89,6 +89,7 @@ ARMS = {
     "hour+short64": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64"],
     "hour+short64-random": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64", "--new-positions", "random"],
 }
+RECIPE = "hour+short64"                   # the arm a corpus's defaults run (CORPUS_RECIPE): the page's recipe
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
 
@@ -106,7 +107,8 @@ def group_of(run: str) -> str:
     return run.rsplit("-s", 1)[0]
 
 
-QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
+QUICK = ["--corpus", "builtin", "--max-documents", "200",   # --quick: the pipeline end to end in seconds,
+         "--max-seq-length", "128"]                           # at IMDB's lengths (data-imdb-t64: 64)
 
 
 def prepare_commands(r: Runner, arms, quick: bool) -> list:
@@ -205,14 +207,14 @@ def anew_summary(r: Runner) -> dict:
 
 
 def anew_report(results=RESULTS) -> str:
-    """One line: the run anew against the hour rows' held-out MLM."""
+    """One line: the run anew against the recipe's rows' held-out MLM."""
     path = os.path.join(results, "anew", "pretrain.json")
     if not os.path.exists(path):
         return "(no run anew summarized)"
     with open(path) as f:
         a = json.load(f)
-    hour = [r["heldout_mlm"] for r in load_runs(results).get(group_name("tiny-mlm", 60), [])]
-    against = (f" against the hour rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
+    hour = [r["heldout_mlm"] for r in load_runs(results).get(group_name(RECIPE, 60), [])]
+    against = (f" against the recipe's rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
                if hour else "")
     return (f"`npbert pretrain --corpus {a['options']['corpus']} --budget {a['options']['budget']:g}`: "
             f"{a['steps']:,} steps planned, {a['cpu_s'] / 60:.1f} CPU min, "
@@ -650,7 +652,7 @@ def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
     return "\n".join(lines)
 
 
-def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
+def curve(results=RESULTS, arm=RECIPE, minutes=60) -> list:
     """[(step, CPU minute, held-out MLM, BLiMP overall, determiner-noun, subject-verb, previous-token
     head, next-token head)], each the mean over the seeds that kept a model at that step."""
     by_step = {}
@@ -665,7 +667,7 @@ def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
             for step, points in sorted(by_step.items())]
 
 
-def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+def curve_table(results=RESULTS, arm=RECIPE, minutes=60) -> str:
     """Markdown: the learning curve of what the model knows (`curve`)."""
     lines = ["| step | CPU min | held-out MLM (last evaluation) | " + " | ".join(f"{t} (first {BLIMP_PER_PARADIGM})"
              for _, t in BLIMP_COLUMNS) + " | previous-token head | next-token head | seeds |",
@@ -676,7 +678,7 @@ def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no kept models scored: run --snapshots, then curve)"
 
 
-def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
+def plot_curve(path: str, results=RESULTS, arm=RECIPE, minutes=60) -> None:
     """The learning curve as one figure: held-out MLM, BLiMP's agreement and the heads by CPU minute,
     written as npbert writes its pictures (npbert/plotting.py: a PNG path checked before anything is
     drawn, a file npbert did not draw never replaced, the new one put in place in one step)."""
@@ -710,7 +712,7 @@ def missed_by(value, target, digits) -> str:
     return "met" if value >= target else f"missed by {target - value:.{digits}f}"
 
 
-def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60, label="the hour recipe") -> str:
+def what_an_hour_buys(results=RESULTS, arm=RECIPE, minutes=60, label="the hour recipe") -> str:
     """Markdown, README's one table: the hour's runs (mean ± sd over seeds) against the targets, each
     met or missed by how much (on the mean, or in every seed where the target asks that)."""
     from linguistics_results import paired_gains
@@ -750,15 +752,21 @@ def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60, label="the ho
                      + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
 
 
-def short_first(results=RESULTS) -> str:
-    """Markdown: the hour at T 64 then 128 (the positions copied) against the same targets."""
-    return what_an_hour_buys(results, "hour+short64", 60, label="hour+short64 (T 64, then 128)")
+def at_128(results=RESULTS) -> str:
+    """Markdown: the hour at T 128 throughout (the recipe without its short phase) against the same targets."""
+    return what_an_hour_buys(results, "tiny-mlm", 60, label="tiny-mlm (T 128 throughout)")
 
 
-def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
-    """A line per seed of the arm: the heads `npbert attention-heads` names, and the strongest
+def curve_at_128(results=RESULTS) -> str:
+    """Markdown: the learning curve of the hour at T 128 throughout."""
+    return curve_table(results, "tiny-mlm", 60)
+
+
+def heads_report(results=RESULTS, arms=(RECIPE, "tiny-mlm"), minutes=60) -> str:
+    """A line per seed of each arm: the heads `npbert attention-heads` names, and the strongest
     previous- and next-token shares."""
-    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "heads" in r]
+    groups = load_runs(results)
+    runs = [r for arm in arms for r in groups.get(group_name(arm, minutes), []) if "heads" in r]
     return "\n".join(f"{r['name']}: " + ("; ".join(f"layer {layer} head {head} {what}" for layer, head, what
                                                    in r["heads"]["named"]) or "no named head")
                      + f" ({len(r['heads']['broad'])} broad); strongest previous-token share "
@@ -766,22 +774,28 @@ def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
         or "(no attention heads summarized)"
 
 
-def probe_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
-    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over the arm's seeds,
+def probe_report(results=RESULTS, arms=(RECIPE, "tiny-mlm"), minutes=60) -> str:
+    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over each arm's seeds,
     beside the random-initialised control of the same seeds."""
-    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "probes" in r]
-    if not runs:
+    groups = load_runs(results)
+    by_arm = {arm: runs for arm in arms
+              if (runs := [r for r in groups.get(group_name(arm, minutes), []) if "probes" in r])}
+    if not by_arm:
         return "(no probe summarized)"
-    layers = len(runs[0]["probes"][PROBES[0][0]]["pretrained"])
+    layers = len(next(iter(by_arm.values()))[0]["probes"][PROBES[0][0]]["pretrained"])
     lines = ["| task (majority class) | model | " + " | ".join(f"layer {i}" for i in range(layers)) + " |",
              "|---|---|" + "---|" * layers]
     for task, limit in PROBES:
-        rs = [r["probes"][task] for r in runs if task in r["probes"]]
-        for k, (model, title) in enumerate((("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
-                                            ("random-init", "its random-init control"))):
-            head = f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
-            lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
-                                                                for i in range(layers)) + " |")
+        first = True
+        for arm, runs in by_arm.items():
+            rs = [r["probes"][task] for r in runs if task in r["probes"]]
+            for model, title in (("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
+                                 ("random-init", "its random-init control")):
+                head = (f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences "
+                        f"({100 * rs[0]['majority']:.1f})") if first else ""
+                first = False
+                lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
+                                                                    for i in range(layers)) + " |")
     return "\n".join(lines)
 
 
@@ -819,7 +833,7 @@ def main(argv=None) -> int:
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
     p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; heads, probes, finetune, plot: "
-                                                "from this arm's runs at --minutes (default tiny-mlm)")
+                                                f"from this arm's runs at --minutes (default {RECIPE}: the recipe)")
     p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png); heads: the "
                                                "first seed's picture (default docs/hour_heads.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
@@ -865,16 +879,16 @@ def main(argv=None) -> int:
             p.error("curve needs --blimp DIR (BLiMP's data/)")
         r.run_all(curve_commands(r, args.blimp))
     elif args.stage == "heads":
-        r.run_all(heads_commands(r, args.arm or "tiny-mlm", args.minutes, args.out or HEADS_PICTURE))
+        r.run_all(heads_commands(r, args.arm or RECIPE, args.minutes, args.out or HEADS_PICTURE))
     elif args.stage == "probes":
-        r.run_all(probe_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
+        r.run_all(probe_commands(r, args.arm or RECIPE, args.minutes, args.quick))
     elif args.stage == "finetune":
-        r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
+        r.run_all(finetune_commands(r, args.arm or RECIPE, args.minutes, args.quick))
     elif args.stage == "plot":
         from npbert.errors import NpbertError
         try:
             plot_curve(args.out or os.path.join(ROOT, "docs", "hour_curve.png"), args.results,
-                       args.arm or "tiny-mlm", args.minutes)
+                       args.arm or RECIPE, args.minutes)
         except NpbertError as e:
             p.error(str(e))
     elif args.stage == "summarize":
@@ -882,8 +896,8 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, short_first,
-                          curve_table, heads_report, probe_report, finetune_report):
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, at_128,
+                          curve_table, curve_at_128, heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0
 
