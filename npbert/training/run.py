@@ -28,7 +28,7 @@ from npbert.lock import run_lock
 from npbert.training.inputs import INPUTS, absolute_paths, check_pinnable, check_same_inputs, fingerprint
 from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
-from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
+from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run, settle
 from npbert.training.state import (check_dropout_resumable, load_training_checkpoint, note_backend_change,
                                    recover_checkpoint, save_training_checkpoint)
 from npbert.training.training_options import given_options, resumed_options
@@ -84,7 +84,8 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     recipe.check(opts)                                 # every option's range first (option_declaration.py)
     opts = absolute_paths(opts, recipe.paths(opts))
     with run_lock(opts.out) as lock:
-        state = check_out(opts.out, resume, overwrite, recipe.kind)
+        state = settle(opts.out)                       # what OUT holds, read once: what follows decides on it
+        check_out(opts.out, state, resume, overwrite, recipe.kind)
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)
