@@ -29,7 +29,7 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from npbert.atomic import check_dir_path, leftovers, pid_alive, recover_dir, sibling
+from npbert.atomic import check_dir_path, leftovers, pid_alive, sibling
 from npbert.errors import NpbertError
 
 MARKER = "npbert_run.json"
@@ -127,9 +127,10 @@ def check_out_flags(path, resume: bool, overwrite: bool) -> None:
 
 
 def settle(path) -> Empty | Run | Foreign:
-    """Under the run's lock, what a killed run left half-done is undone first -> what path holds
-    then. An earlier run moved aside by --overwrite comes back if the new run never saved, and
-    goes if it did; a checkpoint swap cut short is put back."""
+    """Under the run's lock, an --overwrite that a kill cut short is finished first -> what path
+    holds then. The earlier run it moved aside comes back if the new run never saved, and goes if
+    it did. (A checkpoint swap cut short is the checkpoint's own: --resume puts it back as it
+    loads it, and inspect counts it as saved meanwhile.)"""
     state = inspect(path)
     for _, aside, pid in leftovers(path, (REPLACED,)):
         if pid_alive(pid):
@@ -145,8 +146,6 @@ def settle(path) -> Empty | Run | Foreign:
             shutil.rmtree(path)
         os.rename(aside, path)
         state = inspect(path)                           # the earlier run, back as it was
-    if os.path.isdir(path):
-        recover_dir(os.path.join(path, CHECKPOINT_DIR))  # has_saved counted it already
     return state
 
 
