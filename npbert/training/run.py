@@ -2,7 +2,8 @@
 
     check the flags and every option                     nothing read or written yet
     take the run directory's lock                        one writer per run (npbert/lock.py)
-    check --out (put back an interrupted --overwrite); on --resume load the checkpoint and its options
+    settle --out (finish an --overwrite a kill cut short), read what it holds once, refuse on that
+    the inputs' paths made absolute; on --resume load the checkpoint and its options
     recipe.prepare: read and check every input           still nothing written; returns what it read
     open the run (--overwrite moves the old one aside)   run_dir.py
         recipe.start: the data, model, job, schedule     on what prepare read; inputs pinned (SHA-256)
@@ -82,10 +83,10 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     (the CLI's typed flags); default, those that differ from the options' defaults."""
     check_out_flags(opts.out, resume, overwrite)
     recipe.check(opts)                                 # every option's range first (option_declaration.py)
-    opts = absolute_paths(opts, recipe.paths(opts))
     with run_lock(opts.out) as lock:
         state = settle(opts.out)                       # what OUT holds, read once: what follows decides on it
         check_out(opts.out, state, resume, overwrite, recipe.kind)
+        opts = absolute_paths(opts, recipe.paths(opts))   # then the inputs, which OUT's state does not change
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)
