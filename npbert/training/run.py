@@ -3,7 +3,7 @@
     check the flags and every option                     nothing read or written yet
     take the run directory's lock                        one writer per run (npbert/lock.py)
     settle --out (finish an --overwrite a kill cut short), read what it holds once, refuse on that
-    the inputs' paths made absolute; on --resume load the checkpoint and its options
+    the inputs' paths made absolute; on --resume load the checkpoint (a save cut short put back), its options
     recipe.prepare: read and check every input           still nothing written; returns what it read
     open the run (--overwrite moves the old one aside)   run_dir.py
         recipe.start: the data, model, job, schedule     on what prepare read; inputs pinned (SHA-256)
@@ -86,7 +86,7 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     with run_lock(opts.out) as lock:
         state = settle(opts.out)                       # what OUT holds, read once: what follows decides on it
         check_out(opts.out, state, resume, overwrite, recipe.kind)
-        opts = absolute_paths(opts, recipe.paths(opts))   # then the inputs, which OUT's state does not change
+        opts = absolute_paths(opts, recipe.paths(opts))   # OUT settled; the inputs from here on
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)
