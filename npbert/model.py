@@ -134,7 +134,7 @@ def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention
     x, _ = bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, None)   # (N, H)
     states = [layout.batched(x)]                                                              # (B, T, H)
     for i in range(config.num_hidden_layers if layers is None else layers):
-        x, _ = encoder_layer_forward(x, layout, None, layer_params(params, i), config, None)  # (N, H)
+        x, _ = encoder_layer_forward(x, layout, layer_params(params, i), config, None)        # (N, H)
         states.append(layout.batched(x))
     return states
 

@@ -117,9 +117,9 @@ def test_the_layouts_say_which_rows_and_drop_the_same_elements():
     rows = packed.rows_of(x.reshape(2, 4, 3))                           # (N, 3)
     assert (padded.rows_of(x.reshape(2, 4, 3)) == x).all() and (rows[:, 0] == [0, 1, 2, 4, 6, 7]).all()
     assert (packed.batched(rows).reshape(8, 3)[[3, 5]] == 0).all()      # padding: zeros
-    y_pad, _ = padded.dropout(x, None, 0.5, np.random.default_rng(0))
-    y_all, _ = packed.dropout(rows, None, 0.5, np.random.default_rng(0))
-    y_read, _ = packed.dropout(rows[packed.read_rows], packed.read_rows, 0.5, np.random.default_rng(0))
+    y_pad, _ = padded.dropout(x, 0.5, np.random.default_rng(0))
+    y_all, _ = packed.dropout(rows, 0.5, np.random.default_rng(0))
+    y_read, _ = packed.reading().dropout(rows[packed.read_rows], 0.5, np.random.default_rng(0))   # the last layer's
     assert (y_all == y_pad[packed.flat]).all() and (y_read == y_pad[packed.flat[packed.read_rows]]).all()
 
 

@@ -118,7 +118,7 @@ def test_a_layers_gradient_is_the_derivative_of_the_loss():
     h0 = trace["bert.encoder.layer.0"].copy()
 
     def loss():
-        h, _ = encoder_layer_forward(padded.rows_of(h0), padded, None, layer_params(p, 1), CONFIG, None)  # (N, H)
+        h, _ = encoder_layer_forward(padded.rows_of(h0), padded, layer_params(p, 1), CONFIG, None)  # (N, H)
         h = padded.batched(h)                                                                             # (B, T, H)
         mlm, _ = mlm_head_forward(h, b["mlm_positions"], p, CONFIG)
         nsp, _ = nsp_head_forward(pooler_forward(h, p)[0], p)

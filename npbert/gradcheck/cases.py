@@ -251,7 +251,7 @@ def _layer_cases(pr: _Problem, add) -> None:
     layer0 = layer_params(params, 0)
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
-        *_over_rows(padded, lambda x, p: self_attention_forward(x, padded, None, p, A, d.dropout, d.rng()),
+        *_over_rows(padded, lambda x, p: self_attention_forward(x, padded, p, A, d.dropout, d.rng()),
                     self_attention_backward), f"({B},{T},{H}) heads={A}",
         dict(mask_bias=mask_bias, num_attention_heads=A))
     ffn_keys = [k for k in layer0 if k.startswith(("intermediate.", "output.dense"))]
@@ -260,7 +260,7 @@ def _layer_cases(pr: _Problem, add) -> None:
         lambda dy, c: _merge(feedforward_backward(dy, c)), f"({B},{T},{H})->({B},{T},{I})->({B},{T},{H})",
         dict(hidden_act=d.hidden_act))
     add("encoder_layer", {"x": x, **layer0},
-        *_over_rows(padded, lambda x, p: encoder_layer_forward(x, padded, None, p, config, d.rng()),
+        *_over_rows(padded, lambda x, p: encoder_layer_forward(x, padded, p, config, d.rng()),
                     encoder_layer_backward), f"({B},{T},{H})", dict(mask_bias=mask_bias))
     enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder", {"x": x, **enc},
@@ -363,7 +363,7 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
     layer = layer_params(params, config.num_hidden_layers - 1)
     shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
     add("dropout_rows[packed, read rows]", {"x": x[rows]},
-        lambda p: packed.dropout(p["x"], rows, 0.3, np.random.default_rng(d.seed + 7)),
+        lambda p: packed.reading().dropout(p["x"], 0.3, np.random.default_rng(d.seed + 7)),
         lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     add("bert_embeddings[packed]", emb,
@@ -371,11 +371,12 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda dy, c: bert_embeddings_backward(dy, c), f"({d.B},{d.T}) -> ({N},{H})", golden=False)
     attention = {k: v for k, v in layer.items() if k.startswith(("attention.self.", "attention.output.dense."))}
     add("self_attention[packed, read rows]", {"x": x, **attention},
-        lambda p: self_attention_forward(p["x"], packed, rows, p, d.heads, d.dropout, d.rng()),
-        lambda dy, c: _merge(self_attention_backward(dy, c)), shapes, golden=False)
+        lambda p: self_attention_forward(p["x"][rows], packed.reading(), p, d.heads, d.dropout, d.rng(),
+                                         memory=p["x"]),
+        lambda dy, c: _merge(_memory_grad(self_attention_backward(dy, c), rows)), shapes, golden=False)
     add("encoder_layer[packed, read rows]", {"x": x, **layer},
-        lambda p: encoder_layer_forward(p["x"], packed, rows, p, config, d.rng()),
-        lambda dy, c: _merge(encoder_layer_backward(dy, c)), shapes, golden=False)
+        lambda p: encoder_layer_forward(p["x"][rows], packed.reading(), p, config, d.rng(), memory=p["x"]),
+        lambda dy, c: _merge(_memory_grad(encoder_layer_backward(dy, c), rows)), shapes, golden=False)
     encoder = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder[packed, read rows]", {"x": x, **encoder},
         lambda p: encoder_forward(p["x"], packed, p, config, d.rng()),
@@ -389,6 +390,13 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda p: _model_loss(p, config, batch, d.rng(), packed=True),
         lambda dl, c: pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
+
+
+def _memory_grad(dx_dmemory_grads, rows):
+    # a layer run on x[rows] with memory x: (dx (R, H), dmemory (N, H), grads) -> (x's gradient (N, H), grads)
+    dx, dmemory, grads = dx_dmemory_grads
+    dmemory[rows] += dx                                # x[rows] fed the queries: each row once
+    return dmemory, grads
 
 
 def _sequence_output(outputs_and_cache):
