@@ -276,15 +276,15 @@ def _layer_cases(pr: _Problem, add) -> None:
         dict(input_ids=pr.ids_with_pad, token_type_ids=pr.types))
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
-        lambda p: pooler_forward(p["h"], p),
-        lambda dy, c: _merge(pooler_backward(dy, c), "h"), f"({B},{T},{H})->({B},{H})")
+        lambda p: pooler_forward(p["h"][:, 0], p),                                        # [CLS] (B, H)
+        lambda dy, c: _merge(_at_cls(pooler_backward(dy, c), x.shape), "h"), f"({B},{T},{H})->({B},{H})")
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
     mlm[WORD] = params[WORD]
     P = len(pr.positions)
     add("mlm_head", {"h": x, **mlm},
-        lambda p: mlm_head_forward(p["h"], pr.positions, p, config),
-        lambda dy, c: _merge(mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {P} positions -> ({P},{V})",
-        dict(mlm_positions=pr.positions))
+        lambda p: mlm_head_forward(padded.rows_of(p["h"]), pr.positions, p, config),
+        lambda dy, c: _merge(_batched(padded, mlm_head_backward(dy, c)), "h"),
+        f"({B},{T},{H}) at {P} positions -> ({P},{V})", dict(mlm_positions=pr.positions))
 
 
 def _pretraining_cases(pr: _Problem, add) -> dict:
@@ -329,14 +329,17 @@ def _fused_decoder_cases(pr: _Problem, add) -> None:
         f"({P},{H}) x ({V},{H}) -> loss, ignore_index rows", dict(labels=labels), golden=False)
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
     mlm[WORD] = params[WORD]
+    padded = Padded(pr.mask, d.dtype)                                               # h (B, T, H) as rows
     add("mlm_loss", {"h": pr.x, **mlm},
-        lambda p: _first_output(mlm_loss_forward(p["h"], pr.positions, p, config, labels)),
-        lambda dl, c: _merge(mlm_loss_backward(dl, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> loss",
+        lambda p: _first_output(mlm_loss_forward(padded.rows_of(p["h"]), pr.positions, p, config, labels)),
+        lambda dl, c: _merge(_batched(padded, mlm_loss_backward(dl, c)), "h"),
+        f"({d.B},{d.T},{H}) at {P} positions -> loss",
         dict(mlm_positions=pr.positions, labels=labels), golden=False)
     transform = {k: v for k, v in mlm.items() if k.startswith("cls.predictions.transform.")}
     add("mlm_transform", {"h": pr.x, **transform},
-        lambda p: _transform(p["h"], pr.positions, p, config),
-        lambda dy, c: _merge(mlm_transform_backward(dy, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> ({P},{H})",
+        lambda p: _transform(padded.rows_of(p["h"]), pr.positions, p, config),
+        lambda dy, c: _merge(_batched(padded, mlm_transform_backward(dy, c)), "h"),
+        f"({d.B},{d.T},{H}) at {P} positions -> ({P},{H})",
         dict(mlm_positions=pr.positions), golden=False)
 
 
@@ -346,6 +349,7 @@ def _first_output(result):
 
 
 def _transform(h, positions, params, config):
+    # h: (N, H) rows -> t: (M, H), a cache
     t, dense, norm = mlm_transform_forward(h, positions, params, config)
     return t, MlmHeadCache(dense, norm, None, positions, h.shape)   # what mlm_transform_backward reads
 
@@ -397,6 +401,14 @@ def _memory_grad(dx_dmemory_grads, rows):
     dx, dmemory, grads = dx_dmemory_grads
     dmemory[rows] += dx                                # x[rows] fed the queries: each row once
     return dmemory, grads
+
+
+def _at_cls(dcls_and_grads, shape):
+    # (dcls (B, H), grads) -> (dh (B, T, H): dcls at position 0, [CLS], zero elsewhere; grads)
+    dcls, grads = dcls_and_grads
+    dh = np.zeros(shape, dtype=dcls.dtype)             # (B, T, H)
+    dh[:, 0] = dcls
+    return dh, grads
 
 
 def _sequence_output(outputs_and_cache):
