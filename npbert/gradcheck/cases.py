@@ -377,10 +377,10 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
     add("self_attention[packed, read rows]", {"x": x, **attention},
         lambda p: self_attention_forward(p["x"][rows], packed.reading(), p, d.heads, d.dropout, d.rng(),
                                          memory=p["x"]),
-        lambda dy, c: _merge(_memory_grad(self_attention_backward(dy, c), rows)), shapes, golden=False)
+        lambda dy, c: _merge(self_attention_backward(dy, c)), shapes, golden=False)
     add("encoder_layer[packed, read rows]", {"x": x, **layer},
         lambda p: encoder_layer_forward(p["x"][rows], packed.reading(), p, config, d.rng(), memory=p["x"]),
-        lambda dy, c: _merge(_memory_grad(encoder_layer_backward(dy, c), rows)), shapes, golden=False)
+        lambda dy, c: _merge(encoder_layer_backward(dy, c)), shapes, golden=False)
     encoder = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder[packed, read rows]", {"x": x, **encoder},
         lambda p: encoder_forward(p["x"], packed, p, config, d.rng()),
@@ -394,13 +394,6 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda p: _model_loss(p, config, batch, d.rng(), packed=True),
         lambda dl, c: pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
-
-
-def _memory_grad(dx_dmemory_grads, rows):
-    # a layer run on x[rows] with memory x: (dx (R, H), dmemory (N, H), grads) -> (x's gradient (N, H), grads)
-    dx, dmemory, grads = dx_dmemory_grads
-    dmemory[rows] += dx                                # x[rows] fed the queries: each row once
-    return dmemory, grads
 
 
 def _at_cls(dcls_and_grads, shape):

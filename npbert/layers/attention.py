@@ -8,11 +8,12 @@ dense of BertSelfOutput, on rows:
 
 BERT's is self-attention: memory is None, keys and values come from x (M = N). With memory
 (Hugging Face's encoder_hidden_states) the queries may be fewer rows than the keys: the encoder's
-last layer puts its queries at the rows the heads read only (encoder.py). The core (scores,
-softmax, dropout, times v, heads split and merged) is the only code that differs by layout
-(layout.py): the padded one adds the mask bias to (B, A, T, T) scores, the packed one gives each
-sequence its own scores. Parameter names are Hugging Face's, relative to one encoder layer:
-"attention.self.query.weight", ..., "attention.output.dense.bias".
+last layer puts its queries at the rows the heads read only (encoder.py), x = memory[query_rows]
+on the layout's view layout.reading(), and the backward returns memory's gradient, x's added at
+query_rows. The core (scores, softmax, dropout, times v, heads split and merged) is the only code
+that differs by layout (layout.py): the padded one adds the mask bias to (B, A, T, T) scores, the
+packed one gives each sequence its own scores. Parameter names are Hugging Face's, relative to one
+encoder layer: "attention.self.query.weight", ..., "attention.output.dense.bias".
 """
 from typing import NamedTuple
 
@@ -31,7 +32,7 @@ class SelfAttentionCache(NamedTuple):
     core: tuple              # the layout's core cache: AttentionCoreCache (padded) or PackedAttentionCache
     output: LinearCache      # attention.output.dense
     layout: object           # whose core ran (layout.py)
-    memory: bool             # keys and values came from memory: the backward returns its gradient apart
+    memory: bool             # keys and values came from memory, x being its rows layout.query_rows
 
 
 def self_attention_forward(x, layout, params, num_heads, p_drop, rng, trace=NO_TRACE, memory=None):
@@ -49,7 +50,7 @@ def self_attention_forward(x, layout, params, num_heads, p_drop, rng, trace=NO_T
 
 
 def self_attention_backward(dout, cache: SelfAttentionCache, trace=NO_TRACE):
-    # dout: (N, H) -> dx: (N, H), grads by HF name; given memory: dx, dmemory (M, H), grads
+    # dout: (N, H) -> dx: (N, H), grads by HF name; given memory: dmemory (M, H), x's gradient in it, grads
     g = {}
     trace.record_grad_rows("output.dense", dout)
     dcontext, g[O + ".weight"], g[O + ".bias"] = backend.linear_backward(dout, cache.output)   # (N, H)
@@ -59,6 +60,6 @@ def self_attention_backward(dout, cache: SelfAttentionCache, trace=NO_TRACE):
     dx, g[Q + ".weight"], g[Q + ".bias"] = backend.linear_backward(dq, cache.query)           # (N, H)
     dm_k, g[K + ".weight"], g[K + ".bias"] = backend.linear_backward(dk, cache.key)           # (M, H)
     dm_v, g[V + ".weight"], g[V + ".bias"] = backend.linear_backward(dv, cache.value)         # (M, H)
-    if cache.memory:
-        return dx, dm_k + dm_v, g          # x fed the queries, memory the keys and values
+    if cache.memory:                   # x = memory[query_rows]: the queries' gradient joins the keys' there,
+        return cache.layout.add_at_queries(dm_k, dx) + dm_v, g    # then the values': the line below's order
     return dx + dm_k + dm_v, g             # x fed all three

@@ -2,13 +2,12 @@
 on the layout's rows. Every layer computes every row (the next one reads them all as keys) but
 the last when the layout has read_rows, the rows the heads read: its output row i depends on
 its input only through row read_rows[i] (query and residual) and the keys and values, so it
-runs on those rows alone, the whole input its attention's memory.
+runs on those rows alone, the whole input its attention's memory; its backward gives the whole
+input's gradient, the rows' added at read_rows.
 
 `params` is the model's flat dict; layer i reads the keys under "bert.encoder.layer.{i}.".
 """
 from typing import NamedTuple
-
-import numpy as np
 
 from npbert.layers.encoder_layer import EncoderLayerCache, encoder_layer_backward, encoder_layer_forward
 from npbert.trace import NO_TRACE
@@ -18,7 +17,6 @@ PREFIX = "bert.encoder.layer.{}."
 
 class EncoderCache(NamedTuple):
     layers: list[EncoderLayerCache]   # one per layer, in order (none when the forward kept no caches)
-    read_rows: np.ndarray | None      # (R,) the input rows the last layer ran on; None: every row
 
 
 def layer_params(params, i):
@@ -39,18 +37,13 @@ def encoder_forward(x, layout, params, config, rng, trace=NO_TRACE, keep_caches=
             x, cache = encoder_layer_forward(x, layout, p, config, rng, scope)                            # (N, H)
         if keep_caches:
             caches.append(cache)
-    return x, EncoderCache(caches, rows)
+    return x, EncoderCache(caches)
 
 
 def encoder_backward(dy, cache: EncoderCache, trace=NO_TRACE):
     # dy: (R, H) -> dx: (N, H), grads with full HF names
-    grads, L = {}, len(cache.layers)
-    for i in reversed(range(L)):
-        scope = trace.scope(f"layer.{i}")
-        if i == L - 1 and cache.read_rows is not None:
-            dx, dy, g = encoder_layer_backward(dy, cache.layers[i], scope)     # (R, H); memory's (N, H)
-            dy[cache.read_rows] += dx                  # x[read_rows] fed the queries and residual: one add a row
-        else:
-            dy, g = encoder_layer_backward(dy, cache.layers[i], scope)         # (N, H)
+    grads = {}
+    for i in reversed(range(len(cache.layers))):
+        dy, g = encoder_layer_backward(dy, cache.layers[i], trace.scope(f"layer.{i}"))   # (N, H), the last's too
         grads.update({PREFIX.format(i) + k: v for k, v in g.items()})
     return dy, grads

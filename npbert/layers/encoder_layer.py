@@ -4,8 +4,9 @@
     y = LayerNorm(h + dropout(feedforward(h)))
 
 memory (None in BERT) is the attention's keys and values (Hugging Face's encoder_hidden_states):
-given it, x holds only the rows whose output is wanted (encoder.py runs the last layer so, at
-the rows the heads read) and the backward returns memory's gradient too.
+given it, x holds only the rows whose output is wanted, memory's rows at the layout's query_rows
+(encoder.py runs the last layer so, at the rows the heads read, on layout.reading()), and the
+backward returns memory's gradient, x's added at those rows.
 
 `params` holds this layer's parameters by HF name relative to "bert.encoder.layer.{i}.".
 """
@@ -48,7 +49,7 @@ def encoder_layer_forward(x, layout, params, config, rng, trace=NO_TRACE, memory
 
 
 def encoder_layer_backward(dy, cache: EncoderLayerCache, trace=NO_TRACE):
-    # dy: (N, H) -> dx: (N, H), grads by HF name; given memory: dx, dmemory (M, H), grads
+    # dy: (N, H) -> dx: (N, H), grads by HF name; given memory: dmemory (M, H), x's gradient in it, grads
     g = {}
     trace.record_grad_rows("", dy)
     dsum2, g[LN2 + ".weight"], g[LN2 + ".bias"] = backend.layernorm_backward(dy, cache.output_norm)
@@ -59,8 +60,10 @@ def encoder_layer_backward(dy, cache: EncoderLayerCache, trace=NO_TRACE):
     trace.record_grad_rows("attention", dh)
     dsum1, g[LN1 + ".weight"], g[LN1 + ".bias"] = backend.layernorm_backward(dh, cache.attention_norm)
     trace.record_grad_rows("attention.output.sum", dsum1)
-    dx_attn, *dmemory, g_attn = self_attention_backward(backend.dropout_backward(dsum1, cache.attention_dropout),
-                                                        cache.attention, trace.scope("attention"))
+    dx_attn, g_attn = self_attention_backward(backend.dropout_backward(dsum1, cache.attention_dropout),
+                                              cache.attention, trace.scope("attention"))  # (N, H); memory's (M, H)
     g.update(g_ffn)
     g.update(g_attn)
-    return (dsum1 + dx_attn, *dmemory, g)               # residual: x feeds the sum too; dmemory: [] without memory
+    if cache.attention.memory:                          # residual: x = memory[query_rows] feeds the sum too
+        return cache.attention.layout.add_at_queries(dx_attn, dsum1), g
+    return dsum1 + dx_attn, g                           # residual: x feeds the sum too

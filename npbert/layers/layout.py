@@ -88,12 +88,19 @@ class Padded:
 
 class PackedRows:
     """Query rows packed sequence after sequence, keys every real token: attention per sequence
-    (ops/packed_attention.py), dropout at each query row's padded index. Packed is one (every row
-    a query); Packed.reading(), the last layer's, has the read rows as queries."""
+    (ops/packed_attention.py), dropout at each query row's padded index, the queries' gradient added
+    at their key rows. Packed is one (every row a query); Packed.reading(), the last layer's, has
+    the read rows as queries."""
 
-    def __init__(self, flat, attention: AttentionLayout):
+    def __init__(self, flat, attention: AttentionLayout, query_rows):
         self.flat = flat                               # (R,) each query row's padded index b*T + t
         self.attention = attention                     # each sequence's query and key rows and positions
+        self.query_rows = query_rows                   # (R,) sorted, unique: each query row's key row
+
+    def add_at_queries(self, dkeys, dqueries):
+        # dkeys: (N, H) at the key rows, dqueries: (R, H) at the query rows -> dkeys, dqueries added there
+        dkeys[self.query_rows] += dqueries             # in place; each row once: one add a row
+        return dkeys
 
     def dropout(self, x, p_drop, rng):
         # x: (R, H) at the query rows -> y: (R, H), cache; drops what the padded layout drops there
@@ -123,7 +130,7 @@ class Packed(PackedRows):
         self.sequence = np.repeat(np.arange(mask.shape[0]), self.lengths)  # (N,) whose row each is
         self.cls_real = mask[:, 0].copy()                                  # (B,) is [CLS] a real token
         super().__init__(flat, AttentionLayout(self.lengths, self.lengths, self.positions, self.positions,
-                                               mask.shape[1]))
+                                               mask.shape[1]), np.arange(len(flat)))
         self.read_rows = None                                              # (R,) sorted; None: every row
         if read is not None:
             wanted = [self.row_of(np.asarray(read, dtype=np.int64).reshape(-1))] + ([self.cls_rows()] if cls else [])
@@ -141,7 +148,7 @@ class Packed(PackedRows):
 
     def reading(self) -> PackedRows:
         """The last layer's view: queries (and their dropout) at read_rows, keys at every row."""
-        return PackedRows(self.flat[self.read_rows], self.attention_layout(self.read_rows))
+        return PackedRows(self.flat[self.read_rows], self.attention_layout(self.read_rows), self.read_rows)
 
     def index(self, flat_positions):
         """Flat indices into B*T -> rows of the encoder's output h (each one a row it computed)."""
