@@ -14,7 +14,8 @@ flash-attention's varlen kernel (cu_seqlens) under one model:
                                          (starts: cu_seqlens); attention per sequence on its own
                                          n x n scores, no mask (ops/packed_attention.py). Its
                                          read_rows are the rows the heads read: encoder.py runs
-                                         the last layer there only, on the view reading().
+                                         the last layer there only, on the view reading(), whose
+                                         query_rows say where those rows sit among the keys.
 
 Dropout's uniforms are counter-based (ops/dropout.py): each element's is a function of the call's
 key and the element's index in the padded (B*T, H) tensor, here (b*T + t)*H + h, so for one seed
