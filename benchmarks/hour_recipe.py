@@ -21,6 +21,7 @@ accuracy is ~0.13), the final held-out MLM on all 4,001 held-out pairs, and BLiM
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import statistics
@@ -41,7 +42,7 @@ BLIMP_PER_PARADIGM = 20
 OLD = {"size": ["--preset", "mini"], "nsp": ["--nsp"], "lr": ["--learning-rate", "2e-3"],
        "warmup": ["--warmup-proportion", "0.25"]}        # docs/linguistics.md's IMDB minis
 HOUR = {"size": ["--preset", "tiny"], "nsp": ["--no-nsp"], "lr": ["--learning-rate", "1e-3"],
-        "warmup": ["--warmup-proportion", "0.06"]}       # the hour recipe (tiny-mlm)
+        "warmup": ["--warmup-proportion", "0.06"]}       # the hour recipe at T 128 throughout (tiny-mlm)
 CHANGES = {"size": ("mini", "tiny"), "nsp": ("nsp", "no-nsp"), "lr": ("lr2e-3", "lr1e-3"),
            "warmup": ("warmup25", "warmup6")}            # each knob's old and new value, as arm names say it
 
@@ -83,7 +84,12 @@ ARMS = {
     "hour+t64": recipe(HOUR) + on("data-imdb-t64"),
     "hour+mask100": recipe(HOUR) + on("data-imdb-mask100"),
     "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
+    # the BERT paper's short sequences first: 90 % of the steps at T 64, the last 10 % at 128, the
+    # positions 64-127 starting as copies of 0-63 (random: as initialized)
+    "hour+short64": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64"],
+    "hour+short64-random": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64", "--new-positions", "random"],
 }
+RECIPE = "hour+short64"                   # the arm a corpus's defaults run (CORPUS_RECIPE): the page's recipe
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
 
 
@@ -101,14 +107,15 @@ def group_of(run: str) -> str:
     return run.rsplit("-s", 1)[0]
 
 
-QUICK = ["--corpus", "builtin", "--max-documents", "200"]   # --quick: the pipeline end to end in seconds
+QUICK = ["--corpus", "builtin", "--max-documents", "200",   # --quick: the pipeline end to end in seconds,
+         "--max-seq-length", "128"]                           # at IMDB's lengths (data-imdb-t64: 64)
 
 
 def prepare_commands(r: Runner, arms, quick: bool) -> list:
     """The data the arms train on, data-imdb first (the held-out set of every row; the others take
     its vocabulary)."""
     corpus = QUICK if quick else ["--corpus", "imdb"]
-    wanted = {"data-imdb"} | {trains_on(arm) for arm in arms}
+    wanted = {"data-imdb"} | {data for arm in arms for data in reads(arm)}
     return [[(r.path(name, "manifest.json"), ["prepare", *corpus, "--out", r.path(name),
                                               *[a.format(runs=r.runs) for a in extra]], r.path("logs", f"{name}.log"))]
             for name, extra in DATA.items() if name in wanted]
@@ -200,14 +207,14 @@ def anew_summary(r: Runner) -> dict:
 
 
 def anew_report(results=RESULTS) -> str:
-    """One line: the run anew against the hour rows' held-out MLM."""
+    """One line: the run anew against the recipe's rows' held-out MLM."""
     path = os.path.join(results, "anew", "pretrain.json")
     if not os.path.exists(path):
         return "(no run anew summarized)"
     with open(path) as f:
         a = json.load(f)
-    hour = [r["heldout_mlm"] for r in load_runs(results).get(group_name("tiny-mlm", 60), [])]
-    against = (f" against the hour rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
+    hour = [r["heldout_mlm"] for r in load_runs(results).get(group_name(RECIPE, 60), [])]
+    against = (f" against the recipe's rows' {mean_sd(hour)}: {abs(a['heldout_mlm'] - statistics.mean(hour)):.3f} apart"
                if hour else "")
     return (f"`npbert pretrain --corpus {a['options']['corpus']} --budget {a['options']['budget']:g}`: "
             f"{a['steps']:,} steps planned, {a['cpu_s'] / 60:.1f} CPU min, "
@@ -215,28 +222,39 @@ def anew_report(results=RESULTS) -> str:
             f"{a['heldout_pairs']:,} held-out pairs{against}")
 
 
-def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: str) -> None:
+def replay(r: Runner, arm: str, minutes: float, seed: int, upto: int, results: str, every: int | None = None) -> None:
     """Run ARM-mMINUTES-sSEED again with the step count its budget planned (--steps: the run's
     recorded plan) to step `upto`, and compare its training and held-out records to then with the
-    run's own (tokens/s aside): written to RESULTS/replay/NAME.json."""
+    run's own (tokens/s aside), and at the last step its model file byte for byte: written to
+    RESULTS/replay/NAME.json. With `every`, the replay goes to the end in segments and keeps its
+    models as the run's snapshots (run_with_snapshots: the same run, so the run's learning curve)."""
     name = run_name(arm, minutes, seed)
-    plan = next(m for m in records(r.path(name, "metrics.jsonl")) if m["kind"] == "budget")["steps"]
+    plan = run_plan(r, name)["steps"]
+    upto = plan if every else upto
+    with open(r.path("done", f"{name}.json")) as f:        # held-out pairs of its own to a step: training alone
+        kinds = ("train",) if "curve_heldout" in json.load(f) else ("train", "eval")
     [(_, argv, _)] = pretrain_commands(r, [arm], minutes, [seed], steps=plan)
     out = r.path("replay", name)
-    argv = [*argv, "--stop-after", str(upto)]
     argv[argv.index("--out") + 1] = out
-    r.run_all([(r.path("replay", f"{name}-upto-{upto}.json"), argv, r.path("logs", f"replay-{name}.log"))])
+    command = (r.path("replay", f"{name}-upto-{upto}.json"), argv, r.path("logs", f"replay-{name}.log"))
+    if every:
+        run_with_snapshots(r, command, every, plan)
+    else:
+        r.run_all([(command[0], [*argv, "--stop-after", str(upto)], command[2])])
 
     def upto_step(path):
         return [{k: v for k, v in m.items() if k != "tokens_per_s"} for m in records(path)
-                if m["kind"] in ("train", "eval") and m["step"] <= upto]
+                if m["kind"] in kinds and m["step"] <= upto]
     own, again = upto_step(r.path(name, "metrics.jsonl")), upto_step(os.path.join(out, "metrics.jsonl"))
     if not own:
         raise SystemExit(f"replay: {name} has no training or held-out record to step {upto}: nothing to compare")
     differ = next((i for i, (a, b) in enumerate(zip(own, again)) if a != b), None)
+    model = [os.path.join(d, "checkpoint", "model.safetensors") for d in (r.path(name), out)]
+    same_model = filecmp.cmp(*model, shallow=False) if upto == plan else None
     write_json(os.path.join(results, "replay", f"{name}.json"),
-               dict(name=name, steps=plan, seed=seed, upto=upto, records=len(own), identical=own == again,
-                    first_difference=None if differ is None else [own[differ], again[differ]]))
+               dict(name=name, steps=plan, seed=seed, upto=upto, records=len(own), kinds=kinds,
+                    identical=own == again, first_difference=None if differ is None else [own[differ], again[differ]],
+                    same_model=same_model))
 
 
 def replay_report(results=RESULTS) -> str:
@@ -248,8 +266,11 @@ def replay_report(results=RESULTS) -> str:
             a = json.load(file)
         verdict = ("identical, to the last bit of every float" if a["identical"]
                    else f"different, first at {a['first_difference'][0]}")
-        lines.append(f"`--steps {a['steps']} --seed {a['seed']}` to step {a['upto']:,}: its {a['records']} training "
-                     f"and held-out records against {a['name']}'s: {verdict}")
+        what = "training and held-out" if "eval" in a.get("kinds", ("train", "eval")) else "training"
+        model = ("" if a.get("same_model") is None else
+                 "; its final model file " + ("the same, byte for byte" if a["same_model"] else "different"))
+        lines.append(f"`--steps {a['steps']} --seed {a['seed']}` to step {a['upto']:,}: its {a['records']} {what} "
+                     f"records against {a['name']}'s: {verdict}{model}")
     return "\n".join(lines) or "(no run replayed)"
 
 
@@ -350,6 +371,32 @@ def records(path) -> list:
         return [json.loads(line) for line in f if line.strip()]
 
 
+def cpu_minute_of(cost, steps):
+    """step -> the CPU minute at its end, evaluations included: in proportion to the steps, or
+    phase by phase where the run's marker times its phases ([last step, CPU seconds] each: a run
+    made in two invocations, short then long sequences)."""
+    phases = cost.get("phases") or [[steps, cost["cpu_s"]]]
+
+    def at(step):
+        done, start = 0.0, 0
+        for end, seconds in phases:
+            if step <= end:
+                return (done + seconds * (step - start) / (end - start)) / 60
+            done, start = done + seconds, end
+        return done / 60
+    return at
+
+
+def run_plan(r: Runner, name: str) -> dict:
+    """The run's budget plan; a run given --steps (a screen before --budget existed, a run made in
+    two invocations) has its count."""
+    plan = next((m for m in records(r.path(name, "metrics.jsonl")) if m["kind"] == "budget"), None)
+    if plan is None:
+        with open(r.path(name, "checkpoint", "training_state.json")) as f:
+            plan = dict(steps=json.load(f)["options"]["steps"])
+    return plan
+
+
 def summary(r: Runner, name: str, before=None) -> dict:
     """One finished run as the small JSON the tables are made from. before: its summary written
     earlier, whose standard held-out MLM is kept when the run is the same (its CPU time and final
@@ -359,19 +406,18 @@ def summary(r: Runner, name: str, before=None) -> dict:
     metrics = records(r.path(name, "metrics.jsonl"))
     with open(r.path(name, "checkpoint", "training_state.json")) as f:
         options = json.load(f)["options"]
-    # the budget's plan; a run given --steps (a screen run before --budget existed) has its count
-    plan = next((m for m in metrics if m["kind"] == "budget"), None) or dict(steps=options["steps"])
+    plan = run_plan(r, name)
     [final] = [m for m in metrics if m["kind"] == "final"]
-    per_step = cost["cpu_s"] / 60 / plan["steps"]          # CPU minutes a step, evaluations included
-    curve = [dict(step=m["step"], cpu_min=round(m["step"] * per_step, 2), mlm_acc=m["mlm_acc"])
+    cpu_min = cpu_minute_of(cost, plan["steps"])
+    curve = [dict(step=m["step"], cpu_min=round(cpu_min(m["step"]), 2), mlm_acc=m["mlm_acc"])
              for m in metrics if m["kind"] == "eval"]
     exit_ = next((c["cpu_min"] for c in curve if c["mlm_acc"] > PLATEAU_EXIT), None)
     out = dict(name=name, arm=name.rsplit("-m", 1)[0], options=options, plan=plan, cpu_s=cost["cpu_s"],
                wall_s=cost["wall_s"], heldout_mlm=None, own_heldout_mlm=final["mlm_acc"],
-               plateau_exit_cpu_min=exit_, curve=curve)
+               plateau_exit_cpu_min=exit_, curve=curve, **{k: cost[k] for k in ("curve_heldout",) if k in cost})
     same = before and (before["cpu_s"], before["own_heldout_mlm"]) == (out["cpu_s"], out["own_heldout_mlm"])
     out["heldout_mlm"] = before["heldout_mlm"] if same else standard_heldout_mlm(r, name)
-    kept = [curve_point(r, name, step, step * per_step) for step, _ in snapshots(r, name)]
+    kept = [curve_point(r, name, step, cpu_min(step)) for step, _ in snapshots(r, name)]
     if kept:
         out["snapshots"] = [k for k in kept if k]
     heads = r.path("scores", f"heads-{name}.json")
@@ -496,7 +542,7 @@ def report(results=RESULTS, arm=None, minutes=None) -> str:
              "|---|---|---|---|---|---|---|" + "---|" * len(BLIMP_COLUMNS)]
     for key, rs in groups.items():
         arm, minutes = key.rsplit("-m", 1)
-        exit_ = plateau_exit(rs) + own_heldout(arm)
+        exit_ = plateau_exit(rs) + own_heldout(arm, rs)
         scores = [mean_sd([r.get(blimp, {}).get(group) for r in rs], 100, 1) for group, _ in BLIMP_COLUMNS]
         lines.append(f"| {arm} | {minutes} | {len(rs)} | {mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
@@ -528,16 +574,25 @@ def whole_blimp(results=RESULTS) -> str:
     return "\n".join(lines)
 
 
-def trains_on(arm: str) -> str:
-    """The prepared data (one of DATA) the arm trains on."""
+def trains_on(arm: str, flag="--data") -> str | None:
+    """The prepared data (one of DATA) the arm trains on (flag --short-data: its short instances, or None)."""
     argv = ARMS[arm]
-    given = [argv[i + 1] for i, a in enumerate(argv) if a == "--data"]      # the last one wins, as in argparse
-    return given[-1].split("/")[-1] if given else "data-imdb"
+    given = [argv[i + 1] for i, a in enumerate(argv) if a == flag]        # the last one wins, as in argparse
+    return given[-1].split("/")[-1] if given else "data-imdb" if flag == "--data" else None
 
 
-def own_heldout(arm: str) -> str:
+def reads(arm: str) -> list:
+    """Every prepared data the arm reads."""
+    return [d for d in (trains_on(arm), trains_on(arm, "--short-data")) if d is not None]
+
+
+def own_heldout(arm: str, rs=()) -> str:
     """What a plateau-exit cell adds when the run's own evaluations, which give the minute, are on
-    held-out data prepared otherwise than data-imdb's."""
+    held-out data prepared otherwise than data-imdb's (rs: runs whose summaries say their
+    evaluations were on other held-out pairs until a step)."""
+    other = next((r["curve_heldout"] for r in rs if r.get("curve_heldout")), None)
+    if other:
+        return f" (its own held-out to step {other['until_step']:,}: {other['data'].removeprefix('data-imdb-')})"
     return "" if trains_on(arm) == "data-imdb" else f" (its own held-out: {trains_on(arm).removeprefix('data-imdb-')})"
 
 
@@ -592,12 +647,12 @@ def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
                      f"{f'`{options}`' if options else '(the recipe itself)'} | {len(rs)} | "
                      f"{mean_sd([r['plan']['steps'] for r in rs], digits=0)} | "
                      f"{mean_sd([r['cpu_s'] / 60 for r in rs], digits=1)} | "
-                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm)} | "
+                     f"{mean_sd([r['heldout_mlm'] for r in rs])}{change} | {plateau_exit(rs)}{own_heldout(arm, rs)} | "
                      f"{mean_sd([r.get(blimp, {}).get('overall:overall') for r in rs], 100, 1)} |")
     return "\n".join(lines)
 
 
-def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
+def curve(results=RESULTS, arm=RECIPE, minutes=60) -> list:
     """[(step, CPU minute, held-out MLM, BLiMP overall, determiner-noun, subject-verb, previous-token
     head, next-token head)], each the mean over the seeds that kept a model at that step."""
     by_step = {}
@@ -612,7 +667,7 @@ def curve(results=RESULTS, arm="tiny-mlm", minutes=60) -> list:
             for step, points in sorted(by_step.items())]
 
 
-def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+def curve_table(results=RESULTS, arm=RECIPE, minutes=60) -> str:
     """Markdown: the learning curve of what the model knows (`curve`)."""
     lines = ["| step | CPU min | held-out MLM (last evaluation) | " + " | ".join(f"{t} (first {BLIMP_PER_PARADIGM})"
              for _, t in BLIMP_COLUMNS) + " | previous-token head | next-token head | seeds |",
@@ -623,7 +678,7 @@ def curve_table(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
     return "\n".join(lines) if len(lines) > 2 else "(no kept models scored: run --snapshots, then curve)"
 
 
-def plot_curve(path: str, results=RESULTS, arm="tiny-mlm", minutes=60) -> None:
+def plot_curve(path: str, results=RESULTS, arm=RECIPE, minutes=60) -> None:
     """The learning curve as one figure: held-out MLM, BLiMP's agreement and the heads by CPU minute,
     written as npbert writes its pictures (npbert/plotting.py: a PNG path checked before anything is
     drawn, a file npbert did not draw never replaced, the new one put in place in one step)."""
@@ -657,7 +712,7 @@ def missed_by(value, target, digits) -> str:
     return "met" if value >= target else f"missed by {target - value:.{digits}f}"
 
 
-def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
+def what_an_hour_buys(results=RESULTS, arm=RECIPE, minutes=60, label="the hour recipe") -> str:
     """Markdown, README's one table: the hour's runs (mean ± sd over seeds) against the targets, each
     met or missed by how much (on the mean, or in every seed where the target asks that)."""
     from linguistics_results import paired_gains
@@ -693,14 +748,25 @@ def what_an_hour_buys(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
                 rows.append((f"rt-polarity, {labels} labels: test points over from scratch",
                              f"{mean_sd(gap, digits=1)} ({ahead} of {len(gap)} seeds ahead)", target,
                              "; ".join(status) or "met"))
-    return "\n".join(["| the hour recipe | measured | target | status |", "|---|---|---|---|"]
+    return "\n".join([f"| {label} | measured | target | status |", "|---|---|---|---|"]
                      + [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows])
 
 
-def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
-    """A line per seed of the arm: the heads `npbert attention-heads` names, and the strongest
+def at_128(results=RESULTS) -> str:
+    """Markdown: the hour at T 128 throughout (the recipe without its short phase) against the same targets."""
+    return what_an_hour_buys(results, "tiny-mlm", 60, label="tiny-mlm (T 128 throughout)")
+
+
+def curve_at_128(results=RESULTS) -> str:
+    """Markdown: the learning curve of the hour at T 128 throughout."""
+    return curve_table(results, "tiny-mlm", 60)
+
+
+def heads_report(results=RESULTS, arms=(RECIPE, "tiny-mlm"), minutes=60) -> str:
+    """A line per seed of each arm: the heads `npbert attention-heads` names, and the strongest
     previous- and next-token shares."""
-    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "heads" in r]
+    groups = load_runs(results)
+    runs = [r for arm in arms for r in groups.get(group_name(arm, minutes), []) if "heads" in r]
     return "\n".join(f"{r['name']}: " + ("; ".join(f"layer {layer} head {head} {what}" for layer, head, what
                                                    in r["heads"]["named"]) or "no named head")
                      + f" ({len(r['heads']['broad'])} broad); strongest previous-token share "
@@ -708,22 +774,28 @@ def heads_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
         or "(no attention heads summarized)"
 
 
-def probe_report(results=RESULTS, arm="tiny-mlm", minutes=60) -> str:
-    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over the arm's seeds,
+def probe_report(results=RESULTS, arms=(RECIPE, "tiny-mlm"), minutes=60) -> str:
+    """Markdown: test accuracy % of a linear probe on each layer, mean ± sd over each arm's seeds,
     beside the random-initialised control of the same seeds."""
-    runs = [r for r in load_runs(results).get(group_name(arm, minutes), []) if "probes" in r]
-    if not runs:
+    groups = load_runs(results)
+    by_arm = {arm: runs for arm in arms
+              if (runs := [r for r in groups.get(group_name(arm, minutes), []) if "probes" in r])}
+    if not by_arm:
         return "(no probe summarized)"
-    layers = len(runs[0]["probes"][PROBES[0][0]]["pretrained"])
+    layers = len(next(iter(by_arm.values()))[0]["probes"][PROBES[0][0]]["pretrained"])
     lines = ["| task (majority class) | model | " + " | ".join(f"layer {i}" for i in range(layers)) + " |",
              "|---|---|" + "---|" * layers]
     for task, limit in PROBES:
-        rs = [r["probes"][task] for r in runs if task in r["probes"]]
-        for k, (model, title) in enumerate((("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
-                                            ("random-init", "its random-init control"))):
-            head = f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences ({100 * rs[0]['majority']:.1f})" if k == 0 else ""
-            lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
-                                                                for i in range(layers)) + " |")
+        first = True
+        for arm, runs in by_arm.items():
+            rs = [r["probes"][task] for r in runs if task in r["probes"]]
+            for model, title in (("pretrained", f"{group_name(arm, minutes)} ({len(rs)} seed{'s' * (len(rs) > 1)})"),
+                                 ("random-init", "its random-init control")):
+                head = (f"{task}, {f'{int(limit):,}' if limit else 'all'} training sentences "
+                        f"({100 * rs[0]['majority']:.1f})") if first else ""
+                first = False
+                lines.append(f"| {head} | {title} | " + " | ".join(mean_sd([p[model][i] for p in rs], 100, 1)
+                                                                    for i in range(layers)) + " |")
     return "\n".join(lines)
 
 
@@ -752,7 +824,8 @@ def main(argv=None) -> int:
                    help="run: each arm's --steps from the plan of its run with this seed at --minutes (its "
                         "summary in --results), so that seeds differ by the seed alone")
     p.add_argument("--snapshots", type=int, default=None, metavar="STEPS",
-                   help="run (with --steps): keep the model every STEPS steps under snapshots/RUN (a learning curve)")
+                   help="run (with --steps), replay: keep the model every STEPS steps under snapshots/RUN (a "
+                        "learning curve); a replay then goes to the run's last step")
     p.add_argument("--upto", type=int, default=1000, help="replay: the step to which a run is made again "
                                                            "(default 1000)")
     p.add_argument("--jobs", type=int, default=2, help="runs side by side, one thread each (default 2)")
@@ -760,7 +833,7 @@ def main(argv=None) -> int:
     p.add_argument("--results", default=RESULTS, help="summarize, report: the summaries' directory (default: "
                                                       "benchmarks/results/hour_recipe)")
     p.add_argument("--arm", default=None, help="report: only this arm, at --minutes; heads, probes, finetune, plot: "
-                                                "from this arm's runs at --minutes (default tiny-mlm)")
+                                                f"from this arm's runs at --minutes (default {RECIPE}: the recipe)")
     p.add_argument("--out", default=None, help="plot: the PNG to write (default docs/hour_curve.png); heads: the "
                                                "first seed's picture (default docs/hour_heads.png)")
     p.add_argument("--all", action="store_true", help="blimp: the hour's runs on all 67,000 pairs, with the "
@@ -798,7 +871,7 @@ def main(argv=None) -> int:
     elif args.stage == "replay":
         for arm in args.arms:
             for seed in args.seeds:
-                replay(r, arm, args.minutes, seed, args.upto, args.results)
+                replay(r, arm, args.minutes, seed, args.upto, args.results, args.snapshots)
     elif args.stage == "anew":
         r.run_all([anew_command(r, args.quick)])
     elif args.stage == "curve":
@@ -806,16 +879,16 @@ def main(argv=None) -> int:
             p.error("curve needs --blimp DIR (BLiMP's data/)")
         r.run_all(curve_commands(r, args.blimp))
     elif args.stage == "heads":
-        r.run_all(heads_commands(r, args.arm or "tiny-mlm", args.minutes, args.out or HEADS_PICTURE))
+        r.run_all(heads_commands(r, args.arm or RECIPE, args.minutes, args.out or HEADS_PICTURE))
     elif args.stage == "probes":
-        r.run_all(probe_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
+        r.run_all(probe_commands(r, args.arm or RECIPE, args.minutes, args.quick))
     elif args.stage == "finetune":
-        r.run_all(finetune_commands(r, args.arm or "tiny-mlm", args.minutes, args.quick))
+        r.run_all(finetune_commands(r, args.arm or RECIPE, args.minutes, args.quick))
     elif args.stage == "plot":
         from npbert.errors import NpbertError
         try:
             plot_curve(args.out or os.path.join(ROOT, "docs", "hour_curve.png"), args.results,
-                       args.arm or "tiny-mlm", args.minutes)
+                       args.arm or RECIPE, args.minutes)
         except NpbertError as e:
             p.error(str(e))
     elif args.stage == "summarize":
@@ -823,8 +896,8 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, curve_table,
-                          heads_report, probe_report, finetune_report):
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, at_128,
+                          curve_table, curve_at_128, heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0
 

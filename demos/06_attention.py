@@ -104,7 +104,7 @@ for n in names:                                # HF names relative to one encode
     params[n + ".bias"] = 0.5 * rng.standard_normal(H)
 padded = Padded(attention_mask, np.float64)   # the layout: every position a row, row b*T + t (layout.py)
 x = rng.standard_normal((B, T, H))
-rows, sa_cache = self_attention_forward(padded.rows_of(x), padded, None, params, A, 0.0, None)   # (B*T, H)
+rows, sa_cache = self_attention_forward(padded.rows_of(x), padded, params, A, 0.0, None)   # (B*T, H)
 out = padded.batched(rows)                     # (B, T, H)
 print(f"   x {x.shape} as rows {padded.rows_of(x).shape} -> rows {rows.shape} = out {out.shape}, {A} heads of size {D}")
 
@@ -127,11 +127,11 @@ print("   |gradient| of each bias: " + ", ".join(f"{n.split('.')[-1]} {np.abs(gr
                                                     for n in names))
 ok(np.abs(grads["attention.self.key.bias"]).max() < 1e-12, "the key bias gradient is zero up to rounding")
 shifted = dict(params, **{"attention.self.key.bias": params["attention.self.key.bias"] + 5.0})
-ok(np.allclose(self_attention_forward(padded.rows_of(x), padded, None, shifted, A, 0.0, None)[0], rows),
+ok(np.allclose(self_attention_forward(padded.rows_of(x), padded, shifted, A, 0.0, None)[0], rows),
    "...because changing the key bias does not change the output (softmax ignores a per-row constant)")
 
 r = check("self_attention", {"x": padded.rows_of(x), **params},
-          lambda p: self_attention_forward(p["x"], padded, None, p, A, 0.1, drop_rng()),
+          lambda p: self_attention_forward(p["x"], padded, p, A, 0.1, drop_rng()),
           lambda d, c: (lambda dx_g: {"x": dx_g[0], **dx_g[1]})(self_attention_backward(d, c)))
 ok(r.passed, f"gradient check of x and all 8 parameters, with dropout (max error {r.max_error:.1e})")
 

@@ -72,29 +72,29 @@ stage("One encoder layer, evaluation mode (rng=None: no dropout).")
 attention_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
 padded = Padded(attention_mask, np.float64)   # the layout: every position a row, row b*T + t; the mask bias
 rows = padded.rows_of(x)                      # (B*T, H): the layers work on rows
-y = padded.batched(encoder_layer_forward(rows, padded, None, layer0, config, None)[0])   # (B, T, H)
+y = padded.batched(encoder_layer_forward(rows, padded, layer0, config, None)[0])   # (B, T, H)
 print(f"   x {x.shape} -> y {y.shape};  y[1, 0, :4] = {y[1, 0, :4]}")
 print(f"   per token of sequence 0: means {y[0].mean(-1)}, variances {y[0].var(-1)}")
 ok(np.allclose(y.mean(-1), 0.0, atol=1e-12) and np.allclose(y.var(-1), 1.0, atol=1e-9),
    "post-LN: every token's output has mean 0 and variance 1 (LayerNorm weight 1, bias 0)")
 x_pad = x.copy()
 x_pad[0, 3:] = 123.0                          # change what sits at the padded positions
-y_pad = padded.batched(encoder_layer_forward(padded.rows_of(x_pad), padded, None, layer0, config, None)[0])
+y_pad = padded.batched(encoder_layer_forward(padded.rows_of(x_pad), padded, layer0, config, None)[0])
 print(f"   with 123.0 written at the padded positions: max |change| at the real tokens "
       f"{np.abs(y_pad[0, :3] - y[0, :3]).max():.1e}")
 ok(np.allclose(y_pad[0, :3], y[0, :3], rtol=0, atol=1e-13), "real tokens do not see the padded positions")
 
 # %%
 stage("Training mode: dropout from an explicit numpy Generator.")
-y_a, _ = encoder_layer_forward(rows, padded, None, layer0, config, np.random.default_rng(5))
-y_b, _ = encoder_layer_forward(rows, padded, None, layer0, config, np.random.default_rng(5))
-y_c, _ = encoder_layer_forward(rows, padded, None, layer0, config, np.random.default_rng(6))
+y_a, _ = encoder_layer_forward(rows, padded, layer0, config, np.random.default_rng(5))
+y_b, _ = encoder_layer_forward(rows, padded, layer0, config, np.random.default_rng(5))
+y_c, _ = encoder_layer_forward(rows, padded, layer0, config, np.random.default_rng(6))
 print(f"   row 0 [:4] with seed 5: {y_a[0, :4]}, seed 5 again: {y_b[0, :4]}, seed 6: {y_c[0, :4]}")
 ok(np.array_equal(y_a, y_b), "same seed -> bit-identical output")
 ok(not np.allclose(y_a, y_c), "another seed -> other dropout masks")
 same_seed = lambda: np.random.default_rng(5)  # fresh per call: every evaluation drops the same elements
 r = check("encoder_layer", {"x": rows, **layer0},
-          lambda p: encoder_layer_forward(p["x"], padded, None, p, config, same_seed()),
+          lambda p: encoder_layer_forward(p["x"], padded, p, config, same_seed()),
           lambda d, c: with_dx(encoder_layer_backward(d, c)))
 ok(r.passed and len(r.errors) == 1 + 16, f"gradient check of x and all {len(layer0)} parameters, dropout 0.1 (max error {r.max_error:.1e})")
 
@@ -109,7 +109,7 @@ enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
 out, enc_cache = encoder_forward(rows, padded, params, config, None)
 manual = rows
 for i in range(config.num_hidden_layers):
-    manual, _ = encoder_layer_forward(manual, padded, None, layer_params(params, i), config, None)
+    manual, _ = encoder_layer_forward(manual, padded, layer_params(params, i), config, None)
 print(f"   out[0, :4] = {out[0, :4]};  layer by layer: {manual[0, :4]}")
 ok(np.array_equal(out, manual), "encoder_forward == the layers applied one after another")
 dx, grads = encoder_backward(rng.standard_normal(out.shape), enc_cache)

@@ -4,8 +4,8 @@
     (derivations: docs/layers/embeddings.md, pooler.md, mlm_head.md, nsp_head.md)
 
     x      = dropout(LayerNorm(word[ids] + position[:T] + token_type[types]))   (B, T, H)
-    pooled = tanh(dense(h[:, 0]))                                               (B, H)
-    mlm    = LayerNorm(gelu(dense(h at masked positions))) @ word^T + bias      (N, V)  tied decoder
+    pooled = tanh(dense(h[:, 0]))                                               (B, H)  [CLS]
+    mlm    = LayerNorm(gelu(dense(h at masked positions))) @ word^T + bias      (M, V)  tied decoder
     nsp    = pooled @ W^T + b                                                   (B, 2)  0 = IsNext
 """
 from demo_common import arguments, ok, stage  # first: puts this checkout's npbert on the path
@@ -83,17 +83,16 @@ ok(r.passed, f"gradient check of all 5 embedding parameters, dropout 0.1 (max er
 # %%
 stage("Pooler: tanh(dense(h[:, 0])) - only the first token, [CLS], is read.")
 h = rng.standard_normal((B, T, H))           # stands in for the encoder output
-pooled, pool_cache = pooler_forward(h, params)
-h2 = h.copy()
-h2[:, 1:] = rng.standard_normal((B, T - 1, H))
-print(f"   h {h.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]}")
-ok(np.array_equal(pooler_forward(h2, params)[0], pooled), "changing tokens 1..T-1 does not change pooled")
+cls = h[:, 0]                                # (B, H) each sequence's [CLS], the rows the model gives the pooler
+pooled, pool_cache = pooler_forward(cls, params)
+W, b = params["bert.pooler.dense.weight"], params["bert.pooler.dense.bias"]
+print(f"   h {h.shape} -> [CLS] rows {cls.shape} -> pooled {pooled.shape};  pooled[0, :4] = {pooled[0, :4]}")
+ok(np.allclose(pooled, np.tanh(cls @ W.T + b)), "pooled = tanh(cls W^T + b)")
 ok(np.all(np.abs(pooled) < 1), "pooled is in (-1, 1) (tanh)")
-dh, _ = pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
-print(f"   sum |dh| of each token of sequence 0: {np.abs(dh[0]).sum(-1)}")
-ok(np.all(dh[:, 1:] == 0.0), "so only dh[:, 0] is non-zero")
-r = check("pooler", {"h": h, **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["h"], p),
-          lambda d, c: with_input("h", pooler_backward(d, c)))
+dcls, _ = pooler_backward(rng.standard_normal(pooled.shape), pool_cache)
+print(f"   dcls {dcls.shape}: the model adds it to dh at the [CLS] rows; the other tokens get none from the pooler")
+r = check("pooler", {"cls": cls.copy(), **prefixed("bert.pooler.")}, lambda p: pooler_forward(p["cls"], p),
+          lambda d, c: with_input("cls", pooler_backward(d, c)))
 ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e})")
 
 # %% [markdown]
@@ -102,25 +101,27 @@ ok(r.passed, f"gradient check, tanh' = 1 - pooled^2 (max error {r.max_error:.1e}
 # > from docs/layers/mlm_head.md: Backward
 
 # %%
-stage("MLM head, only at the masked positions, given as flat indices b*T + t.")
+stage("MLM head, only at the masked positions: rows of h, here b*T + t of the (B*T, H) rows.")
+rows = h.reshape(B * T, H)                   # (B*T, H): the encoder's output rows, row b*T + t
 positions = np.array([1 * T + 3, 0 * T + 1, 1 * T + 3])  # sequence 1 token 3 (listed twice), sequence 0 token 1
-logits, mlm_cache = mlm_head_forward(h, positions, params, config)
+logits, mlm_cache = mlm_head_forward(rows, positions, params, config)
 print(f"   positions {positions.tolist()} = (b, t) {[divmod(int(p), T) for p in positions]} -> logits {logits.shape}")
-one, _ = mlm_head_forward(h[1:2, 3:4], np.array([0]), params, config)
+one, _ = mlm_head_forward(h[1, 3][None], np.array([0]), params, config)          # (1, H): one row
 print(f"   logits[0, :4] = {logits[0, :4]};  the head on h[1, 3] alone: {one[0, :4]}")
 ok(np.allclose(logits[0], one[0]), "row 0 is the head applied to h[1, 3] alone")
 dlogits = rng.standard_normal(logits.shape)
-dh, g_mlm = mlm_head_backward(dlogits, mlm_cache)
-dh_once, _ = mlm_head_backward(dlogits[:2], mlm_head_forward(h, positions[:2], params, config)[1])
-dh_dup, _ = mlm_head_backward(dlogits[2:], mlm_head_forward(h, positions[2:], params, config)[1])
-print(f"   dh[1, 3, :4] = {dh[1, 3, :4]} = {dh_once[1, 3, :4]} + {dh_dup[1, 3, :4]}")
-ok(np.allclose(dh[1, 3], dh_once[1, 3] + dh_dup[1, 3]), "a position listed twice collects both gradients (scatter-add)")
+dh, g_mlm = mlm_head_backward(dlogits, mlm_cache)                               # (B*T, H)
+dh_once, _ = mlm_head_backward(dlogits[:2], mlm_head_forward(rows, positions[:2], params, config)[1])
+dh_dup, _ = mlm_head_backward(dlogits[2:], mlm_head_forward(rows, positions[2:], params, config)[1])
+r13 = 1 * T + 3                              # the row of sequence 1, token 3
+print(f"   dh[{r13}, :4] = {dh[r13, :4]} = {dh_once[r13, :4]} + {dh_dup[r13, :4]}")
+ok(np.allclose(dh[r13], dh_once[r13] + dh_dup[r13]), "a position listed twice collects both gradients (scatter-add)")
 ok(WORD in g_mlm and g_mlm[WORD].shape == (V, H),
    f"the decoder is the word table: its gradient comes back as '{WORD}' (the model adds it to the lookup's)")
 t = mlm_cache.decoder.x2                     # the decoder's LinearCache holds its input t (N, H)
 ok(np.allclose(g_mlm[WORD], dlogits.T @ t), "decoder share = dlogits^T t, as for any linear layer")
 mlm = {**prefixed("cls.predictions."), WORD: params[WORD]}
-r = check("mlm_head", {"h": h, **mlm}, lambda p: mlm_head_forward(p["h"], positions, p, config),
+r = check("mlm_head", {"h": rows.copy(), **mlm}, lambda p: mlm_head_forward(p["h"], positions, p, config),
           lambda d, c: with_input("h", mlm_head_backward(d, c)))
 ok(r.passed, f"gradient check, decoder share and duplicate position included (max error {r.max_error:.1e})")
 

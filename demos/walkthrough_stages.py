@@ -112,7 +112,7 @@ def forward(params, config, enc, m, trace=NO_TRACE):
                                       np.array([enc["token_type_ids"]]), np.array([enc["attention_mask"]]),
                                       trace=trace)
     if "cls.predictions.bias" in params:
-        logits, head_cache = mlm_head_forward(h, np.array([m]), params, config, trace.scope("cls.predictions"))
+        logits, head_cache = mlm_head_forward(h[0], np.array([m]), params, config, trace.scope("cls.predictions"))
         return logits, bert_cache, head_cache
     return h[0, m:m + 1] @ params[WORD_EMBEDDINGS].T, bert_cache, None     # (1, V): the tied decoder alone
 
@@ -388,7 +388,8 @@ def backward(w: Walk, target: int) -> dict:
     ok(np.allclose(dlogits[0], ops.softmax_forward(logits[0])[0] - onehot),
        "d loss / d logits = softmax - onehot(target)")
     if w.head_cache is not None:
-        dh, _ = mlm_head_backward(dlogits, w.head_cache, trace.scope("cls.predictions"))    # (1, T, H)
+        dh, _ = mlm_head_backward(dlogits, w.head_cache, trace.scope("cls.predictions"))    # (T, H): h[0]'s rows
+        dh = dh[None]                                                           # (1, T, H), as bert_forward gave h
     else:
         dh = np.zeros((1, len(tokens), config.hidden_size))
         dh[0, m] = dlogits[0] @ params[WORD_EMBEDDINGS]                         # logits = h E^T

@@ -93,4 +93,4 @@ def _masked_rows(params, config, input_ids, token_type_ids, attention_mask, mlm_
     mlm_positions, _, _ = check_labels(config, B, T, mlm_positions, None, None)
     layout = make_layout(params, attention_mask, packed=True, read=mlm_positions)
     (h, _), _ = bert_model_forward(layout, params, config, input_ids, token_type_ids, keep_caches=False)  # (R, H)
-    return mlm_transform_forward(h[None], layout.index(mlm_positions), params, config)[0]   # (M, H)
+    return mlm_transform_forward(h, layout.index(mlm_positions), params, config)[0]         # (M, H)

@@ -78,7 +78,7 @@ def bert_model_forward(layout, params, config, input_ids, token_type_ids, rng=No
     h, enc_cache = encoder_forward(x, layout, params, config, rng, trace.scope("bert.encoder"), keep_caches)  # (R, H)
     pooled, pool_cache = None, None
     if POOLER_WEIGHT in params:
-        cls = h[layout.cls_index()][:, None]                                                 # (B, 1, H) [CLS]
+        cls = h[layout.cls_index()]                                                          # (B, H) [CLS]
         pooled, pool_cache = pooler_forward(cls, params, trace.scope("bert.pooler"))          # (B, H)
     return (h, pooled), BertCache(layout, emb_cache if keep_caches else None, enc_cache, pool_cache, trace)
 
@@ -89,9 +89,9 @@ def bert_model_backward(dh, dpooled, cache: BertCache):
     trace, grads = cache.trace, {}
     if cache.pooler is not None:      # a head that ignores the pooler still gets its (zero) gradient
         dpooled = np.zeros_like(cache.pooler.pooled) if dpooled is None else dpooled
-        dcls, grads = pooler_backward(dpooled, cache.pooler, trace.scope("bert.pooler"))     # (B, 1, H)
+        dcls, grads = pooler_backward(dpooled, cache.pooler, trace.scope("bert.pooler"))     # (B, H)
         dh_pool = np.zeros((cache.layout.output_rows(), dcls.shape[-1]), dcls.dtype)        # (R, H)
-        dh_pool[cache.layout.cls_index()] = dcls[:, 0]                                      # only [CLS] gets gradient
+        dh_pool[cache.layout.cls_index()] = dcls                                            # only [CLS] gets gradient
         dh = dh_pool if dh is None else dh + dh_pool
     dx, g_enc = encoder_backward(dh, cache.encoder, trace.scope("bert.encoder"))            # (N, H)
     grads.update(g_enc)
@@ -134,7 +134,7 @@ def bert_hidden_states(params, config, input_ids, token_type_ids=None, attention
     x, _ = bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, None)   # (N, H)
     states = [layout.batched(x)]                                                              # (B, T, H)
     for i in range(config.num_hidden_layers if layers is None else layers):
-        x, _ = encoder_layer_forward(x, layout, None, layer_params(params, i), config, None)  # (N, H)
+        x, _ = encoder_layer_forward(x, layout, layer_params(params, i), config, None)        # (N, H)
         states.append(layout.batched(x))
     return states
 
@@ -184,14 +184,14 @@ def pretraining_forward(params, config, input_ids, token_type_ids=None, attentio
     (h, pooled), bert = bert_model_forward(layout, params, config, input_ids, token_type_ids, rng, trace,
                                            keep_caches)                                     # (R, H), (B, H)
     logits = not packed if mlm_logits is None else mlm_logits
-    out, heads = pretraining_heads_forward(h[None], layout.index(mlm_positions), pooled, params, config, mlm_labels,
+    out, heads = pretraining_heads_forward(h, layout.index(mlm_positions), pooled, params, config, mlm_labels,
                                            nsp_labels, bert.trace, logits, keep_caches)
     return out, PretrainingCache(bert, *heads)
 
 
 def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labels, nsp_labels, trace=NO_TRACE,
                               mlm_logits=True, grad=True):
-    """The MLM head at mlm_positions (flat indices into h's rows) and the NSP head on pooled, and
+    """The MLM head at mlm_positions (rows of h (R, H)) and the NSP head on pooled, and
     their losses -> (outputs dict, (mlm_head, nsp_head, mlm_loss, nsp_loss) caches). mlm_logits:
     the (M, V) logits whole, else the decoder and its loss fused (grad=False: no gradient made)."""
     scope = trace.scope("cls.predictions")
@@ -215,18 +215,18 @@ def pretraining_heads_forward(h, mlm_positions, pooled, params, config, mlm_labe
 
 def pretraining_backward(cache: PretrainingCache, dloss=1.0):
     """Gradients of the pretraining loss for every parameter (same keys as the params), either layout."""
-    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (1, R, H), (B, H)
-    return with_head_grads(bert_model_backward(dh[0], dpooled, cache.bert), head_grads)
+    dh, dpooled, head_grads = pretraining_heads_backward(cache, dloss)                 # (R, H), (B, H)
+    return with_head_grads(bert_model_backward(dh, dpooled, cache.bert), head_grads)
 
 
 def pretraining_heads_backward(cache: PretrainingCache, dloss=1.0):
     """-> (dh, the MLM head's gradient at h's rows; dpooled (B, H); the heads' grads)."""
     trace = cache.bert.trace
     if cache.mlm_loss is None:                                                        # fused: no logits kept
-        dh, g_mlm = mlm_loss_backward(dloss, cache.mlm_head, trace.scope("cls.predictions"))       # (1, R, H)
+        dh, g_mlm = mlm_loss_backward(dloss, cache.mlm_head, trace.scope("cls.predictions"))       # (R, H)
     else:
         dmlm_logits = backend.cross_entropy_backward(dloss, cache.mlm_loss)          # (M, V)
-        dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (1, R, H)
+        dh, g_mlm = mlm_head_backward(dmlm_logits, cache.mlm_head, trace.scope("cls.predictions"))  # (R, H)
     dnsp_logits = backend.cross_entropy_backward(dloss, cache.nsp_loss)              # (B, 2)
     dpooled, g_nsp = nsp_head_backward(dnsp_logits, cache.nsp_head, trace.scope("cls.seq_relationship"))  # (B, H)
     return dh, dpooled, (g_mlm, g_nsp)

@@ -90,7 +90,7 @@ def resolved_options(opts: PrepareOptions) -> dict:
     (a prepared directory may be moved), and checked."""
     builtin = opts.corpus == "builtin"
     options = {k: v for k, v in dataclasses.asdict(opts).items() if k != "out"}
-    max_seq_length = default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if builtin else 128)
+    max_seq_length = resolved_max_seq_length(opts)
     options.update(corpus=opts.corpus if opts.corpus in ("builtin", "imdb") else os.path.abspath(opts.corpus),
                    corpus_sha256=corpus_sha256(opts.corpus),
                    vocab=os.path.abspath(opts.vocab) if opts.vocab else None,
@@ -106,6 +106,11 @@ def resolved_options(opts: PrepareOptions) -> dict:
                    instances=default_if_none(opts.instances, "pairs"))
     check_options(options)
     return options
+
+
+def resolved_max_seq_length(opts) -> int:
+    """--max-seq-length, or its default for opts.corpus."""
+    return default_if_none(opts.max_seq_length, BUILTIN_MAX_SEQ_LENGTH if opts.corpus == "builtin" else 128)
 
 
 def corpus_sha256(corpus) -> str | None:

@@ -29,7 +29,7 @@ def _run(f, t, c, config=None, rng=None):
     """The layer on the golden case's rows: every position of its (B, T) batch (the padded layout,
     whose mask is where the mask bias is 0), row b*T + t; the output back as (B, T, H)."""
     layout = Padded(t["mask_bias"] == 0, t["x"].dtype)
-    y, cache = encoder_layer_forward(layout.rows_of(t["x"]), layout, None, _layer_params(t),
+    y, cache = encoder_layer_forward(layout.rows_of(t["x"]), layout, _layer_params(t),
                                      config or golden_dims().config(), rng)              # (B*T, H)
     return layout.batched(y), cache                                                      # (B, T, H)
 

@@ -251,7 +251,7 @@ def _layer_cases(pr: _Problem, add) -> None:
     layer0 = layer_params(params, 0)
     attn_keys = [k for k in layer0 if k.startswith("attention.") and "LayerNorm" not in k]
     add("self_attention", {"x": x, **{k: layer0[k] for k in attn_keys}},
-        *_over_rows(padded, lambda x, p: self_attention_forward(x, padded, None, p, A, d.dropout, d.rng()),
+        *_over_rows(padded, lambda x, p: self_attention_forward(x, padded, p, A, d.dropout, d.rng()),
                     self_attention_backward), f"({B},{T},{H}) heads={A}",
         dict(mask_bias=mask_bias, num_attention_heads=A))
     ffn_keys = [k for k in layer0 if k.startswith(("intermediate.", "output.dense"))]
@@ -260,7 +260,7 @@ def _layer_cases(pr: _Problem, add) -> None:
         lambda dy, c: _merge(feedforward_backward(dy, c)), f"({B},{T},{H})->({B},{T},{I})->({B},{T},{H})",
         dict(hidden_act=d.hidden_act))
     add("encoder_layer", {"x": x, **layer0},
-        *_over_rows(padded, lambda x, p: encoder_layer_forward(x, padded, None, p, config, d.rng()),
+        *_over_rows(padded, lambda x, p: encoder_layer_forward(x, padded, p, config, d.rng()),
                     encoder_layer_backward), f"({B},{T},{H})", dict(mask_bias=mask_bias))
     enc = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder", {"x": x, **enc},
@@ -276,15 +276,15 @@ def _layer_cases(pr: _Problem, add) -> None:
         dict(input_ids=pr.ids_with_pad, token_type_ids=pr.types))
     pool = {k: v for k, v in params.items() if k.startswith("bert.pooler.")}
     add("pooler", {"h": x, **pool},
-        lambda p: pooler_forward(p["h"], p),
-        lambda dy, c: _merge(pooler_backward(dy, c), "h"), f"({B},{T},{H})->({B},{H})")
+        lambda p: pooler_forward(p["h"][:, 0], p),                                        # [CLS] (B, H)
+        lambda dy, c: _merge(_at_cls(pooler_backward(dy, c), x.shape), "h"), f"({B},{T},{H})->({B},{H})")
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
     mlm[WORD] = params[WORD]
     P = len(pr.positions)
     add("mlm_head", {"h": x, **mlm},
-        lambda p: mlm_head_forward(p["h"], pr.positions, p, config),
-        lambda dy, c: _merge(mlm_head_backward(dy, c), "h"), f"({B},{T},{H}) at {P} positions -> ({P},{V})",
-        dict(mlm_positions=pr.positions))
+        lambda p: mlm_head_forward(padded.rows_of(p["h"]), pr.positions, p, config),
+        lambda dy, c: _merge(_batched(padded, mlm_head_backward(dy, c)), "h"),
+        f"({B},{T},{H}) at {P} positions -> ({P},{V})", dict(mlm_positions=pr.positions))
 
 
 def _pretraining_cases(pr: _Problem, add) -> dict:
@@ -329,14 +329,17 @@ def _fused_decoder_cases(pr: _Problem, add) -> None:
         f"({P},{H}) x ({V},{H}) -> loss, ignore_index rows", dict(labels=labels), golden=False)
     mlm = {k: v for k, v in params.items() if k.startswith("cls.predictions.")}
     mlm[WORD] = params[WORD]
+    padded = Padded(pr.mask, d.dtype)                                               # h (B, T, H) as rows
     add("mlm_loss", {"h": pr.x, **mlm},
-        lambda p: _first_output(mlm_loss_forward(p["h"], pr.positions, p, config, labels)),
-        lambda dl, c: _merge(mlm_loss_backward(dl, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> loss",
+        lambda p: _first_output(mlm_loss_forward(padded.rows_of(p["h"]), pr.positions, p, config, labels)),
+        lambda dl, c: _merge(_batched(padded, mlm_loss_backward(dl, c)), "h"),
+        f"({d.B},{d.T},{H}) at {P} positions -> loss",
         dict(mlm_positions=pr.positions, labels=labels), golden=False)
     transform = {k: v for k, v in mlm.items() if k.startswith("cls.predictions.transform.")}
     add("mlm_transform", {"h": pr.x, **transform},
-        lambda p: _transform(p["h"], pr.positions, p, config),
-        lambda dy, c: _merge(mlm_transform_backward(dy, c), "h"), f"({d.B},{d.T},{H}) at {P} positions -> ({P},{H})",
+        lambda p: _transform(padded.rows_of(p["h"]), pr.positions, p, config),
+        lambda dy, c: _merge(_batched(padded, mlm_transform_backward(dy, c)), "h"),
+        f"({d.B},{d.T},{H}) at {P} positions -> ({P},{H})",
         dict(mlm_positions=pr.positions), golden=False)
 
 
@@ -346,6 +349,7 @@ def _first_output(result):
 
 
 def _transform(h, positions, params, config):
+    # h: (N, H) rows -> t: (M, H), a cache
     t, dense, norm = mlm_transform_forward(h, positions, params, config)
     return t, MlmHeadCache(dense, norm, None, positions, h.shape)   # what mlm_transform_backward reads
 
@@ -363,7 +367,7 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
     layer = layer_params(params, config.num_hidden_layers - 1)
     shapes = f"({N},{H}) real tokens -> ({R},{H}) read rows"
     add("dropout_rows[packed, read rows]", {"x": x[rows]},
-        lambda p: packed.dropout(p["x"], rows, 0.3, np.random.default_rng(d.seed + 7)),
+        lambda p: packed.reading().dropout(p["x"], 0.3, np.random.default_rng(d.seed + 7)),
         lambda dy, c: {"x": backend.dropout_backward(dy, c)}, f"({R},{H}) p=0.3", golden=False)
     emb = {k: v for k, v in params.items() if k.startswith("bert.embeddings.")}
     add("bert_embeddings[packed]", emb,
@@ -371,10 +375,11 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda dy, c: bert_embeddings_backward(dy, c), f"({d.B},{d.T}) -> ({N},{H})", golden=False)
     attention = {k: v for k, v in layer.items() if k.startswith(("attention.self.", "attention.output.dense."))}
     add("self_attention[packed, read rows]", {"x": x, **attention},
-        lambda p: self_attention_forward(p["x"], packed, rows, p, d.heads, d.dropout, d.rng()),
+        lambda p: self_attention_forward(p["x"][rows], packed.reading(), p, d.heads, d.dropout, d.rng(),
+                                         memory=p["x"]),
         lambda dy, c: _merge(self_attention_backward(dy, c)), shapes, golden=False)
     add("encoder_layer[packed, read rows]", {"x": x, **layer},
-        lambda p: encoder_layer_forward(p["x"], packed, rows, p, config, d.rng()),
+        lambda p: encoder_layer_forward(p["x"][rows], packed.reading(), p, config, d.rng(), memory=p["x"]),
         lambda dy, c: _merge(encoder_layer_backward(dy, c)), shapes, golden=False)
     encoder = {k: v for k, v in params.items() if k.startswith("bert.encoder.")}
     add("encoder[packed, read rows]", {"x": x, **encoder},
@@ -389,6 +394,14 @@ def _packed_cases(pr: _Problem, batch, add) -> None:
         lambda p: _model_loss(p, config, batch, d.rng(), packed=True),
         lambda dl, c: pretraining_backward(c, dl),
         f"L={d.layers} ({d.B},{d.T}) -> {N} real tokens, last layer at {R}: all params", golden=False)
+
+
+def _at_cls(dcls_and_grads, shape):
+    # (dcls (B, H), grads) -> (dh (B, T, H): dcls at position 0, [CLS], zero elsewhere; grads)
+    dcls, grads = dcls_and_grads
+    dh = np.zeros(shape, dtype=dcls.dtype)             # (B, T, H)
+    dh[:, 0] = dcls
+    return dh, grads
 
 
 def _sequence_output(outputs_and_cache):

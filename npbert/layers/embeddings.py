@@ -32,7 +32,7 @@ def bert_embeddings_forward(input_ids, token_type_ids, layout, params, config, r
     positions, p_cache = backend.embedding_forward(layout.positions, params[POS])                             # (N, H)
     s = words + types + positions                                                                             # (N, H)
     e, ln_cache = backend.layernorm_forward(s, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
-    x, drop = layout.dropout(e, None, config.hidden_dropout_prob, rng)                                        # (N, H)
+    x, drop = layout.dropout(e, config.hidden_dropout_prob, rng)                                              # (N, H)
     trace.record_rows("word_embeddings", words)
     trace.record("position_embeddings", lambda: params[POS][:layout.shape[1]])      # (T, H), every sequence's
     trace.record_rows(("token_type_embeddings", "sum", "LayerNorm", ""), (types, s, e, x))

@@ -1,8 +1,9 @@
-"""Which positions of a (B, T) batch the encoder computes, and how they group into sequences.
+"""Which positions of a (B, T) batch are the encoder's rows, and the two things that depend on it:
+the attention core and dropout's index mapping.
 
 BERT's layers are written once, over rows (N, H) (embeddings.py, attention.py,
-encoder_layer.py, encoder.py, npbert/model.py); a layout says which rows exist and picks the
-attention core that suits them, as Hugging Face's attention interface picks eager, sdpa or
+encoder_layer.py, encoder.py, npbert/model.py); a layout says which positions are rows and picks
+the attention core that suits them, as Hugging Face's attention interface picks eager, sdpa or
 flash-attention's varlen kernel (cu_seqlens) under one model:
 
     Padded(attention_mask, dtype)        every B*T position is a row, padding included; attention
@@ -11,13 +12,14 @@ flash-attention's varlen kernel (cu_seqlens) under one model:
                                          and the golden vectors record.
     Packed(attention_mask, read, cls)    only the N real tokens are rows, sequence after sequence
                                          (starts: cu_seqlens); attention per sequence on its own
-                                         n x n scores, no mask (ops/packed_attention.py); the last
-                                         layer only at the rows the heads read (read_rows).
+                                         n x n scores, no mask (ops/packed_attention.py). Its
+                                         read_rows are the rows the heads read: encoder.py runs
+                                         the last layer there only, on the view reading(), whose
+                                         query_rows say where those rows sit among the keys.
 
-Everything but the attention core is the same code on either layout: a row is a row. Dropout's
-uniforms are counter-based (ops/dropout.py): each element's is a function of the call's key and
-the element's index in the padded (B*T, H) tensor, here (b*T + t)*H + h, so for one seed both
-layouts drop the same elements, and each computes the uniforms of its own rows only.
+Dropout's uniforms are counter-based (ops/dropout.py): each element's is a function of the call's
+key and the element's index in the padded (B*T, H) tensor, here (b*T + t)*H + h, so for one seed
+both layouts drop the same elements, and each computes the uniforms of its own rows only.
 """
 from __future__ import annotations
 
@@ -31,59 +33,22 @@ from npbert.ops.packed_attention import AttentionLayout, sequence_starts
 from npbert.trace import NO_TRACE
 
 
-def at_rows(x, rows):
-    # x: (N, ...) -> (R, ...) the rows a layer computes (every row when rows is None)
-    return x if rows is None else x[rows]
+def dropout_at(x, flat, p_drop, rng):
+    # x: (R, H) rows at padded flat indices flat (R,) (None: 0, 1, ...) -> y: (R, H), cache
+    if rng is None or p_drop == 0.0:
+        return x, DropoutCache(None, x.dtype.type(1.0))
+    return backend.dropout_rows_forward(x, p_drop, dropout_key(rng), flat)          # (R, H)
 
 
-def added_at_rows(x, rows, y):
-    # x: (N, H), y: (R, H) at rows -> x with y added at rows (every row when rows is None; x may be reused)
-    if rows is None:
-        return x + y
-    x[rows] += y                                       # rows are unique: one add each
-    return x
-
-
-class _Layout:
-    """What both layouts share: the rows' (b, t), the last layer's rows, dropout by rows."""
-    shape: tuple                                       # (B, T) of the batch
-    flat: np.ndarray | None                            # (N,) each row's flat b*T + t; None: every one, in order
-    positions: np.ndarray                              # (N,) each row's position in its sequence
-    read_rows: np.ndarray | None                       # (R,) sorted rows the last layer computes; None: all
-
-    def output_rows(self) -> int:
-        """R, the rows of the last layer's output h."""
-        return len(self.positions) if self.read_rows is None else len(self.read_rows)
-
-    def index(self, flat_positions):
-        """Flat indices into B*T -> rows of the last layer's output h (each one a row it computed)."""
-        return self._in_output(self.row_of(np.asarray(flat_positions)))
-
-    def cls_index(self):
-        """(B,) the rows of h holding each sequence's position 0, [CLS], which the pooler reads."""
-        return self._in_output(self.cls_rows())
-
-    def _in_output(self, rows):
-        return rows if self.read_rows is None else np.searchsorted(self.read_rows, rows)
-
-    def dropout(self, x, rows, p_drop, rng):
-        # x: (R, H) at rows (None: every row) -> y: (R, H), cache; drops what the padded step drops there
-        if rng is None or p_drop == 0.0:
-            return x, DropoutCache(None, x.dtype.type(1.0))
-        flat = rows if self.flat is None else at_rows(self.flat, rows)    # (R,) the rows' b*T + t; None: all
-        return backend.dropout_rows_forward(x, p_drop, dropout_key(rng), flat)   # (R, H)
-
-
-class Padded(_Layout):
+class Padded:
     """Every position of the (B, T) batch is a row, row b*T + t; attention with the mask bias."""
+    read_rows = None                                   # the reference computes every row of every layer
 
     def __init__(self, attention_mask, dtype):
         mask = np.asarray(attention_mask)
         self.shape = B, T = mask.shape
         self.mask_bias = attention_mask_bias(mask, dtype)                  # (B, T) 0 or finfo.min
-        self.positions = np.tile(np.arange(T), B)                          # (N,) N = B*T
-        self.flat = None
-        self.read_rows = None                          # the reference computes every row of every layer
+        self.positions = np.tile(np.arange(T), B)                          # (N,) N = B*T: position ids
 
     def rows_of(self, a):
         # a: (B, T, ...) -> (N, ...)
@@ -93,16 +58,21 @@ class Padded(_Layout):
         # x: (N, ...) -> (B, T, ...)
         return x.reshape(*self.shape, *x.shape[1:])
 
-    def row_of(self, flat_positions):
-        return flat_positions
+    def index(self, flat_positions):                   # flat indices into B*T -> rows of h: the same
+        return np.asarray(flat_positions)
 
-    def cls_rows(self):
-        return np.arange(self.shape[0]) * self.shape[1]                    # (B,)
+    def cls_index(self):                               # (B,) each [CLS]'s row of h, which the pooler reads
+        return np.arange(self.shape[0]) * self.shape[1]
 
-    def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
+    def output_rows(self) -> int:                      # R, the rows of the encoder's output h: every one
+        return len(self.positions)
+
+    def dropout(self, x, p_drop, rng):
+        # x: (N, H) -> y: (N, H), cache; row r is padded row r
+        return dropout_at(x, None, p_drop, rng)
+
+    def attention_forward(self, q, k, v, num_heads, p_drop, rng, trace=NO_TRACE):
         # q, k, v: (N, H) -> context (N, H), cache; trace: scope "bert.encoder.layer.{i}.attention"
-        if rows is not None:
-            raise ValueError("the padded layout computes every row's query (its read_rows are None): rows must be None")
         qh, kh, vh = (split_heads(self.batched(x), num_heads) for x in (q, k, v))  # (B, A, T, D) each
         context, core = backend.attention_core_forward(qh, kh, vh, self.mask_bias, p_drop, rng)  # (B, A, T, D)
         trace.record("self.scores", lambda: attention_scores(qh, kh, self.mask_bias)[0])  # the kernel keeps none
@@ -117,24 +87,55 @@ class Padded(_Layout):
         return tuple(self.rows_of(merge_heads(d)) for d in backend.attention_core_backward(dcontext, core))  # (N, H)
 
 
-class Packed(_Layout):
+class PackedRows:
+    """Query rows packed sequence after sequence, keys every real token: attention per sequence
+    (ops/packed_attention.py), dropout at each query row's padded index, the queries' gradient added
+    at their key rows. Packed is one (every row a query); Packed.reading(), the last layer's, has
+    the read rows as queries."""
+
+    def __init__(self, flat, attention: AttentionLayout, query_rows):
+        self.flat = flat                               # (R,) each query row's padded index b*T + t
+        self.attention = attention                     # each sequence's query and key rows and positions
+        self.query_rows = query_rows                   # (R,) sorted, unique: each query row's key row
+
+    def add_at_queries(self, dkeys, dqueries):
+        # dkeys: (N, H) at the key rows, dqueries: (R, H) at the query rows -> dkeys, dqueries added there
+        dkeys[self.query_rows] += dqueries             # in place; each row once: one add a row
+        return dkeys
+
+    def dropout(self, x, p_drop, rng):
+        # x: (R, H) at the query rows -> y: (R, H), cache; drops what the padded layout drops there
+        return dropout_at(x, self.flat, p_drop, rng)
+
+    def attention_forward(self, q, k, v, num_heads, p_drop, rng, trace=NO_TRACE):
+        # q: (R, H), k, v: (N, H) -> context (R, H), cache; dropout as the padded core's (B, A, T, T)
+        key = dropout_key(rng) if rng is not None and p_drop != 0.0 else None
+        return backend.packed_attention_forward(q, k, v, self.attention, num_heads, p_drop, key)
+
+    def attention_backward(self, dcontext, core, trace=NO_TRACE):
+        # dcontext: (R, H) -> dq (R, H), dk (N, H), dv (N, H)
+        return backend.packed_attention_backward(dcontext, core)
+
+
+class Packed(PackedRows):
     """The real tokens (attention mask 1) are the rows, in order; the last layer computes the rows
     `read` (flat indices into B*T; None: every real token) and, with cls, each [CLS]."""
 
     def __init__(self, attention_mask, read=None, cls=False):
         mask = np.asarray(attention_mask) != 0                             # (B, T)
         self.shape = mask.shape
-        self.flat = np.flatnonzero(mask)                                   # (N,) flat (b, t) of each row
+        flat = np.flatnonzero(mask)                                        # (N,) flat (b, t) of each row
         self.lengths = mask.sum(axis=1)                                    # (B,) rows of each sequence
         self.starts = sequence_starts(self.lengths)                        # (B,) its first row: cu_seqlens
         self.positions = np.nonzero(mask)[1]                               # (N,) position ids of the rows
         self.sequence = np.repeat(np.arange(mask.shape[0]), self.lengths)  # (N,) whose row each is
         self.cls_real = mask[:, 0].copy()                                  # (B,) is [CLS] a real token
-        self.read_rows = None
+        super().__init__(flat, AttentionLayout(self.lengths, self.lengths, self.positions, self.positions,
+                                               mask.shape[1]), np.arange(len(flat)))
+        self.read_rows = None                                              # (R,) sorted; None: every row
         if read is not None:
             wanted = [self.row_of(np.asarray(read, dtype=np.int64).reshape(-1))] + ([self.cls_rows()] if cls else [])
             self.read_rows = np.unique(np.concatenate(wanted))                         # (R,)
-        self._every_row = AttentionLayout(self.lengths, self.lengths, self.positions, self.positions, mask.shape[1])
 
     def rows_of(self, a):
         # a: (B, T, ...) -> (N, ...)
@@ -145,6 +146,25 @@ class Packed(_Layout):
         out = np.zeros((self.shape[0] * self.shape[1], *x.shape[1:]), x.dtype)   # (B*T, ...)
         out[self.flat] = x
         return out.reshape(*self.shape, *x.shape[1:])
+
+    def reading(self) -> PackedRows:
+        """The last layer's view: queries (and their dropout) at read_rows, keys at every row."""
+        return PackedRows(self.flat[self.read_rows], self.attention_layout(self.read_rows), self.read_rows)
+
+    def index(self, flat_positions):
+        """Flat indices into B*T -> rows of the encoder's output h (each one a row it computed)."""
+        return self._in_output(self.row_of(np.asarray(flat_positions)))
+
+    def cls_index(self):
+        """(B,) the rows of h holding each sequence's position 0, [CLS], which the pooler reads."""
+        return self._in_output(self.cls_rows())
+
+    def output_rows(self) -> int:
+        """R, the rows of the encoder's output h."""
+        return len(self.flat) if self.read_rows is None else len(self.read_rows)
+
+    def _in_output(self, rows):
+        return rows if self.read_rows is None else np.searchsorted(self.read_rows, rows)
 
     def row_of(self, flat_positions):
         """Flat indices into B*T -> rows; each must be a real token."""
@@ -167,16 +187,6 @@ class Packed(_Layout):
     def attention_layout(self, rows=None) -> AttentionLayout:
         """Queries at every row (rows None) or at the given sorted rows; keys at every row."""
         if rows is None:
-            return self._every_row
+            return self.attention
         q_lengths = np.bincount(self.sequence[rows], minlength=self.shape[0])   # (B,)
         return AttentionLayout(q_lengths, self.lengths, self.positions[rows], self.positions, self.shape[1])
-
-    def attention_forward(self, q, k, v, rows, num_heads, p_drop, rng, trace=NO_TRACE):
-        # q: (R, H) at rows, k, v: (N, H) -> context (R, H), cache; dropout as the padded core's (B, A, T, T)
-        dropping = rng is not None and p_drop != 0.0
-        key = dropout_key(rng) if dropping else None
-        return backend.packed_attention_forward(q, k, v, self.attention_layout(rows), num_heads, p_drop, key)
-
-    def attention_backward(self, dcontext, core, trace=NO_TRACE):
-        # dcontext: (R, H) -> dq (R, H), dk (N, H), dv (N, H)
-        return backend.packed_attention_backward(dcontext, core)

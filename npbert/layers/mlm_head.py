@@ -4,6 +4,8 @@
     t      = LayerNorm(gelu(W_t h[positions] + b_t))          (M, H)   the transform
     logits = t E^T + bias                                     (M, V)   the tied decoder
 
+h is the encoder's output rows (N, H), positions (M,) row indices into it.
+
 Two ways to run it:
 - mlm_head_forward / mlm_head_backward: the logits, whole (the reference; the trace records them);
 - mlm_loss_forward / mlm_loss_backward: the decoder and its cross-entropy fused (hot op
@@ -13,7 +15,6 @@ Two ways to run it:
 
 The decoder is tied to the word embeddings E ("bert.embeddings.word_embeddings.weight"),
 so its gradient is returned under that name and the model adds it to the embedding's.
-`positions` are flat indices into the rows of h.
 """
 from typing import NamedTuple
 
@@ -31,8 +32,8 @@ class MlmHeadCache(NamedTuple):
     transform: LinearGeluCache   # cls.predictions.transform.dense + GELU
     norm: LayerNormCache         # cls.predictions.transform.LayerNorm
     decoder: LinearCache         # the tied decoder
-    positions: np.ndarray        # (M,) flat indices into the rows of h
-    h_shape: tuple               # (B, T, H)
+    positions: np.ndarray        # (M,) rows of h
+    h_shape: tuple               # (N, H)
 
 
 class MlmLossCache(NamedTuple):
@@ -44,9 +45,8 @@ class MlmLossCache(NamedTuple):
 
 
 def mlm_transform_forward(h, positions, params, config, trace=NO_TRACE):
-    # h: (B, T, H), positions: (M,) flat indices into B*T -> t: (M, H), dense and LayerNorm caches
-    B, T, H = h.shape
-    hs = h.reshape(B * T, H)[positions]                                          # (M, H)
+    # h: (N, H), positions: (M,) rows of h -> t: (M, H), dense and LayerNorm caches
+    hs = h[positions]                                                            # (M, H)
     a, dense_cache = backend.linear_gelu_forward(hs, params[DENSE + ".weight"], params[DENSE + ".bias"],
                                                  config.hidden_act)                 # (M, H)
     t, ln_cache = backend.layernorm_forward(a, params[LN + ".weight"], params[LN + ".bias"], config.layer_norm_eps)
@@ -55,7 +55,7 @@ def mlm_transform_forward(h, positions, params, config, trace=NO_TRACE):
 
 
 def mlm_transform_backward(dt, cache, trace=NO_TRACE):
-    # dt: (M, H), cache: an MlmHeadCache or MlmLossCache -> dh: (B, T, H), the transform's grads by HF name
+    # dt: (M, H), cache: an MlmHeadCache or MlmLossCache -> dh: (N, H), the transform's grads by HF name
     g = {}
     trace.record_grad("transform", dt)
     da, g[LN + ".weight"], g[LN + ".bias"] = backend.layernorm_backward(dt, cache.norm)
@@ -63,14 +63,13 @@ def mlm_transform_backward(dt, cache, trace=NO_TRACE):
     # made again, the reference's way, only when traced: the fused kernel never keeps it
     trace.record_grad("transform.dense", lambda: pre_activation_grad(da, cache.transform))
     dhs, g[DENSE + ".weight"], g[DENSE + ".bias"] = backend.linear_gelu_backward(da, cache.transform)  # (M, H)
-    B, T, H = cache.h_shape
-    dh = np.zeros((B * T, H), dtype=dt.dtype)
+    dh = np.zeros(cache.h_shape, dtype=dt.dtype)                                 # (N, H)
     np.add.at(dh, cache.positions, dhs)                                          # a position listed twice sums
-    return dh.reshape(B, T, H), g
+    return dh, g
 
 
 def mlm_head_forward(h, positions, params, config, trace=NO_TRACE):
-    # h: (B, T, H), positions: (M,) flat indices into B*T; trace: scope "cls.predictions"
+    # h: (N, H), positions: (M,) rows of h -> logits: (M, V), cache; trace: scope "cls.predictions"
     t, dense_cache, ln_cache = mlm_transform_forward(h, positions, params, config, trace)   # (M, H)
     logits, dec_cache = backend.linear_forward(t, params[WORD], params[BIAS])    # (M, V) tied decoder
     trace.record("logits", logits)
@@ -78,7 +77,7 @@ def mlm_head_forward(h, positions, params, config, trace=NO_TRACE):
 
 
 def mlm_head_backward(dlogits, cache: MlmHeadCache, trace=NO_TRACE):
-    # dlogits: (M, V) -> dh: (B, T, H), grads by HF name (WORD holds the decoder's share only)
+    # dlogits: (M, V) -> dh: (N, H), grads by HF name (WORD holds the decoder's share only)
     trace.record_grad("logits", dlogits)
     dt, dword, dbias = backend.linear_backward(dlogits, cache.decoder)           # (M, H)
     dh, g = mlm_transform_backward(dt, cache, trace)
@@ -86,14 +85,14 @@ def mlm_head_backward(dlogits, cache: MlmHeadCache, trace=NO_TRACE):
 
 
 def mlm_loss_forward(h, positions, params, config, labels, grad=True, trace=NO_TRACE):
-    # h: (B, T, H), positions, labels: (M,) -> (loss, predictions (M,)), cache; grad=False: forward only
+    # h: (N, H), positions, labels: (M,) -> (loss, predictions (M,)), cache; grad=False: forward only
     t, dense_cache, ln_cache = mlm_transform_forward(h, positions, params, config, trace)   # (M, H)
     loss, dce = backend.decoder_cross_entropy_forward(t, params[WORD], params[BIAS], labels, grad=grad)
     return (loss, dce.predictions), MlmLossCache(dense_cache, ln_cache, dce, positions, h.shape)
 
 
 def mlm_loss_backward(dloss, cache: MlmLossCache, trace=NO_TRACE):
-    # dloss: scalar -> dh: (B, T, H), grads by HF name (WORD holds the decoder's share only)
+    # dloss: scalar -> dh: (N, H), grads by HF name (WORD holds the decoder's share only)
     dt, dword, dbias = backend.decoder_cross_entropy_backward(dloss, cache.loss)    # (M, H), (V, H), (V,)
     dh, g = mlm_transform_backward(dt, cache, trace)
     return dh, {WORD: dword, BIAS: dbias, **g}

@@ -1,5 +1,7 @@
 """Pretraining's data: a directory made by `npbert prepare`, or a corpus prepared into OUT/data
-on the way, and the mask mix it was prepared with."""
+on the way, and the mask mix it was prepared with; the short instances of a run's first phase
+(--short-seq-length: the corpus prepared again into OUT/data-short, at that length, with OUT/data's
+vocabulary; --short-data: a directory given) and what they must share with the long ones."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,7 +12,7 @@ import time
 from npbert.data.instances import canonical_mask_mix
 from npbert.errors import DataError
 
-DATA_DIR, HELDOUT_SPLIT = "data", "heldout"
+DATA_DIR, SHORT_DATA_DIR, HELDOUT_SPLIT = "data", "data-short", "heldout"
 
 
 def with_data_options(opts, data):
@@ -50,12 +52,32 @@ def check_corpus(corpus) -> None:
         raise DataError(f"corpus file not found: {corpus}")
 
 
-def prepare_corpus(opts, log):
-    """opts.corpus prepared into OUT/data (kept there: a retry reuses what is complete, unless the
-    corpus or the options changed since, when it is prepared again)."""
+def check_short_data(short, data) -> None:
+    """DataError unless the short instances are shorter than the long ones and tokenized the same
+    way (vocabulary, casing, kind of instance): one model's embeddings read both."""
+    def differs(what, a, b):
+        return DataError(f"{short.directory} ({what} {a}) and {data.directory} ({what} {b}) cannot be the two phases "
+                         "of one run: prepare the short instances from the same corpus with `npbert prepare --vocab "
+                         f"{data.vocab_file} --max-seq-length N`")
+    if short.manifest["vocab_sha256"] != data.manifest["vocab_sha256"]:
+        raise differs("vocabulary SHA-256", short.manifest["vocab_sha256"][:12] + "...",
+                      data.manifest["vocab_sha256"][:12] + "...")
+    for what, a, b in (("lower-cased", short.do_lower_case, data.do_lower_case),
+                       ("instances", short.instances, data.instances)):
+        if a != b:
+            raise differs(what, a, b)
+    if short.max_seq_length >= data.max_seq_length:
+        raise DataError(f"{short.directory} holds instances of up to {short.max_seq_length} tokens, not fewer than "
+                        f"{data.directory}'s {data.max_seq_length}: the short phase would not be short")
+
+
+def prepare_corpus(opts, log, directory=DATA_DIR, **changes):
+    """opts.corpus prepared into OUT/directory (kept there: a retry reuses what is complete, unless
+    the corpus or the options changed since, when it is prepared again); changes: corpus options
+    other than opts' (the short instances' length and vocabulary)."""
     from npbert.data.prepare import PrepareOptions, corpus_options, existing_manifest, prepare, resolved_options
-    directory = os.path.join(opts.out, DATA_DIR)
-    prepare_opts = PrepareOptions(**corpus_options(opts), out=directory, seed=opts.seed)
+    directory = os.path.join(opts.out, directory)
+    prepare_opts = PrepareOptions(**{**corpus_options(opts), **changes}, out=directory, seed=opts.seed)
     options = resolved_options(prepare_opts)
     try:
         existing_manifest(directory, options)

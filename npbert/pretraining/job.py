@@ -1,15 +1,32 @@
 """The pretraining Job the shared loop runs (npbert/training/loop.py): masked LM + NSP on the
-epoch's permutation of the prepared instances, with held-out evaluation as it goes. The step runs
+epoch's permutation of the prepared instances, with held-out evaluation as it goes. With short
+instances (--short-seq-length), the first short_steps() steps read them and the rest the long
+ones, each from its first epoch (the BERT paper's 128 then 512 tokens), the positions past the
+short length copied from the first ones at the switch (--new-positions). The step runs
 BertModel on the packed layout (npbert/layers/layout.py): padding not computed, the last layer
 at the masked positions and [CLS]."""
 from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from npbert.model import pretraining_backward, pretraining_forward
 from npbert.pretraining.evaluation import evaluate, keep_nsp, most_frequent_token_accuracy, step_metrics
 from npbert.training.loop import Job
 from npbert.training.overfitting import RisingLossWatch
+
+
+POSITIONS = "bert.embeddings.position_embeddings.weight"
+
+
+def copy_positions(params, short: int, long: int) -> None:
+    """Position embeddings short..long-1 set, in place, to copies of rows 0..short-1 (row i from
+    row i mod short), as Longformer started the positions it added to RoBERTa's: the long phase
+    begins with positions that already mean "k places after a start", not random vectors."""
+    p = params[POSITIONS]                                   # (max_position_embeddings, H)
+    rows = np.arange(short, long)                           # (long - short,)
+    p[rows] = p[rows % short]
 
 
 class PretrainingJob(Job):
@@ -20,9 +37,10 @@ class PretrainingJob(Job):
     which are frozen as well, so that weight decay does not shrink them either), and nothing
     reports an NSP accuracy."""
 
-    def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log):
+    def __init__(self, ckpt, train_data, heldout_data, opts, metrics, log, short_data=None):
         self.config, self.params, self.opts, self.metrics, self.log = ckpt.config, ckpt.params, opts, metrics, log
-        self.train_data, self.heldout_data = train_data, heldout_data
+        self.train_data, self.heldout_data, self.short_data = train_data, heldout_data, short_data
+        self.data = train_data                         # what batches() reads: the phase's (use_data_of)
         self.batches_per_epoch = train_data.num_batches(opts.batch_size)
         self.nsp = not opts.no_nsp
         self.unit = "sentences" if train_data.instances == "sentences" else "pairs"   # what an instance is
@@ -50,8 +68,26 @@ class PretrainingJob(Job):
         periodic = one_batch * self.opts.eval_batches / self.opts.eval_every if self.opts.eval_every else 0.0
         return periodic, one_batch * self.heldout_data.num_batches(self.opts.batch_size)
 
-    def batches(self, epoch, start):
-        return self.train_data.batches(self.opts.batch_size, self.opts.seed, epoch, start)
+    def short_steps(self) -> int:
+        """How many of the steps read the short instances (0 without them)."""
+        return int(self.opts.short_seq_share * self.opts.steps) if self.short_data is not None else 0
+
+    def phases(self) -> list:
+        """[(share of the steps, data)] in the order they train: what --budget times."""
+        if self.short_data is None:
+            return [(1.0, self.train_data)]
+        share = self.opts.short_seq_share
+        return [(share, self.short_data), (1.0 - share, self.train_data)]
+
+    def use_data_of(self, step):
+        self.data = self.short_data if step < self.short_steps() else self.train_data
+        self.batches_per_epoch = self.data.num_batches(self.opts.batch_size)
+
+    def data_changes_after(self, step):
+        return 0 < step == self.short_steps()
+
+    def batches(self, epoch, start, data=None):
+        return (self.data if data is None else data).batches(self.opts.batch_size, self.opts.seed, epoch, start)
 
     def forward(self, params, batch, rng):
         if not self.nsp:
@@ -71,6 +107,8 @@ class PretrainingJob(Job):
 
     def after_step(self, position, epoch_ended, done):
         step = position.step
+        if self.data_changes_after(step) and self.opts.new_positions == "copied":   # the long phase begins
+            copy_positions(self.params, self.short_data.max_seq_length, self.train_data.max_seq_length)
         if self.heldout_data is None or not (done or (self.opts.eval_every and step % self.opts.eval_every == 0)):
             return
         e = evaluate(self.params, self.config, self.heldout_data, self.opts.batch_size, self.opts.eval_batches,

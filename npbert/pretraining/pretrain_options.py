@@ -16,12 +16,15 @@ from npbert.training.training_options import dropout_options, optimizer_options,
 # at 1200 steps the held-out MLM accuracy depended on the seed (0.23 to 0.56: each run sat on a
 # plateau near 0.2 until a seed-dependent step); 2000 steps take every seed past it.
 DEFAULT_STEPS = 2000
+DEFAULT_SHORT_SEQ_SHARE = 0.9            # the BERT paper's 90 % of the steps at the shorter length
 
 # The defaults that depend on the corpus (None in the declarations below, filled in when the run
 # starts): the built-in stories keep the default run's recipe (docs/pretraining.md, "Measured
 # runs"); any other corpus gets the hour recipe (docs/hour_recipe.md, measured on IMDB).
-BUILTIN_RECIPE = dict(learning_rate=2e-3, warmup_proportion=0.25, instances="pairs", no_nsp=False)
-CORPUS_RECIPE = dict(learning_rate=1e-3, warmup_proportion=0.06, instances="pairs", no_nsp=True)
+BUILTIN_RECIPE = dict(learning_rate=2e-3, warmup_proportion=0.25, instances="pairs", no_nsp=False,
+                      short_seq_length=None)
+CORPUS_RECIPE = dict(learning_rate=1e-3, warmup_proportion=0.06, instances="pairs", no_nsp=True,
+                     short_seq_length=64)         # a corpus prepared by the run itself (not --data)
 
 PRETRAIN_OPTIONS = (
     Option("out", "runs/pretrain", "run directory; when not given and it holds a run, the next free one "
@@ -29,6 +32,28 @@ PRETRAIN_OPTIONS = (
     Option("data", None, "a directory made by `npbert prepare`, instead of --corpus (default: --corpus prepared "
                          "into OUT/data)"),
     *CORPUS_OPTIONS,
+    # The BERT paper's two phases (90 % of the steps at 128 tokens, then 512): a short step costs
+    # about half a long one, and the positions past the short length are learnt in the last phase.
+    Option("short_seq_length", None, "train the first --short-seq-share of the steps on instances of at most N "
+                                     "tokens, prepared from the same corpus and vocabulary into OUT/data-short, "
+                                     "then the rest on --max-seq-length, one learning-rate schedule over both "
+                                     f"(default: {CORPUS_RECIPE['short_seq_length']} for a corpus other than the "
+                                     "built-in one when --max-seq-length is longer, else none; with --data, "
+                                     "--short-data)", POSITIVE),
+    Option("short_data", None, "with --data: a directory made by `npbert prepare` with the same vocabulary and a "
+                               "smaller --max-seq-length, for the first --short-seq-share of the steps (default: "
+                               "none)"),
+    Option("short_seq_share", None, "share of the steps on the short instances (default: "
+                                    f"{DEFAULT_SHORT_SEQ_SHARE:g} when there are short instances)",
+           Interval(0, 1, low_open=True, high_open=True)),
+    # At the switch the positions past the short length have never been trained; learning them
+    # from their random start in the last tenth, at the end of the decay, left the hour's model
+    # below the one trained at 128 throughout (docs/hour_recipe.md); copies of the first ones
+    # (Longformer's start for new positions) are where it begins instead.
+    Option("new_positions", "copied", "where the position embeddings past the short length start when the long "
+                                      "phase begins: copied = row i from row i mod the short length (Longformer's "
+                                      "start for new positions), random = as initialized (they were never trained)",
+           choices=("copied", "random")),
     Option("preset", "tiny", "size of a new model (`npbert info PRESET` shows it)", choices=tuple(PRESETS)),
     # --model: its architecture and weights (instead of preset), a new optimizer and schedule;
     # for a corpus, its vocab.txt and casing
@@ -76,4 +101,14 @@ def with_corpus_defaults(opts, corpus: str):
     fill = {k: v for k, v in recipe.items() if getattr(opts, k) is None}
     if opts.warmup_steps is not None:                  # a count given: no share to fill in
         fill.pop("warmup_proportion", None)
+    if not short_phase_applies(opts, fill.get("short_seq_length")):
+        fill.pop("short_seq_length", None)
     return dataclasses.replace(opts, **fill)
+
+
+def short_phase_applies(opts, length) -> bool:
+    """Whether the recipe's short phase fits the run: a corpus it prepares itself (with --data the
+    short instances are --short-data), sequences longer than the short ones, none given already."""
+    from npbert.data.prepare import resolved_max_seq_length
+    return (length is not None and opts.data is None and opts.short_data is None
+            and resolved_max_seq_length(opts) > length)

@@ -31,13 +31,14 @@ from npbert.data.instances import canonical_mask_mix
 from npbert.errors import NpbertError
 from npbert.model_params import NSP_ONLY_PARAMS, init_params
 from npbert.option_declaration import check_ranges
-from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, check_corpus, load_prepared,  # noqa: F401
-                                       prepare_corpus, with_data_options)
+from npbert.pretraining.corpus import (DATA_DIR, HELDOUT_SPLIT, SHORT_DATA_DIR, check_corpus,  # noqa: F401
+                                       check_short_data, load_prepared, prepare_corpus, with_data_options)
 from npbert.pretraining.evaluation import evaluate  # noqa: F401  (npbert.pretraining.recipe.evaluate, as documented)
 from npbert.pretraining.from_checkpoint import (check_data_fits, checkpoint_options, dropout_options,
                                                 start_from_checkpoint)
 from npbert.pretraining.job import PretrainingJob
-from npbert.pretraining.pretrain_options import BUILTIN_RECIPE, DEFAULT_STEPS, PretrainOptions, with_corpus_defaults
+from npbert.pretraining.pretrain_options import (BUILTIN_RECIPE, DEFAULT_SHORT_SEQ_SHARE, DEFAULT_STEPS,
+                                                 PretrainOptions, with_corpus_defaults)
 from npbert.tokenizer import BertTokenizer
 from npbert.training.budget import BudgetClock, plan_steps
 from npbert.training.loop import Schedule, update
@@ -46,7 +47,7 @@ from npbert.training.run import Recipe, Started, run_training
 from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE
 from npbert.training.state import STATE_JSON, TrainingCheckpoint, start_training
 
-PATHS = ("corpus", "data", "vocab", "model")           # made absolute when a run starts (training/inputs.py)
+PATHS = ("corpus", "data", "short_data", "vocab", "model")   # made absolute when a run starts (training/inputs.py)
 BUDGET_PLAN = "budget_plan"                            # --budget's plan in the checkpoint's running state
 
 
@@ -66,9 +67,11 @@ def pretrain(opts: PretrainOptions, resume=False, overwrite=False, log=say, give
 @dataclass
 class PretrainingInputs:
     """What prepare() read, for start(): --model's checkpoint, and the prepared data (train,
-    held-out), or None when start() prepares the corpus into OUT/data."""
+    held-out), or None when start() prepares the corpus into OUT/data; the short instances' training
+    split, or None (none, or start() prepares them into OUT/data-short)."""
     loaded: object | None                # --model's checkpoint (checkpoint.py's Pretrained)
     data: tuple | None
+    short: object | None
     clock_start: float                   # time.monotonic() when the run began: --budget counts from here
 
 
@@ -99,26 +102,44 @@ class PretrainingRecipe(Recipe):
             check_corpus(opts.corpus)                  # read and prepared into OUT/data in start()
         if saved is None:                              # a resumed run has its options, defaults resolved then
             opts = with_corpus_defaults(opts, data[0].manifest["options"]["corpus"] if data else opts.corpus)
+        short, short_dir = None, self.short_dir(opts)
+        if short_dir is not None:
+            if opts.short_seq_share is None:
+                opts = dataclasses.replace(opts, short_seq_share=DEFAULT_SHORT_SEQ_SHARE)
+            if data is not None and (opts.short_data or saved is not None):   # else prepared in start()
+                short = load_prepared(short_dir)[0]
+                check_short_data(short, data[0])
         if loaded is not None:
             note_learning_rate(opts, log)
-        return opts, PretrainingInputs(loaded, data, clock_start)
+        return opts, PretrainingInputs(loaded, data, short, clock_start)
 
     def data_dir(self, opts):
         return opts.data or os.path.join(opts.out, DATA_DIR)
 
+    def short_dir(self, opts):
+        """The short instances' directory (--short-data, or the corpus prepared into OUT/data-short),
+        None without a short phase."""
+        if opts.short_data is not None:
+            return opts.short_data
+        return os.path.join(opts.out, SHORT_DATA_DIR) if opts.short_seq_length is not None else None
+
     def inputs(self, opts):
-        return [self.data_dir(opts)]
+        return [d for d in (self.data_dir(opts), self.short_dir(opts)) if d is not None]
 
     def start(self, opts, saved, prepared: PretrainingInputs, metrics, log):
-        data = prepared.data
+        data, short = prepared.data, prepared.short
         if data is None:
             data = prepare_corpus(opts, log)
             opts = with_data_options(opts, data[0])
+        if short is None and opts.short_seq_length is not None:
+            short = prepare_corpus(opts, log, SHORT_DATA_DIR, max_seq_length=opts.short_seq_length,
+                                   vocab=opts.vocab or data[0].vocab_file)[0]
+            check_short_data(short, data[0])
         train_data, heldout_data = data
         ckpt = saved or new_checkpoint(opts, prepared.loaded, train_data, log)
         where = os.path.join(opts.out, CHECKPOINT_DIR) if saved else opts.model or f"the {opts.preset} preset"
         check_data_fits(ckpt.config, train_data, where)
-        job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log)
+        job = PretrainingJob(ckpt, train_data, heldout_data, opts, metrics, log, short)
         if opts.budget is not None:
             opts = job.opts = planned(opts, ckpt, job, prepared.clock_start, metrics, log)
         schedule = pretraining_schedule(opts)
@@ -128,7 +149,7 @@ class PretrainingRecipe(Recipe):
         log(f"pretraining {opts.model or opts.preset} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, vocab "
             f"{c.vocab_size}) on {len(train_data):,} instances, {opts.steps} steps of {opts.batch_size}, peak lr "
             f"{opts.learning_rate:g}, warmup {schedule.warmup_steps}"
-            + masked_lm_only(opts))
+            + masked_lm_only(opts) + short_phase(job))
         # saved with the data's casing (its tokenizer_config.json), so that the checkpoint tokenizes as the data was
         tokenizer = BertTokenizer(train_data.vocab_file, do_lower_case=train_data.do_lower_case)
         return Started(ckpt, job, schedule, tokenizer)
@@ -175,6 +196,15 @@ def masked_lm_only(opts) -> str:
     return f"; masked LM only ({why}): the NSP head and the pooler stay as they are"
 
 
+def short_phase(job) -> str:
+    """What the start line says of the short phase, if there is one."""
+    if job.short_data is None:
+        return ""
+    n, data = job.short_steps(), job.short_data
+    return (f"; steps 1 to {n:,} on {len(data):,} instances of up to {data.max_seq_length} tokens ({data.directory}), "
+            f"the rest on {job.train_data.max_seq_length}")
+
+
 def times_baseline(accuracy, baseline) -> str:
     """", 4.2x" the baseline; nothing when the baseline is 0 (the most frequent token never the
     answer, as with a --masked-lm-prob so small that one token an instance is masked): a ratio to 0
@@ -214,7 +244,8 @@ def planned(opts, ckpt, job, clock_start, metrics, log):
     if plan is None:
         trial = copy.deepcopy(ckpt)                    # timed on a copy: the run's own first step is untouched
         step = lambda batch: update(job, trial, pretraining_schedule(dataclasses.replace(opts, steps=1)), batch)
-        p = plan_steps(step, lambda: job.batches(0, 0), job.overhead_seconds, opts.budget, clock_start)
+        phases = [(share, lambda data=data: job.batches(0, 0, data)) for share, data in job.phases()]
+        p = plan_steps(step, phases, job.overhead_seconds, opts.budget, clock_start)
         plan = ckpt.extra[BUDGET_PLAN] = dict(steps=p.steps, step_seconds=p.step_seconds,
                                               eval_seconds=p.eval_seconds, spent_seconds=p.spent_seconds)
         metrics.write(kind="budget", step=0, budget_minutes=opts.budget, **plan)
@@ -246,3 +277,24 @@ def check_options(opts) -> None:
         raise NpbertError("--warmup-steps and --warmup-proportion cannot both be given: each sets the warm-up")
     if opts.mask_mix is not None:
         canonical_mask_mix(opts.mask_mix)              # a DataError naming it
+    check_short_options(opts)
+
+
+def check_short_options(opts) -> None:
+    """The short phase's options agree: --short-data goes with --data, --short-seq-length with a
+    corpus, and shorter than its --max-seq-length; --short-seq-share needs one of them."""
+    if opts.short_data is not None and opts.data is None:
+        raise NpbertError("--short-data goes with --data (prepared long instances); with --corpus, "
+                          "--short-seq-length prepares the short ones")
+    if opts.short_seq_length is not None and opts.data is not None:
+        raise NpbertError("--short-seq-length prepares the corpus at that length, and --data is prepared already: "
+                          "give the short instances as --short-data (`npbert prepare --max-seq-length N --vocab "
+                          "DATA/vocab.txt`)")
+    if opts.short_seq_share is not None and opts.short_data is None and opts.short_seq_length is None:
+        raise NpbertError("--short-seq-share without short instances: give --short-seq-length (or --short-data)")
+    if opts.short_seq_length is not None and opts.data is None:
+        from npbert.data.prepare import resolved_max_seq_length
+        long = resolved_max_seq_length(opts)
+        if opts.short_seq_length >= long:
+            raise NpbertError(f"--short-seq-length {opts.short_seq_length} is not shorter than --max-seq-length {long}"
+                              f"{'' if opts.max_seq_length else ' (the default for this corpus)'}")

@@ -1,7 +1,9 @@
 """A time budget instead of a step count: how many steps fit in the minutes a run is given.
 
     seconds a step    timed on a copy of the run's model and optimizer (the run itself untouched:
-                      its first step is the same whether the count was planned or given)
+                      its first step is the same whether the count was planned or given); with
+                      phases on other data (short sequences, then long), each timed and weighted
+                      by its share of the steps
     overhead          the job's evaluations and final report, from its own estimate
     steps             (budget - spent so far - final report) / (a step + its share of evaluations)
 
@@ -56,13 +58,13 @@ def time_steps(step, batches, budget_seconds: float) -> float:
     return seconds / timed
 
 
-def plan_steps(step, batches, overhead_seconds, budget_minutes: float, clock_start: float) -> Plan:
+def plan_steps(step, phases, overhead_seconds, budget_minutes: float, clock_start: float) -> Plan:
     """The step count that ends the run within budget_minutes of clock_start (time.monotonic()).
-    step(batch): one training step on a copy of the run's model and optimizer; batches(): the
-    first epoch's batches; overhead_seconds() -> (seconds of evaluation a step on average, seconds
-    of the final report)."""
+    step(batch): one training step on a copy of the run's model and optimizer; phases: [(share of
+    the steps, batches)], batches() the first epoch's batches of that phase's data;
+    overhead_seconds() -> (seconds of evaluation a step on average, seconds of the final report)."""
     budget = 60.0 * budget_minutes
-    step_s = time_steps(step, batches, budget)
+    step_s = sum(share * time_steps(step, batches, budget) for share, batches in phases)
     eval_s, final_s = overhead_seconds()
     spent = time.monotonic() - clock_start
     left = budget * (1 - MARGIN) - spent - final_s

@@ -11,6 +11,9 @@ wants one, and on a stop (Ctrl-C or stop_after). A checkpoint holds everything t
 depends on, so a resumed run repeats an uninterrupted one to the bit (same backend, dtype and
 threads: docs/determinism.md).
 
+A job whose data change part-way (pretraining's short sequences, then long) says so
+(use_data_of, data_changes_after): the next phase reads its data from its first epoch.
+
 What is a job's own (its data, model, metrics, evaluation) comes in as a Job; see
 npbert/pretraining/recipe.py and npbert/finetuning/recipe.py.
 """
@@ -49,6 +52,14 @@ class Job:
     batches_per_epoch = 0
     save_at_epoch_end = False
 
+    def use_data_of(self, step: int) -> None:
+        """Train on the data of the phase `step` belongs to (batches_per_epoch and batches() then
+        read it): pretraining's short sequences first, then long ones."""
+
+    def data_changes_after(self, step: int) -> bool:
+        """Whether the next step reads other data (its first epoch, from batch 0)."""
+        return False
+
     def batches(self, epoch: int, start: int):
         """The batches of an epoch from index `start` on (a function of epoch and index only)."""
         raise NotImplementedError
@@ -83,8 +94,6 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
     position, total = ckpt.position, schedule.total_steps
     means = RunningMeans.from_json(ckpt.extra.pop("means", None))
     speed = Throughput()
-    if position.batch >= job.batches_per_epoch:        # saved at an epoch's end by an older npbert
-        position.epoch, position.batch = position.epoch + 1, 0
 
     def checkpoint():
         ckpt.extra["means"] = means.to_json()          # steps not yet in a progress line
@@ -94,6 +103,9 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
 
     with StopOnInterrupt() as stop:
         while position.step < total:
+            job.use_data_of(position.step)
+            if position.batch >= job.batches_per_epoch:    # saved at an epoch's end by an older npbert
+                position.epoch, position.batch = position.epoch + 1, 0
             stepped = False
             for batch in job.batches(position.epoch, position.batch):
                 stepped = True
@@ -103,6 +115,9 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
                 epoch_ended = position.batch == job.batches_per_epoch
                 if epoch_ended:
                     position.epoch, position.batch = position.epoch + 1, 0
+                data_changes = job.data_changes_after(position.step)
+                if data_changes:                       # the next phase reads its data from the start
+                    position.epoch, position.batch = 0, 0
                 done = position.step >= total
                 means.add(job.step_metrics(out, batch))
                 speed.add(int(batch["attention_mask"].sum()))
@@ -122,7 +137,7 @@ def train(job: Job, ckpt: TrainingCheckpoint, schedule: Schedule, save, metrics,
                     checkpoint()
                 if stopping and (not done or stop.requested):   # a Ctrl-C in the last step (say while the
                     return stop.requested or True              # evaluation's kernels load) is not swallowed
-                if done or epoch_ended:
+                if done or epoch_ended or data_changes:
                     break
             if not stepped:
                 raise NpbertError(f"epoch {position.epoch} of the training data has no batch {position.batch}")

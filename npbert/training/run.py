@@ -2,7 +2,8 @@
 
     check the flags and every option                     nothing read or written yet
     take the run directory's lock                        one writer per run (npbert/lock.py)
-    check --out (put back an interrupted --overwrite); on --resume load the checkpoint and its options
+    settle --out (finish an --overwrite a kill cut short), read what it holds once, refuse on that
+    the inputs' paths made absolute; on --resume load the checkpoint (a save cut short put back), its options
     recipe.prepare: read and check every input           still nothing written; returns what it read
     open the run (--overwrite moves the old one aside)   run_dir.py
         recipe.start: the data, model, job, schedule     on what prepare read; inputs pinned (SHA-256)
@@ -28,7 +29,7 @@ from npbert.lock import run_lock
 from npbert.training.inputs import INPUTS, absolute_paths, check_pinnable, check_same_inputs, fingerprint
 from npbert.training.loop import Schedule, TrainingDiverged, train
 from npbert.training.metrics_log import FINAL_KINDS, MetricsLog
-from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run
+from npbert.training.run_dir import CHECKPOINT_DIR, METRICS_FILE, check_out, check_out_flags, open_run, settle
 from npbert.training.state import (check_dropout_resumable, load_training_checkpoint, note_backend_change,
                                    recover_checkpoint, save_training_checkpoint)
 from npbert.training.training_options import given_options, resumed_options
@@ -82,9 +83,10 @@ def run_training(recipe: Recipe, opts, resume=False, overwrite=False, log=print,
     (the CLI's typed flags); default, those that differ from the options' defaults."""
     check_out_flags(opts.out, resume, overwrite)
     recipe.check(opts)                                 # every option's range first (option_declaration.py)
-    opts = absolute_paths(opts, recipe.paths(opts))
     with run_lock(opts.out) as lock:
-        state = check_out(opts.out, resume, overwrite, recipe.kind)
+        state = settle(opts.out)                       # what OUT holds, read once: what follows decides on it
+        check_out(opts.out, state, resume, overwrite, recipe.kind)
+        opts = absolute_paths(opts, recipe.paths(opts))   # OUT settled; the inputs from here on
         saved = None
         if resume:
             saved = resumed_checkpoint(opts.out, log)

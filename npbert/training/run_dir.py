@@ -11,13 +11,14 @@ missing, empty, or an npbert run that never saved a checkpoint (a first run that
 retry takes it over). A run that saved is refused unless --resume continues it or --overwrite
 replaces it; anything else is refused outright, --overwrite or not: npbert deletes only what it
 made. One process writes a run at a time (npbert/lock.py holds the lock around all this).
-What a directory holds is looked at once, as one of Empty, Run(kind, saved) or Foreign
-(classify), and every decision below is taken on that value.
+What a directory holds is read from the disk once, as one of Empty, Run(kind, saved, in_the_way)
+or Foreign (inspect), and every decision below is taken on that value: settle undoes what a
+killed run left and says what is there then, check_out refuses on it, open_run acts on it.
 
 --overwrite renames the old run aside to the hidden sibling `.OUT.replaced-<pid>-<hex>`
 (nothing copied, nothing deleted yet) and puts it back if the new run fails before its first
 save; that save deletes it. A run killed in between leaves it there, and the next command on
-OUT puts it back (recover_replaced).
+OUT puts it back (settle).
 """
 from __future__ import annotations
 
@@ -28,34 +29,12 @@ import shutil
 import time
 from dataclasses import dataclass
 
-from npbert.atomic import check_dir_path, leftovers, pid_alive, recover_dir, sibling
+from npbert.atomic import check_dir_path, leftovers, pid_alive, sibling
 from npbert.errors import NpbertError
 
 MARKER = "npbert_run.json"
 REPLACED = "replaced"                     # the kind of sibling() an overwritten run is moved to
 CHECKPOINT_DIR, METRICS_FILE = "checkpoint", "metrics.jsonl"
-
-
-def is_run(path) -> bool:
-    """An npbert run directory: it carries the marker (a regular file, not a link to one)."""
-    marker = os.path.join(path, MARKER)
-    return os.path.isfile(marker) and not os.path.islink(marker)
-
-
-def run_kind(path) -> str | None:
-    """The command that made the run in path ("pretrain", "finetune"), None if unreadable."""
-    try:
-        with open(os.path.join(path, MARKER), encoding="utf-8") as f:
-            kind = json.load(f).get("kind")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return kind if isinstance(kind, str) else None
-
-
-def has_saved(path) -> bool:
-    """The run has saved a checkpoint (or a save of one was interrupted and can be put back)."""
-    ckpt = os.path.join(path, CHECKPOINT_DIR)
-    return os.path.isdir(ckpt) or any(kind == "old" for kind, _, _ in leftovers(ckpt))
 
 
 @dataclass(frozen=True)
@@ -66,8 +45,9 @@ class Empty:
 @dataclass(frozen=True)
 class Run:
     """An npbert run (it carries the marker)."""
-    kind: str | None                     # the command that made it (run_kind); None if unreadable
+    kind: str | None                     # the command that made it; None if its marker is unreadable
     saved: bool                          # it saved a checkpoint (has_saved)
+    in_the_way: str | None               # OUT/checkpoint is a "link" or a "file", which no save may replace
 
 
 @dataclass(frozen=True)
@@ -75,13 +55,40 @@ class Foreign:
     """Anything else: a file, or a directory with things in it but no marker."""
 
 
-def classify(path) -> Empty | Run | Foreign:
-    """What path holds, read from the disk once."""
+def inspect(path) -> Empty | Run | Foreign:
+    """What path holds, read from the disk once and nothing changed there: free_run_dir asks it
+    of directories it does not lock, settle of the one a run has locked."""
     if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
         return Empty()
-    if not is_run(path):
+    marker = os.path.join(path, MARKER)
+    if not os.path.isfile(marker) or os.path.islink(marker):       # a link to a marker marks nothing
         return Foreign()
-    return Run(run_kind(path), has_saved(path))
+    ckpt = os.path.join(path, CHECKPOINT_DIR)
+    return Run(marker_kind(marker), has_saved(ckpt), checkpoint_in_the_way(ckpt))
+
+
+def marker_kind(marker) -> str | None:
+    """The command that wrote the marker ("pretrain", "finetune"), None if it cannot be read."""
+    try:
+        with open(marker, encoding="utf-8") as f:
+            kind = json.load(f).get("kind")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return kind if isinstance(kind, str) else None
+
+
+def has_saved(ckpt) -> bool:
+    """A checkpoint was saved: it is there, or a swap of it cut short left the last one aside
+    (.checkpoint.old-*), which --resume puts back."""
+    return os.path.isdir(ckpt) or any(kind == "old" for kind, _, _ in leftovers(ckpt))
+
+
+def checkpoint_in_the_way(ckpt) -> str | None:
+    """What stands at OUT/checkpoint that no save may replace, "link" or "file" (None: nothing
+    does): every save replaces that directory whole, and would fail there after the training."""
+    if os.path.islink(ckpt):
+        return "link"
+    return "file" if os.path.lexists(ckpt) and not os.path.isdir(ckpt) else None
 
 
 def saved_run(state) -> bool:
@@ -89,17 +96,16 @@ def saved_run(state) -> bool:
     return isinstance(state, Run) and state.saved
 
 
-def takes_a_new_run(path) -> bool:
-    """A new run may go into path without --overwrite: it is missing, empty, or an npbert run
+def takes_a_new_run(state) -> bool:
+    """A new run may go where `state` was found without --overwrite: nothing, or an npbert run
     that never saved (a failed first run, taken over by its retry)."""
-    state = classify(path)
     return isinstance(state, Empty) or (isinstance(state, Run) and not state.saved)
 
 
 def free_run_dir(path) -> str:
     """path if a new run may go there without --overwrite, else the first of path-2, path-3, ..."""
     candidate, n = path, 1
-    while not takes_a_new_run(candidate):
+    while not takes_a_new_run(inspect(candidate)):
         n += 1
         candidate = f"{path}-{n}"
     return candidate
@@ -120,22 +126,46 @@ def check_out_flags(path, resume: bool, overwrite: bool) -> None:
                           "its parent with --out NAME")
 
 
-def check_out(path, resume: bool, overwrite: bool, kind: str) -> Empty | Run:
-    """Refuse what must not happen in `path`, before anything is read or written there (after
-    check_out_flags, under the run's lock: an interrupted --overwrite is put back first) -> what
-    path holds, for open_run."""
-    recover_replaced(path)
-    state = classify(path)
+def settle(path) -> Empty | Run | Foreign:
+    """Under the run's lock, an --overwrite that a kill cut short is finished first -> what path
+    holds then. The earlier run it moved aside comes back if the new run never saved, and goes if
+    it did. (A checkpoint swap cut short is the checkpoint's own: --resume puts it back as it
+    loads it, and inspect counts it as saved meanwhile.)"""
+    state = inspect(path)
+    for _, aside, pid in leftovers(path, (REPLACED,)):
+        if pid_alive(pid):
+            continue
+        if isinstance(state, Foreign):
+            raise NpbertError(f"{aside} holds the run that was in {path} before an interrupted --overwrite, "
+                              f"and {path} now holds something else; move one of them")
+        if saved_run(state):
+            shutil.rmtree(aside)                        # the new run saved: the old one was to go
+            continue
+        # the new run never saved (empty: killed between making its directory and writing its marker)
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.rename(aside, path)
+        state = inspect(path)                           # the earlier run, back as it was
+    return state
+
+
+def check_out(path, state: Empty | Run | Foreign, resume: bool, overwrite: bool, kind: str) -> None:
+    """Refuse what must not happen in `path`, which holds `state` (settle's), before anything is
+    read or written there."""
     if isinstance(state, Foreign):
         raise NpbertError(f"{path} is not empty and is not an npbert run (it has no {MARKER}); npbert will not "
                           "write into it or delete it: choose another --out")
-    check_checkpoint_path(os.path.join(path, CHECKPOINT_DIR))
+    ckpt = os.path.join(path, CHECKPOINT_DIR)
+    if isinstance(state, Run) and state.in_the_way == "link":
+        raise NpbertError(f"{ckpt} is a symbolic link; every save replaces that directory, and npbert does not "
+                          "replace through a link: move the checkpoint into the run directory")
+    if isinstance(state, Run) and state.in_the_way == "file":
+        raise NpbertError(f"{ckpt} is a file, not a checkpoint directory; npbert will not replace it: move it")
     if resume:
         check_resumable(path, state, kind)
     elif saved_run(state) and not overwrite:
         raise NpbertError(f"output directory {path} already exists; pass --resume to continue that run "
                           "or --overwrite to start again there")
-    return state
 
 
 def check_resumable(path, state: Empty | Run, kind: str) -> None:
@@ -150,19 +180,9 @@ def check_resumable(path, state: Empty | Run, kind: str) -> None:
                           "run the same command again without --resume to start it over")
 
 
-def check_checkpoint_path(ckpt) -> None:
-    """OUT/checkpoint is replaced whole at every save: a file or a link there is refused now,
-    not after the training, at the first save."""
-    if os.path.islink(ckpt):
-        raise NpbertError(f"{ckpt} is a symbolic link; every save replaces that directory, and npbert does not "
-                          "replace through a link: move the checkpoint into the run directory")
-    if os.path.lexists(ckpt) and not os.path.isdir(ckpt):
-        raise NpbertError(f"{ckpt} is a file, not a checkpoint directory; npbert will not replace it: move it")
-
-
 @contextlib.contextmanager
 def open_run(path, state: Empty | Run, kind: str, resume: bool, overwrite: bool, log):
-    """Make `path`, which holds `state` (check_out's), ready for a run; yields a RunDir whose
+    """Make `path`, which holds `state` (settle's), ready for a run; yields a RunDir whose
     saved() must be called after each checkpoint save. With --overwrite the old run is moved
     aside, and put back if the block fails before the first save."""
     aside = None
@@ -207,23 +227,3 @@ class RunDir:
             shutil.rmtree(self.aside)
             self.aside = None
 
-
-def recover_replaced(path) -> None:
-    """After a kill: an earlier run moved aside by --overwrite comes back if the new run never
-    saved, and goes if it did. Checkpoint swaps cut short in OUT are undone too."""
-    for _, aside, pid in leftovers(path, (REPLACED,)):
-        if pid_alive(pid):
-            continue
-        state = classify(path)
-        if isinstance(state, Foreign):
-            raise NpbertError(f"{aside} holds the run that was in {path} before an interrupted --overwrite, "
-                              f"and {path} now holds something else; move one of them")
-        if saved_run(state):
-            shutil.rmtree(aside)                        # the new run saved: the old one was to go
-            continue
-        # the new run never saved (empty: killed between making its directory and writing its marker)
-        if os.path.exists(path):
-            shutil.rmtree(path)
-        os.rename(aside, path)
-    if os.path.isdir(path):
-        recover_dir(os.path.join(path, CHECKPOINT_DIR))

@@ -42,7 +42,7 @@ def test_the_quick_pipeline_runs_summarizes_and_reports(tmp_path, capsys):
     with open(os.path.join(results, "replay", "tiny-mlm-m0.2-s0.json")) as f:
         replayed = json.load(f)
     assert replayed["records"] >= 2 and replayed["identical"] and replayed["first_difference"] is None
-    assert s.replay_report(results).endswith("against tiny-mlm-m0.2-s0's: identical, to the last bit of every float")
+    assert "against tiny-mlm-m0.2-s0's: identical, to the last bit of every float" in s.replay_report(results)
     # another seed on seed 0's plan: the same step count, whatever the clock says now
     assert s.main(["run", "tiny-mlm", "--quick", "--minutes", "0.2", "--seeds", "1", "--plan-of", "0", "--runs", runs,
                    "--results", results, "--jobs", "1"]) == 0
@@ -76,17 +76,24 @@ def write_blimp(directory):
 def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_the_report(tmp_path, capsys):
     s = script()
     runs, plain, results = str(tmp_path / "runs"), str(tmp_path / "plain"), str(tmp_path / "results")
-    common = ["tiny-mlm", "--quick", "--steps", "7", "--jobs", "1"]
+    name = f"{s.RECIPE}-m60-s0"                          # the recipe: its short phase's switch at step 6 of 7
+    common = [s.RECIPE, "--quick", "--steps", "7", "--jobs", "1"]
     assert s.main(["run", *common, "--snapshots", "3", "--runs", runs]) == 0
     assert s.main(["run", *common, "--runs", plain]) == 0
-    kept = os.path.join(runs, "snapshots", "tiny-mlm-m60-s0")
+    kept = os.path.join(runs, "snapshots", name)
     assert sorted(d for d in os.listdir(kept) if not d.endswith(".json")) == ["step-00003", "step-00006", "step-00007"]
     with open(os.path.join(kept, "step-00007", "model.safetensors"), "rb") as f, \
-            open(os.path.join(plain, "tiny-mlm-m60-s0", "checkpoint", "model.safetensors"), "rb") as g:
+            open(os.path.join(plain, name, "checkpoint", "model.safetensors"), "rb") as g:
         assert f.read() == g.read()                  # stopped and resumed twice: the uninterrupted run, to the bit
     with open(os.path.join(kept, "step-00003", "model.safetensors"), "rb") as f, \
             open(os.path.join(kept, "step-00007", "model.safetensors"), "rb") as g:
         assert f.read() != g.read()
+    assert s.main(["replay", s.RECIPE, "--snapshots", "4", "--runs", plain, "--results", results]) == 0
+    with open(os.path.join(results, "replay", f"{name}.json")) as f:
+        replayed = json.load(f)
+    assert (replayed["upto"], replayed["identical"], replayed["same_model"]) == (7, True, True)
+    assert sorted(d for d in os.listdir(os.path.join(plain, "snapshots", name)) if not d.endswith(".json")) == \
+        ["step-00004", "step-00007"]                 # the replay's models: the run's snapshots
     assert s.main(["curve", "--runs", runs, "--blimp", write_blimp(tmp_path / "blimp"), "--jobs", "1"]) == 0
     assert s.main(["anew", "--quick", "--runs", runs]) == 0
     assert s.main(["finetune", "--quick", "--runs", runs, "--jobs", "1"]) == 0
@@ -99,18 +106,18 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert [row.split(" | ")[0] for row in curve] == ["| 3", "| 6", "| 7"]
     assert all(row.endswith("| 1 |") for row in curve)                  # one seed kept models
     anew = next(line for line in out.splitlines() if line.startswith("`npbert pretrain --corpus builtin --budget 0.2`"))
-    assert "steps planned" in anew and "held-out pairs against the hour rows'" in anew     # tiny-mlm-m60-s0's
+    assert "steps planned" in anew and "held-out pairs against the recipe's rows'" in anew     # name's
     tuned = out[out.index("| pretrained |"):].split("\n\n")[0].splitlines()[2:]
-    assert [row.split(" | ")[:2] for row in tuned] == [["| tiny-mlm-m60", "all"], ["| tiny-mlm-m60", "500"]]
+    assert [row.split(" | ")[:2] for row in tuned] == [[f"| {s.RECIPE}-m60", "all"], [f"| {s.RECIPE}-m60", "500"]]
     probes = out[out.index("| task (majority class) |"):].split("\n\n")[0].splitlines()[2:]
-    assert [row.split(" | ")[1] for row in probes] == ["tiny-mlm-m60 (1 seed)", "its random-init control"] * 2
+    assert [row.split(" | ")[1] for row in probes] == [f"{s.RECIPE}-m60 (1 seed)", "its random-init control"] * 2
     assert "(no attention heads summarized)" in out
     pytest.importorskip("matplotlib")
     picture = tmp_path / "heads.png"
     assert s.main(["heads", "--runs", runs, "--out", str(picture), "--jobs", "1"]) == 0
     assert picture.stat().st_size > 0
     assert s.main(["summarize", "--runs", runs, "--results", results]) == 0
-    assert s.heads_report(results).startswith("tiny-mlm-m60-s0: ")
+    assert s.heads_report(results).startswith(f"{name}: ")
     assert "strongest previous-token share" in s.heads_report(results)
     assert s.main(["plot", "--results", results, "--out", str(tmp_path / "curve.png")]) == 0
     assert (tmp_path / "curve.png").stat().st_size > 0
@@ -152,6 +159,35 @@ def test_each_screen_is_one_knob_added_to_the_hour_recipe_and_prepares_only_its_
     r = s.Runner(str(tmp_path), 1)
     named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, ["tiny-mlm", "hour+t64"], True)]
     assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]             # data-imdb first: its vocabulary
+    for arms in (["hour+short64"], ["hour+t64", "hour+short64"]):              # --short-data's data too, once
+        named = [c[0][1][c[0][1].index("--out") + 1] for c in s.prepare_commands(r, arms, True)]
+        assert named == [r.path("data-imdb"), r.path("data-imdb-t64")]
+
+
+def test_a_run_made_in_two_invocations_places_its_evaluations_at_each_phases_cpu_minute():
+    s = script()
+    one = s.cpu_minute_of({"cpu_s": 600.0}, 100)                              # in proportion to the steps
+    assert (one(0), one(50), one(100)) == (0.0, 5.0, 10.0)
+    two = s.cpu_minute_of({"cpu_s": 900.0, "phases": [[90, 540.0], [100, 360.0]]}, 100)   # a long step: 36 s here
+    assert (two(45), two(90), two(95), two(100)) == (4.5, 9.0, 12.0, 15.0)
+    assert s.own_heldout("hour+short64") == ""                                 # evaluated on data-imdb's pairs
+    marked = [{"curve_heldout": {"data": "data-imdb-t64", "until_step": 35235}}]
+    assert s.own_heldout("hour+short64", marked) == " (its own held-out to step 35,235: t64)"
+    assert s.own_heldout("hour+t64") == " (its own held-out: t64)"
+
+
+def test_a_run_given_steps_is_planned_by_its_recorded_count(tmp_path):
+    s = script()
+    r = s.Runner(str(tmp_path), 1)
+    os.makedirs(r.path("run-m60-s0", "checkpoint"))
+    with open(r.path("run-m60-s0", "metrics.jsonl"), "w") as f:
+        f.write(json.dumps({"kind": "train", "step": 1, "loss": 9.0}) + "\n")
+    with open(r.path("run-m60-s0", "checkpoint", "training_state.json"), "w") as f:
+        json.dump({"options": {"steps": 39150}}, f)
+    assert s.run_plan(r, "run-m60-s0") == {"steps": 39150}
+    with open(r.path("run-m60-s0", "metrics.jsonl"), "a") as f:
+        f.write(json.dumps({"kind": "budget", "step": 0, "steps": 25017}) + "\n")
+    assert s.run_plan(r, "run-m60-s0")["steps"] == 25017                         # a budget's plan wins
 
 
 def between(path, start, end) -> str:
@@ -178,8 +214,8 @@ def test_the_page_quotes_only_figures_the_script_prints():
     text = prose(page, "## Against the targets", "## All of BLiMP") + prose(page, "## What mattered",
                                                                             "## What the measurements say")
     printed = "\n".join(table() for table in (s.report, s.what_an_hour_buys, s.anew_report, s.replay_report,
-                                               s.whole_blimp, s.ablation, s.screens, s.curve_table, s.heads_report,
-                                                   s.probe_report, s.finetune_report))
+                                               s.whole_blimp, s.ablation, s.screens, s.at_128, s.curve_table, s.curve_at_128,
+                                               s.heads_report, s.probe_report, s.finetune_report))
     figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text))
     assert len(figures) > 20                                           # the sections do quote the tables
     assert sorted(figures - set(re.findall(r"\d+\.\d+", printed))) == [], f"{page}: figures no table prints"
@@ -192,7 +228,9 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
                               ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
                               ("the run anew", "the run anew", s.anew_report), ("the replay", "the replay", s.replay_report),
                               ("the ablation", "the ablation", s.ablation), ("the screens", "the screens", s.screens),
+                              ("the hour at 128", "the hour at 128", s.at_128),
                               ("the learning curve", "the learning curve", s.curve_table),
+                              ("the learning curve at 128", "the learning curve at 128", s.curve_at_128),
                               ("the heads", "the heads", s.heads_report), ("the probes", "the probes", s.probe_report),
                               ("fine-tuning", "fine-tuning", s.finetune_report)):
         assert between(page, f"<!-- {start}: python benchmarks/hour_recipe.py report -->",

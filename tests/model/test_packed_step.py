@@ -18,7 +18,7 @@ from npbert.heads.params import init_head
 from npbert.heads.registry import HEADS
 from npbert.heads.task_model import task_model_backward, task_model_forward
 from npbert.layers.layout import Packed, Padded
-from npbert.model import pretraining_backward, pretraining_forward
+from npbert.model import bert_backward, bert_forward, pretraining_backward, pretraining_forward
 from npbert.model_params import init_params
 from npbert.ops import IGNORE_INDEX
 from npbert.trace import Trace
@@ -106,6 +106,33 @@ def test_the_last_layer_runs_at_the_read_rows_only():
     assert first.attention.query.x2.shape[0] == len(layout.flat)          # every other layer: every real token
 
 
+@pytest.mark.parametrize("backend", ["numpy", "numba"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_last_layer_at_every_row_rounds_as_the_other_layers(backend, seed):
+    """Read at every real token, the last layer still runs on x[read_rows] with memory x (encoder.py),
+    and must give every number bit for bit as when it computes every row: its input gradient summed
+    in the same order, keys' + queries', then values', then the residual's (float addition does not
+    associate; a run replays bit for bit in one order only). float32, dropout on."""
+    b = batch(seed, 4, 12, gaps=True)
+    params = params_of(seed, np.float32)
+    inputs = {k: b[k] for k in ("input_ids", "token_type_ids", "attention_mask")}
+    every = np.flatnonzero(b["attention_mask"])                                 # (N,) every real token
+    noise = np.random.default_rng(seed + 2)
+    dh = noise.standard_normal((len(every), CONFIG.hidden_size)).astype(np.float32)           # (N, H)
+    dpooled = noise.standard_normal((len(b["nsp_labels"]), CONFIG.hidden_size)).astype(np.float32)
+    results = []
+    with npbert.backend.use_backend(backend):
+        for read in (every, None):                                              # memory x, then every row
+            (h, pooled), cache = bert_forward(params, CONFIG, **inputs, rng=np.random.default_rng(seed + 7),
+                                              packed=True, read=read)
+            assert (cache.layout.read_rows is None) == (read is None)
+            results.append((h, pooled, bert_backward(dh, dpooled, cache)))
+    (h, pooled, grads), (h_all, pooled_all, grads_all) = results
+    assert np.array_equal(h, h_all) and np.array_equal(pooled, pooled_all)
+    differ = [k for k in grads_all if not np.array_equal(grads.get(k), grads_all[k])]
+    assert grads.keys() == grads_all.keys() and not differ, differ
+
+
 def test_the_layouts_say_which_rows_and_drop_the_same_elements():
     mask = np.array([[1, 1, 1, 0], [1, 0, 1, 1]])                     # a gap in sequence 1
     padded, packed = Padded(mask, np.float64), Packed(mask, read=[1, 6], cls=True)
@@ -117,9 +144,9 @@ def test_the_layouts_say_which_rows_and_drop_the_same_elements():
     rows = packed.rows_of(x.reshape(2, 4, 3))                           # (N, 3)
     assert (padded.rows_of(x.reshape(2, 4, 3)) == x).all() and (rows[:, 0] == [0, 1, 2, 4, 6, 7]).all()
     assert (packed.batched(rows).reshape(8, 3)[[3, 5]] == 0).all()      # padding: zeros
-    y_pad, _ = padded.dropout(x, None, 0.5, np.random.default_rng(0))
-    y_all, _ = packed.dropout(rows, None, 0.5, np.random.default_rng(0))
-    y_read, _ = packed.dropout(rows[packed.read_rows], packed.read_rows, 0.5, np.random.default_rng(0))
+    y_pad, _ = padded.dropout(x, 0.5, np.random.default_rng(0))
+    y_all, _ = packed.dropout(rows, 0.5, np.random.default_rng(0))
+    y_read, _ = packed.reading().dropout(rows[packed.read_rows], 0.5, np.random.default_rng(0))   # the last layer's
     assert (y_all == y_pad[packed.flat]).all() and (y_read == y_pad[packed.flat[packed.read_rows]]).all()
 
 

@@ -118,10 +118,9 @@ def test_a_layers_gradient_is_the_derivative_of_the_loss():
     h0 = trace["bert.encoder.layer.0"].copy()
 
     def loss():
-        h, _ = encoder_layer_forward(padded.rows_of(h0), padded, None, layer_params(p, 1), CONFIG, None)  # (N, H)
-        h = padded.batched(h)                                                                             # (B, T, H)
-        mlm, _ = mlm_head_forward(h, b["mlm_positions"], p, CONFIG)
-        nsp, _ = nsp_head_forward(pooler_forward(h, p)[0], p)
+        h, _ = encoder_layer_forward(padded.rows_of(h0), padded, layer_params(p, 1), CONFIG, None)  # (N, H)
+        mlm, _ = mlm_head_forward(h, b["mlm_positions"], p, CONFIG)          # the flat positions are h's rows
+        nsp, _ = nsp_head_forward(pooler_forward(h[padded.cls_index()], p)[0], p)                   # [CLS] (B, H)
         return float(cross_entropy_forward(mlm, b["mlm_labels"])[0] + cross_entropy_forward(nsp, b["nsp_labels"])[0])
     numerical = numerical_gradient(loss, h0)
     assert np.abs(numerical - trace.grad("bert.encoder.layer.0")).max() < 1e-8 * max(np.abs(numerical).max(), 1)

@@ -28,16 +28,27 @@ def run(tmp_path, name, *flags):
     out = str(tmp_path / name)
     corpus = text_corpus(tmp_path / "corpus.txt")
     assert main(["pretrain", "--corpus", corpus, "--vocab-size", "60", "--out", out, "--steps", "4", "--batch-size", "4",
-                 "--eval-batches", "1", "--max-seq-length", "32", "--backend", "numpy", *flags]) == 0
+                 "--eval-batches", "1", "--backend", "numpy",
+                 *([] if "--max-seq-length" in flags else ["--max-seq-length", "32"]), *flags]) == 0
     return saved_options(out)
 
 
 def test_a_corpus_other_than_builtin_gets_the_hour_recipe(tmp_path, capsys):
-    o = run(tmp_path, "run")
+    o = run(tmp_path, "run", "--max-seq-length", "128")
     assert {k: o[k] for k in CORPUS_RECIPE} == CORPUS_RECIPE
+    assert o["short_seq_share"] == 0.9 and os.path.isdir(tmp_path / "run" / "data-short")
     said = capsys.readouterr().out
     assert "peak lr 0.001, warmup 0; masked LM only (no NSP; --nsp turns it on)" in said
+    assert "of up to 64 tokens" in said and "the rest on 128" in said
     assert "held-out NSP accuracy" not in said
+
+
+def test_the_short_phase_is_left_out_where_it_cannot_be_short_or_the_data_are_prepared_already(tmp_path, data_dir):
+    assert run(tmp_path, "t32")["short_seq_length"] is None                        # --max-seq-length 32: not longer
+    assert run(tmp_path, "given", "--max-seq-length", "128", "--short-seq-length", "32")["short_seq_length"] == 32
+    opts = options(tmp_path, data_dir, steps=3, learning_rate=None)               # --data: none unless --short-data
+    pretrain(opts, log=quiet)
+    assert saved_options(opts.out)["short_seq_length"] is None
 
 
 def test_what_is_given_wins_over_the_corpus_defaults(tmp_path, capsys):

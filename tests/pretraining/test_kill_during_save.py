@@ -43,6 +43,9 @@ def test_resume_recovers_from_every_state_a_kill_during_a_save_leaves(tmp_path, 
     pretrain(options(tmp_path, data_dir, steps=12, stop_after=7), log=quiet)
     run = str(tmp_path / "run")
     make_interrupted_save(os.path.join(run, "checkpoint"), state)
-    assert pretrain(options(tmp_path, data_dir, steps=12), resume=True, log=quiet)["step"] == 12
+    said = []
+    assert pretrain(options(tmp_path, data_dir, steps=12), resume=True, log=said.append)["step"] == 12
     assert train_losses(run) == uninterrupted
+    renamed_aside = state in ("between the two renames", "only the renamed last save")
+    assert any(line.startswith("the last save was interrupted: restored") for line in said) == renamed_aside
     assert [e for e in os.listdir(run) if e.startswith(".")] == []      # the leftovers are gone
