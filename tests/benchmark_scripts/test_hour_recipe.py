@@ -129,6 +129,27 @@ def test_a_run_kept_in_segments_is_the_run_and_its_curve_and_finetuning_reach_th
     assert mine.read_bytes() == b"a picture of the user's"                   # not npbert's: left as it was
 
 
+def test_the_pages_recipe_is_what_the_defaults_of_a_corpus_run():
+    """The arm the page and README measure as the recipe trains with `npbert pretrain`'s defaults for
+    a corpus (CORPUS_RECIPE, the default preset, the short phase at its length, share and new
+    positions): a default changed without the page's runs, or an arm without the default, fails here."""
+    from npbert.pretraining.pretrain_options import CORPUS_RECIPE, PRETRAIN_OPTIONS
+    s = script()
+    arm = s.ARMS[s.RECIPE]
+
+    def given(flag):
+        return arm[arm.index(flag) + 1]
+    preset = next(o.default for o in PRETRAIN_OPTIONS if o.name == "preset")
+    assert given("--preset") == preset and ("--no-nsp" in arm) == CORPUS_RECIPE["no_nsp"]
+    assert float(given("--learning-rate")) == CORPUS_RECIPE["learning_rate"]
+    assert float(given("--warmup-proportion")) == CORPUS_RECIPE["warmup_proportion"]
+    assert s.trains_on(s.RECIPE) == "data-imdb" and "--instances" not in s.DATA["data-imdb"]   # pairs, T 128
+    assert CORPUS_RECIPE["instances"] == "pairs"
+    short = s.DATA[s.trains_on(s.RECIPE, "--short-data")]
+    assert int(short[short.index("--max-seq-length") + 1]) == CORPUS_RECIPE["short_seq_length"]
+    assert not {"--short-seq-share", "--new-positions", "--batch-size"} & set(arm)          # their defaults
+
+
 def test_each_ablation_arm_is_one_knob_from_its_recipe():
     s = script()
 
