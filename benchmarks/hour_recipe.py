@@ -68,6 +68,8 @@ def on(data: str) -> list:
     return ["--data", f"{{runs}}/{data}"]
 
 
+SHORT = ["--short-data", "{runs}/data-imdb-t64"]     # the first 90 % of the steps at T 64 (pretraining.md)
+
 ARMS = {
     "old": recipe(OLD),
     "tiny-mlm": recipe(HOUR),
@@ -86,8 +88,11 @@ ARMS = {
     "hour+masked25": recipe(HOUR) + on("data-imdb-masked25"),
     # the BERT paper's short sequences first: 90 % of the steps at T 64, the last 10 % at 128, the
     # positions 64-127 starting as copies of 0-63 (random: as initialized)
-    "hour+short64": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64"],
-    "hour+short64-random": recipe(HOUR) + ["--short-data", "{runs}/data-imdb-t64", "--new-positions", "random"],
+    "hour+short64": recipe(HOUR) + SHORT,
+    "hour+short64-random": recipe(HOUR) + SHORT + ["--new-positions", "random"],
+    # the ablation from the final recipe: each change undone alone in it, and the short phase alone in the old
+    **{f"recipe-{CHANGES[knob][0]}": recipe(HOUR, knob) + SHORT for knob in HOUR},
+    "old+short64": recipe(OLD) + SHORT,
 }
 RECIPE = "hour+short64"                   # the arm a corpus's defaults run (CORPUS_RECIPE): the page's recipe
 ABLATION_MINUTES = 10                     # each ablation run's budget: a screen, two runs side by side
