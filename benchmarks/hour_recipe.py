@@ -607,10 +607,15 @@ def plateau_exit(rs) -> str:
     return mean_sd([r["plateau_exit_cpu_min"] for r in rs], digits=1) + (f" ({never} never)" if never else "")
 
 
-def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
-    """Markdown, Cramming's ablation: each change from the old recipe to the hour's, made alone in the
-    old recipe and undone alone in the hour's, at `minutes` of budget; held-out MLM, plateau exit
-    and BLiMP (first 20 a paradigm), mean ± sd over the seeds run (- where none has run)."""
+UNDONE = {RECIPE: "recipe-", "tiny-mlm": "hour-"}   # a final recipe: its arms undoing a change, prefix + old value
+
+
+def ablation(results=RESULTS, minutes=ABLATION_MINUTES, final=RECIPE) -> str:
+    """Markdown, Cramming's ablation: each change from the old recipe to the final one, made alone in
+    the old recipe and undone alone in the final one (the recipe, or the hour at 128 throughout), at
+    `minutes` of budget; held-out MLM, plateau exit and BLiMP (first 20 a paradigm), mean ± sd over
+    the seeds run (- where none has run). The recipe's short phase is a change of its own, undone by
+    the hour at 128 (tiny-mlm)."""
     groups = load_runs(results)
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
 
@@ -623,25 +628,37 @@ def ablation(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
         return [str(len(rs)), mean_sd([r["heldout_mlm"] for r in rs]) + change, plateau_exit(rs),
                 mean_sd([r.get(blimp, {}).get("overall:overall") for r in rs], 100, 1)]
 
-    lines = [f"| change | old recipe + it: seeds | held-out MLM (change) | plateau exit (CPU min) | BLiMP (first "
-             f"{BLIMP_PER_PARADIGM}) | hour recipe - it: seeds | held-out MLM (change) | plateau exit (CPU min) | "
-             f"BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|---|",
-             "| none (the recipe itself) | " + " | ".join(cells("old", "old") + cells("tiny-mlm", "tiny-mlm")) + " |"]
+    both = final == RECIPE                             # the old recipe's side once, beside the recipe's
+    left = (lambda arm: cells(arm, "old")) if both else (lambda arm: [])
+    name = "the recipe" if both else "the hour at 128"
+    side = ["seeds", "held-out MLM (change)", "plateau exit (CPU min)", f"BLiMP (first {BLIMP_PER_PARADIGM})"]
+    head = ([f"old recipe + it: {side[0]}", *side[1:]] if both else []) + [f"{name} - it: {side[0]}", *side[1:]]
+    lines = ["| change | " + " | ".join(head) + " |", "|---" * (len(head) + 1) + "|",
+             f"| none ({name} itself) | " + " | ".join(left("old") + cells(final, final)) + " |"]
     for knob, (old, new) in CHANGES.items():
-        lines.append(f"| {old} → {new} | " + " | ".join(cells(f"old+{new}", "old") + cells(f"hour-{old}", "tiny-mlm"))
-                     + " |")
+        undone = cells(UNDONE[final] + old, final)
+        lines.append(f"| {old} → {new} | " + " | ".join(left(f"old+{new}") + undone) + " |")
+    if both:
+        lines.append("| t128 → short64 | " + " | ".join(left("old+short64") + cells("tiny-mlm", final)) + " |")
     return "\n".join(lines)
 
 
+def ablation_at_128(results=RESULTS) -> str:
+    """Markdown: the ablation's changes undone alone in the hour at 128 throughout (tiny-mlm), where the
+    screens start (the old recipe's side is the ablation's)."""
+    return ablation(results, final="tiny-mlm")
+
+
 def screens(results=RESULTS, minutes=ABLATION_MINUTES) -> str:
-    """Markdown: each knob added alone to the hour recipe (the hour+ arms) at `minutes` of budget,
-    against the recipe's own row: steps, held-out MLM (change), plateau exit, BLiMP (first 20)."""
+    """Markdown: each knob added alone to the hour at 128 (the hour+ arms but the recipe) at `minutes` of
+    budget, against its own row: steps, held-out MLM (change), plateau exit, BLiMP (first 20)."""
     groups = load_runs(results)
     blimp = f"blimp{BLIMP_PER_PARADIGM}"
     base = groups.get(group_name("tiny-mlm", minutes), [])
     lines = [f"| the hour recipe + | its options | seeds | steps | CPU min | held-out MLM (change) | plateau exit (CPU min) "
              f"| BLiMP (first {BLIMP_PER_PARADIGM}) |", "|---|---|---|---|---|---|---|---|"]
-    for arm in ["tiny-mlm"] + [a for a in ARMS if a.startswith("hour+")]:
+    added = [a for a in ARMS if a.startswith("hour+") and a != RECIPE]     # the recipe's row is the ablation's
+    for arm in ["tiny-mlm"] + added:
         rs = groups.get(group_name(arm, minutes), [])
         if not rs:
             continue
@@ -901,7 +918,8 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, screens, at_128,
+            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, ablation_at_128,
+                          screens, at_128,
                           curve_table, curve_at_128, heads_report, probe_report, finetune_report):
                 print("\n" + table(args.results))
     return 0

@@ -235,7 +235,8 @@ def test_the_page_quotes_only_figures_the_script_prints():
     text = prose(page, "## Against the targets", "## All of BLiMP") + prose(page, "## What mattered",
                                                                             "## What the measurements say")
     printed = "\n".join(table() for table in (s.report, s.what_an_hour_buys, s.anew_report, s.replay_report,
-                                               s.whole_blimp, s.ablation, s.screens, s.at_128, s.curve_table, s.curve_at_128,
+                                               s.whole_blimp, s.ablation, s.ablation_at_128, s.screens, s.at_128,
+                                               s.curve_table, s.curve_at_128,
                                                s.heads_report, s.probe_report, s.finetune_report))
     figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text))
     assert len(figures) > 20                                           # the sections do quote the tables
@@ -248,7 +249,9 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
     for start, end, table in (("the table", "the table", s.report), ("all of BLiMP", "all of BLiMP", s.whole_blimp),
                               ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
                               ("the run anew", "the run anew", s.anew_report), ("the replay", "the replay", s.replay_report),
-                              ("the ablation", "the ablation", s.ablation), ("the screens", "the screens", s.screens),
+                              ("the ablation", "the ablation", s.ablation),
+                              ("the ablation at 128", "the ablation at 128", s.ablation_at_128),
+                              ("the screens", "the screens", s.screens),
                               ("the hour at 128", "the hour at 128", s.at_128),
                               ("the learning curve", "the learning curve", s.curve_table),
                               ("the learning curve at 128", "the learning curve at 128", s.curve_at_128),
