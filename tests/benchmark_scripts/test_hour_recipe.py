@@ -165,6 +165,12 @@ def test_each_ablation_arm_is_one_knob_from_its_recipe():
         assert len(set(knobs(f"hour-{old_value}").items()) - set(hour.items())) == 1
         assert set(knobs(f"old+{new_value}").items()) - set(old.items()) <= set(hour.items())
         assert set(knobs(f"hour-{old_value}").items()) - set(hour.items()) <= set(old.items())
+    final = knobs(s.RECIPE)                                 # the ablation from the recipe, its short phase a change
+    assert set(final.items()) - set(hour.items()) == {("--short-data", "{runs}/data-imdb-t64")}
+    for old_value, _ in s.CHANGES.values():
+        undone = set(knobs(f"recipe-{old_value}").items()) - set(final.items())
+        assert len(undone) == 1 and undone <= set(old.items())
+    assert set(knobs("old+short64").items()) - set(old.items()) == set(final.items()) - set(hour.items())
 
 
 def test_each_screen_is_one_knob_added_to_the_hour_recipe_and_prepares_only_its_data(tmp_path):
