@@ -184,9 +184,7 @@ class Packed(PackedRows):
                              "real token here (a left-padded batch needs the padded bert_forward)")
         return self.starts                                                  # (B,)
 
-    def attention_layout(self, rows=None) -> AttentionLayout:
-        """Queries at every row (rows None) or at the given sorted rows; keys at every row."""
-        if rows is None:
-            return self.attention
+    def attention_layout(self, rows) -> AttentionLayout:
+        """Queries at the given sorted rows, keys at every row (every row a query: self.attention)."""
         q_lengths = np.bincount(self.sequence[rows], minlength=self.shape[0])   # (B,)
         return AttentionLayout(q_lengths, self.lengths, self.positions[rows], self.positions, self.shape[1])
