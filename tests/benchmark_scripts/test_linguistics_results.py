@@ -2,7 +2,9 @@
 40-step default run, 20 built-in pairs a paradigm) runs the pretrain, blimp and report stages
 end to end here; the full sweep takes hours and is not a test."""
 import os
+import re
 
+from support.paths import ROOT
 from support.scripts import load_script
 
 
@@ -42,6 +44,19 @@ def test_the_scoring_benchmark_measures_and_projects(tmp_path, capsys):
     assert "builtin: 1,500 pairs" in out and "scored 18 pairs (3 a paradigm)" in out
     assert "float32 GEMM" in out and "the whole set at this speed:" in out
     assert "where the scoring's CPU time went" in out and "matmul" in out
+
+
+def test_the_scoring_speed_section_quotes_only_what_the_kept_runs_printed():
+    """Every figure of docs/linguistics.md's "Scoring speed" with a decimal point or a thousands
+    comma is in the outputs of pll_speed.py kept in benchmarks/results/pll_speed/: a figure typed
+    by hand, or one a rerun no longer gives, fails here."""
+    page = (ROOT / "docs" / "linguistics.md").read_text()
+    section = page[page.index("### Scoring speed"):page.index("### Not measured yet")]
+    kept = "\n".join(p.read_text() for p in sorted((ROOT / "benchmarks" / "results" / "pll_speed").glob("*.txt")))
+    number = r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\w.,]?\d)"
+    figures = set(re.findall(number, section))
+    assert len(figures) > 20                                           # the section does quote the runs
+    assert sorted(figures - set(re.findall(number, kept))) == []
 
 
 def test_the_report_correlates_paradigm_accuracies_with_each_baseline(tmp_path):
