@@ -831,6 +831,15 @@ def finetune_report(results=RESULTS) -> str:
         return "\n".join(finetune_table(json.load(f))[1:])
 
 
+# docs/hour_recipe.md's pasted tables, by the name its markers give each (`<!-- NAME: python
+# benchmarks/hour_recipe.py report -->` ... `<!-- end of NAME -->`), in the order `report` prints them
+PAGE = {"the table": report, "the hour in one table": what_an_hour_buys, "the run anew": anew_report,
+        "the replay": replay_report, "all of BLiMP": whole_blimp, "the ablation": ablation,
+        "the ablation at 128": ablation_at_128, "the screens": screens, "the hour at 128": at_128,
+        "the learning curve": curve_table, "the learning curve at 128": curve_at_128, "the heads": heads_report,
+        "the probes": probe_report, "fine-tuning": finetune_report}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("stage", choices=("run", "anew", "replay", "blimp", "curve", "heads", "probes", "finetune",
@@ -918,9 +927,7 @@ def main(argv=None) -> int:
     else:
         print(report(args.results, args.arm, args.minutes if args.arm else None))
         if args.arm is None:
-            for table in (what_an_hour_buys, anew_report, replay_report, whole_blimp, ablation, ablation_at_128,
-                          screens, at_128,
-                          curve_table, curve_at_128, heads_report, probe_report, finetune_report):
+            for table in list(PAGE.values())[1:]:
                 print("\n" + table(args.results))
     return 0
 

@@ -240,10 +240,7 @@ def test_the_page_quotes_only_figures_the_script_prints():
     page = "docs/hour_recipe.md"
     text = prose(page, "## Against the targets", "## All of BLiMP") + prose(page, "## What mattered",
                                                                             "## What the measurements say")
-    printed = "\n".join(table() for table in (s.report, s.what_an_hour_buys, s.anew_report, s.replay_report,
-                                               s.whole_blimp, s.ablation, s.ablation_at_128, s.screens, s.at_128,
-                                               s.curve_table, s.curve_at_128,
-                                               s.heads_report, s.probe_report, s.finetune_report))
+    printed = "\n".join(table() for table in s.PAGE.values())
     figures = set(re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", text))
     assert len(figures) > 20                                           # the sections do quote the tables
     assert sorted(figures - set(re.findall(r"\d+\.\d+", printed))) == [], f"{page}: figures no table prints"
@@ -252,18 +249,8 @@ def test_the_page_quotes_only_figures_the_script_prints():
 def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
     s = script()
     page = "docs/hour_recipe.md"
-    for start, end, table in (("the table", "the table", s.report), ("all of BLiMP", "all of BLiMP", s.whole_blimp),
-                              ("the hour in one table", "the hour in one table", s.what_an_hour_buys),
-                              ("the run anew", "the run anew", s.anew_report), ("the replay", "the replay", s.replay_report),
-                              ("the ablation", "the ablation", s.ablation),
-                              ("the ablation at 128", "the ablation at 128", s.ablation_at_128),
-                              ("the screens", "the screens", s.screens),
-                              ("the hour at 128", "the hour at 128", s.at_128),
-                              ("the learning curve", "the learning curve", s.curve_table),
-                              ("the learning curve at 128", "the learning curve at 128", s.curve_at_128),
-                              ("the heads", "the heads", s.heads_report), ("the probes", "the probes", s.probe_report),
-                              ("fine-tuning", "fine-tuning", s.finetune_report)):
-        assert between(page, f"<!-- {start}: python benchmarks/hour_recipe.py report -->",
-                       f"<!-- end of {end} -->") == table(), f"{page}: paste the script's {start}"
+    for name, table in s.PAGE.items():
+        assert between(page, f"<!-- {name}: python benchmarks/hour_recipe.py report -->",
+                       f"<!-- end of {name} -->") == table(), f"{page}: paste the script's {name}"
     assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report -->",
                    "<!-- end of the hour -->") == s.what_an_hour_buys(), "README: paste the script's table"
