@@ -31,11 +31,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [HERE, ROOT]                            # linguistics_results.py, and this checkout's npbert
 
-from linguistics_results import Runner  # noqa: E402  (one-thread commands, side by side)
+from linguistics_results import FINETUNE_LR, Runner  # noqa: E402  (one-thread commands, side by side)
 
 RESULTS = os.path.join(ROOT, "benchmarks", "results", "hour_recipe")
 PLATEAU_EXIT = 0.2                       # held-out MLM accuracy: past the unigram plateau (~0.13)
 BLIMP_PER_PARADIGM = 20
+FINETUNE_LRS = ("1e-4", FINETUNE_LR, "1e-3")   # rt-polarity's peak learning rates: each side's best on dev
 
 # Each arm: npbert pretrain's options beyond --data and --budget, every knob the recipes differ in
 # given (a corpus's defaults are the hour recipe's: npbert/pretraining/pretrain_options.py).
@@ -354,14 +355,16 @@ def runs_of(r: Runner, arm: str, minutes: float) -> list:
 
 def finetune_commands(r: Runner, arm: str, minutes: float, quick: bool) -> list:
     """rt-polarity from each finished run of the arm (fine-tuning seed k from its k mod n-th) and from
-    scratch at the same size, as docs/linguistics.md fine-tunes its minis (linguistics_results)."""
+    scratch at the same size, as docs/linguistics.md fine-tunes its minis (linguistics_results), at
+    each of FINETUNE_LRS (quick: the recipe's alone)."""
     from linguistics_results import finetune_commands as sweep
     names = runs_of(r, arm, minutes)
     if not names:
         raise SystemExit(f"finetune: no finished run of {arm} at {minutes:g} minutes under {r.runs}")
     preset = ARMS[arm][ARMS[arm].index("--preset") + 1]
-    return sweep(r, quick, {group_name(arm, minutes): [r.path(n, "checkpoint") for n in names]},
-                 scratch=preset)
+    return [c for lr in ((FINETUNE_LR,) if quick else FINETUNE_LRS)
+            for c in sweep(r, quick, {group_name(arm, minutes): [r.path(n, "checkpoint") for n in names]},
+                           scratch=preset, learning_rate=lr)]
 
 
 def finished_runs(r: Runner) -> list:
@@ -502,7 +505,7 @@ def summarize(r: Runner, results: str) -> None:
     if os.path.exists(r.path("anew", "done.json")):
         write_json(os.path.join(results, "anew", "pretrain.json"), anew_summary(r))
     from linguistics_results import finetune_results
-    tuned = finetune_results(r, sorted({group_of(name) for name in finished_runs(r)}))
+    tuned = finetune_results(r, sorted({group_of(name) for name in finished_runs(r)}), FINETUNE_LRS)
     if tuned:
         write_json(os.path.join(results, "finetune", "rt-polarity.json"), tuned)
 
@@ -831,13 +834,45 @@ def finetune_report(results=RESULTS) -> str:
         return "\n".join(finetune_table(json.load(f))[1:])
 
 
+def finetune_by_learning_rate(results=RESULTS) -> str:
+    """Markdown: rt-polarity from each hour model and from scratch at each of FINETUNE_LRS, and at the
+    rate each side's mean dev accuracy picks (as BERT's paper picks its fine-tuning rate on dev), the
+    test gain paired by fine-tuning seed."""
+    from linguistics_results import mean_sd as percent, paired_gains, side_accuracies
+    path = os.path.join(results, "finetune", "rt-polarity.json")
+    if not os.path.exists(path):
+        return "(no fine-tuning run summarized)"
+    with open(path) as f:
+        tuned = json.load(f)
+    names = list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in tuned
+                               if run.startswith("pretrained-")))
+    lines = ["| pretrained | training sentences | peak lr | pretrained dev | pretrained test | from scratch dev | "
+             "from scratch test | test gain | pretrained ahead |", "|---|---|---|---|---|---|---|---|---|"]
+    for name in names:
+        for labels in ("all", "500"):
+            sides = (f"pretrained-{name}", "scratch")
+            by_lr = {lr: [side_accuracies(tuned, side, labels, lr) for side in sides] for lr in FINETUNE_LRS}
+            by_lr = {lr: acc for lr, acc in by_lr.items() if all(dev for dev, _ in acc)}
+            if not by_lr:
+                continue
+            picked = [max(by_lr, key=lambda lr: statistics.mean(by_lr[lr][i][0])) for i in range(2)]
+            rows = [((lr, lr), lr) for lr in by_lr] + [(picked, "picked on dev: {} / {}".format(*picked))] * (len(by_lr) > 1)
+            for lrs, label in rows:
+                cells = [f"{percent(accuracies)} ({len(accuracies)})" for i in range(2) for accuracies in by_lr[lrs[i]][i]]
+                gap = paired_gains(tuned, name, labels, lrs)
+                lines.append(f"| {name} | {labels} | {label} | " + " | ".join(cells) + f" | {percent(gap)} | "
+                             f"{sum(g > 0 for g in gap)} of {len(gap)} |")
+    return "\n".join(lines) if len(lines) > 2 else "(no fine-tuning run at every side)"
+
+
 # docs/hour_recipe.md's pasted tables, by the name its markers give each (`<!-- NAME: python
 # benchmarks/hour_recipe.py report -->` ... `<!-- end of NAME -->`), in the order `report` prints them
 PAGE = {"the table": report, "the hour in one table": what_an_hour_buys, "the run anew": anew_report,
         "the replay": replay_report, "all of BLiMP": whole_blimp, "the ablation": ablation,
         "the ablation at 128": ablation_at_128, "the screens": screens, "the hour at 128": at_128,
         "the learning curve": curve_table, "the learning curve at 128": curve_at_128, "the heads": heads_report,
-        "the probes": probe_report, "fine-tuning": finetune_report}
+        "the probes": probe_report, "fine-tuning": finetune_report,
+        "fine-tuning by learning rate": finetune_by_learning_rate}
 
 
 def main(argv=None) -> int:

@@ -39,6 +39,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ONE_THREAD = {"NPBERT_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 SEEDS = (0, 1, 2)
 FINETUNE_SEEDS = (0, 1, 2, 3, 4)
+FINETUNE_LR = "3e-4"                   # docs/results.md's peak learning rate for rt-polarity
 BUDGETS = (1200, 4800)                 # steps of 32 sequences of 128 tokens: ~15 min and ~1 h of one core
 # docs/results.md's recipe that left the unigram stage (peak lr 1e-3, 1,200 warm-up steps of a 12,000-step
 # schedule), stopped at step 4,000 (~1 h of one core): 0.255 held-out MLM there against 4,800 steps' 0.136
@@ -196,34 +197,40 @@ def finetuned(quick: bool) -> list:
     return [m for m in minis(quick) if quick or m[0] in FINETUNED]
 
 
-def finetune_commands(r: Runner, quick: bool, sources=None, scratch=None) -> list:
+def finetune_commands(r: Runner, quick: bool, sources=None, scratch=None, learning_rate=FINETUNE_LR) -> list:
     """rt-polarity, peak lr 3e-4, dropout 0.1, the best dev epoch scored on test (docs/results.md's
     recipe), on all 6,824 training sentences and on the first 500. sources: {name: checkpoint
     directories by pretraining seed} (default: the minis'); fine-tuning seed k starts from the
     checkpoint of pretraining seed k mod their count. From scratch once a seed, a `scratch` preset
-    model (default: the minis' size) with the first source's vocabulary (they share it)."""
+    model (default: the minis' size) with the first source's vocabulary (they share it).
+    learning_rate: another peak learning rate (its runs' names say it: finetune_run_name)."""
     if sources is None:
         sources = {name: [checkpoint(r, name, s) for s in SEEDS] for name, _ in finetuned(quick)}
     scratch = scratch or ("tiny" if quick else "mini")
     commands = []
     for labels, epochs in ((None, "3"), ("500", "41")):
         for k in (FINETUNE_SEEDS[:1] if quick else FINETUNE_SEEDS):
-            common = ["finetune", "--task", "rt-polarity", "--test", "test", "--learning-rate", "3e-4", "--seed",
-                      str(k), "--epochs", "1" if quick else epochs]
+            common = ["finetune", "--task", "rt-polarity", "--test", "test", "--learning-rate", learning_rate,
+                      "--seed", str(k), "--epochs", "1" if quick else epochs]
             common += ["--max-train-examples", "200" if quick else labels] if quick or labels else []
-            tag = f"n{labels or 'all'}-s{k}"
             for i, (name, checkpoints) in enumerate(sources.items()):
                 ckpt = checkpoints[k % len(checkpoints)]
-                runs = [(f"pretrained-{name}-{tag}", ["--model", ckpt, "--hidden-dropout-prob", "0.1",
-                                                      "--attention-probs-dropout-prob", "0.1"])]
+                runs = [(finetune_run_name(f"pretrained-{name}", labels or "all", k, learning_rate),
+                         ["--model", ckpt, "--hidden-dropout-prob", "0.1", "--attention-probs-dropout-prob", "0.1"])]
                 if i == 0:
-                    runs.append((f"scratch-{tag}", ["--from-scratch", scratch, "--vocab",
-                                                    os.path.join(ckpt, "vocab.txt")]))
+                    runs.append((finetune_run_name("scratch", labels or "all", k, learning_rate),
+                                 ["--from-scratch", scratch, "--vocab", os.path.join(ckpt, "vocab.txt")]))
                 for run, source in runs:
                     commands.append((r.path("done", f"finetune-{run}.json"),
                                      common + source + ["--out", r.path("finetune", run)],
                                      r.path("logs", f"finetune-{run}.log")))
     return commands
+
+
+def finetune_run_name(side: str, labels: str, k: int, learning_rate=FINETUNE_LR) -> str:
+    """A fine-tuning run's name: side 'pretrained-NAME' or 'scratch', labels 'all' or '500', seed k,
+    and -lrX at the end when its peak learning rate is not the recipe's."""
+    return f"{side}-n{labels}-s{k}" + ("" if learning_rate == FINETUNE_LR else f"-lr{learning_rate}")
 
 
 # --- the report --------------------------------------------------------------------------------------
@@ -361,29 +368,28 @@ def finetune_lines(r: Runner, quick: bool, names=None) -> list:
     return finetune_table(results)
 
 
-def finetune_results(r: Runner, names) -> dict:
-    """{run: (best dev accuracy, its test accuracy)} of every finished fine-tuning run of `names` and scratch."""
-    runs = [f"{kind}-n{labels}-s{k}" for kind in [f"pretrained-{n}" for n in names] + ["scratch"]
-            for labels in ("all", "500") for k in FINETUNE_SEEDS]
+def finetune_results(r: Runner, names, learning_rates=(FINETUNE_LR,)) -> dict:
+    """{run: (best dev accuracy, its test accuracy)} of every finished fine-tuning run of `names` and
+    scratch, at each of learning_rates."""
+    runs = [finetune_run_name(side, labels, k, lr) for side in [f"pretrained-{n}" for n in names] + ["scratch"]
+            for labels in ("all", "500") for k in FINETUNE_SEEDS for lr in learning_rates]
     results = {run: finetune_result(r.path("finetune", run, "metrics.jsonl")) for run in runs}
     return {run: v for run, v in results.items() if v}
 
 
 def finetune_table(results: dict) -> list:
-    """finetune_results' runs as markdown (the pretrained models in the order they come)."""
+    """finetune_results' runs at the recipe's learning rate as markdown (the pretrained models in the
+    order they come)."""
     names = list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in results
                                if run.startswith("pretrained-")))
     rows = []
     for name in names:
         for labels in ("all", "500"):
-            runs = {kind: {k: results[f"{prefix}-n{labels}-s{k}"] for k in FINETUNE_SEEDS
-                           if f"{prefix}-n{labels}-s{k}" in results}
-                    for kind, prefix in (("pretrained", f"pretrained-{name}"), ("scratch", "scratch"))}
             gap = paired_gains(results, name, labels)
             if not gap:
                 continue
-            cells = [f"{mean_sd([v[i] for v in runs[kind].values()])} ({len(runs[kind])})"
-                     for kind in ("pretrained", "scratch") for i in (0, 1)]
+            cells = [f"{mean_sd(accuracies)} ({len(accuracies)})"
+                     for side in (f"pretrained-{name}", "scratch") for accuracies in side_accuracies(results, side, labels)]
             rows.append(f"| {name} | {labels} | " + " | ".join(cells) +
                         f" | {mean_sd(gap)} | {sum(g > 0 for g in gap)} of {len(gap)} |")
     head = ["\nrt-polarity fine-tuned (accuracy %, mean ± sd (seeds); the gain paired by fine-tuning seed)\n",
@@ -392,12 +398,20 @@ def finetune_table(results: dict) -> list:
     return head + rows if rows else []
 
 
-def paired_gains(results: dict, name: str, labels: str) -> list:
+def side_accuracies(results: dict, side: str, labels: str, learning_rate=FINETUNE_LR) -> tuple:
+    """([best dev accuracy], [its test accuracy]) of one side's runs (side as finetune_run_name's), by seed."""
+    runs = [results[key] for k in FINETUNE_SEEDS if (key := finetune_run_name(side, labels, k, learning_rate)) in results]
+    return [dev for dev, _ in runs], [test for _, test in runs]
+
+
+def paired_gains(results: dict, name: str, labels: str, learning_rates=(FINETUNE_LR, FINETUNE_LR)) -> list:
     """Test accuracy from pretrained model `name` minus from scratch, by fine-tuning seed, over the seeds
-    both sides have (finetune_results' runs; labels "all" or "500")."""
-    return [results[f"pretrained-{name}-n{labels}-s{k}"][1] - results[f"scratch-n{labels}-s{k}"][1]
-            for k in FINETUNE_SEEDS if f"pretrained-{name}-n{labels}-s{k}" in results
-            and f"scratch-n{labels}-s{k}" in results]
+    both sides have (finetune_results' runs; labels "all" or "500"); learning_rates: the pretrained
+    side's and the scratch side's."""
+    pretrained, scratch = learning_rates
+    keys = [(finetune_run_name(f"pretrained-{name}", labels, k, pretrained), finetune_run_name("scratch", labels, k, scratch))
+            for k in FINETUNE_SEEDS]
+    return [results[a][1] - results[b][1] for a, b in keys if a in results and b in results]
 
 
 def finetune_result(path):

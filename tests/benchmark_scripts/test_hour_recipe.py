@@ -254,3 +254,44 @@ def test_the_page_and_readme_show_the_report_of_the_kept_summaries():
                        f"<!-- end of {name} -->") == table(), f"{page}: paste the script's {name}"
     assert between("README.md", "<!-- the hour: python benchmarks/hour_recipe.py report -->",
                    "<!-- end of the hour -->") == s.what_an_hour_buys(), "README: paste the script's table"
+
+
+def test_fine_tuning_runs_at_each_learning_rate_and_each_side_is_compared_at_the_rate_its_dev_picks(tmp_path):
+    """The finetune stage makes every run at each of FINETUNE_LRS (only the recipe's rate leaves the
+    run's name as it was), and the report compares each side at its own best mean dev accuracy:
+    here the pretrained side's dev picks 1e-3, the scratch side's 3e-4 (where its test accuracy
+    would pick 1e-3), and the test gain is paired by seed between those two."""
+    s = script()
+    from linguistics_results import finetune_run_name      # on the path hour_recipe.py puts it on
+    r = s.Runner(str(tmp_path), 1)
+    for seed in (0, 1):
+        os.makedirs(r.path(f"{s.RECIPE}-m60-s{seed}", "checkpoint"))
+        os.makedirs(r.path("done"), exist_ok=True)
+        with open(r.path("done", f"{s.RECIPE}-m60-s{seed}.json"), "w") as f:
+            json.dump({"cpu_s": 1, "wall_s": 1}, f)
+    commands = s.finetune_commands(r, s.RECIPE, 60, quick=False)
+    outs = [os.path.basename(argv[argv.index("--out") + 1]) for _, argv, _ in commands]
+    assert len(outs) == len(set(outs)) == 3 * 2 * 5 * 2
+    assert {(o.rsplit("-lr", 1)[1] if "-lr" in o else s.FINETUNE_LR) for o in outs} == set(s.FINETUNE_LRS)
+    for _, argv, _ in commands:
+        out = os.path.basename(argv[argv.index("--out") + 1])
+        assert argv[argv.index("--learning-rate") + 1] == (out.rsplit("-lr", 1)[1] if "-lr" in out else s.FINETUNE_LR)
+    dev = {("pretrained", "1e-4"): 0.70, ("pretrained", "3e-4"): 0.74, ("pretrained", "1e-3"): 0.75,
+           ("scratch", "1e-4"): 0.70, ("scratch", "3e-4"): 0.75, ("scratch", "1e-3"): 0.73}
+    tuned = {}
+    for lr in s.FINETUNE_LRS:
+        for k in range(5):
+            for side in (f"pretrained-{s.RECIPE}-m60", "scratch"):
+                kind = side.split("-")[0]
+                test = dev[kind, lr] + (0.01 * k + 0.005 if kind == "pretrained" else 0.05 * (lr == "1e-3"))
+                tuned[finetune_run_name(side, "all", k, lr)] = [dev[kind, lr], test]
+    results = tmp_path / "results"
+    os.makedirs(results / "finetune")
+    (results / "finetune" / "rt-polarity.json").write_text(json.dumps(tuned))
+    rows = s.finetune_by_learning_rate(str(results)).splitlines()[2:]
+    assert [row.split(" | ")[2] for row in rows] == [*s.FINETUNE_LRS, "picked on dev: 1e-3 / 3e-4"]
+    picked = rows[-1].split(" | ")
+    assert picked[7:] == ["2.5 ± 1.6", "5 of 5 |"]          # 75.5 + k against 75: 0.5 ... 4.5 points
+    at_recipe = rows[1].split(" | ")
+    assert at_recipe[7:] == ["1.5 ± 1.6", "4 of 5 |"]       # 74.5 + k against 75: -0.5 ... 3.5
+    assert s.finetune_by_learning_rate(str(tmp_path / "none")) == "(no fine-tuning run summarized)"
