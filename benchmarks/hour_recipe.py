@@ -507,7 +507,20 @@ def summarize(r: Runner, results: str) -> None:
     from linguistics_results import finetune_results
     tuned = finetune_results(r, sorted({group_of(name) for name in finished_runs(r)}), FINETUNE_LRS)
     if tuned:
-        write_json(os.path.join(results, "finetune", "rt-polarity.json"), tuned)
+        write_json(tuned_path(results), tuned)
+
+
+def tuned_path(results: str) -> str:
+    """The summary of every rt-polarity fine-tuning run (finetune_results')."""
+    return os.path.join(results, "finetune", "rt-polarity.json")
+
+
+def load_tuned(results: str):
+    """{run: [best dev accuracy, its test accuracy]} of the fine-tuning summary, or None before one."""
+    if not os.path.exists(tuned_path(results)):
+        return None
+    with open(tuned_path(results)) as f:
+        return json.load(f)
 
 
 def mean_of(values):
@@ -759,10 +772,8 @@ def what_an_hour_buys(results=RESULTS, arm=RECIPE, minutes=60, label="the hour r
                   f"{statistics.mean(blimp) - three_gram:+.1f}", "≥ +5",
                   missed_by(statistics.mean(blimp) - three_gram, 5, 1)),
                  ("determiner-noun agreement (%)", mean_sd(det, digits=1), "≥ 70", missed_by(statistics.mean(det), 70, 1))]
-    path = os.path.join(results, "finetune", "rt-polarity.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            tuned = json.load(f)
+    tuned = load_tuned(results)
+    if tuned is not None:
         for labels, target in (("500", "≥ +5, every seed ahead"), ("all", "every seed ahead")):
             gap = [100 * g for g in paired_gains(tuned, group_name(arm, minutes), labels)]
             if gap:
@@ -827,28 +838,21 @@ def probe_report(results=RESULTS, arms=(RECIPE, "tiny-mlm"), minutes=60) -> str:
 def finetune_report(results=RESULTS) -> str:
     """Markdown: rt-polarity from the hour models against from scratch (linguistics_results' table)."""
     from linguistics_results import finetune_table
-    path = os.path.join(results, "finetune", "rt-polarity.json")
-    if not os.path.exists(path):
-        return "(no fine-tuning run summarized)"
-    with open(path) as f:
-        return "\n".join(finetune_table(json.load(f))[1:])
+    tuned = load_tuned(results)
+    return "(no fine-tuning run summarized)" if tuned is None else "\n".join(finetune_table(tuned)[1:])
 
 
 def finetune_by_learning_rate(results=RESULTS) -> str:
     """Markdown: rt-polarity from each hour model and from scratch at each of FINETUNE_LRS, and at the
     rate each side's mean dev accuracy picks (as BERT's paper picks its fine-tuning rate on dev), the
     test gain paired by fine-tuning seed."""
-    from linguistics_results import mean_sd as percent, paired_gains, side_accuracies
-    path = os.path.join(results, "finetune", "rt-polarity.json")
-    if not os.path.exists(path):
+    from linguistics_results import paired_gains, pretrained_names, side_accuracies
+    tuned = load_tuned(results)
+    if tuned is None:
         return "(no fine-tuning run summarized)"
-    with open(path) as f:
-        tuned = json.load(f)
-    names = list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in tuned
-                               if run.startswith("pretrained-")))
     lines = ["| pretrained | training sentences | peak lr | pretrained dev | pretrained test | from scratch dev | "
              "from scratch test | test gain | pretrained ahead |", "|---|---|---|---|---|---|---|---|---|"]
-    for name in names:
+    for name in pretrained_names(tuned):
         for labels in ("all", "500"):
             sides = (f"pretrained-{name}", "scratch")
             by_lr = {lr: [side_accuracies(tuned, side, labels, lr) for side in sides] for lr in FINETUNE_LRS}
@@ -856,11 +860,14 @@ def finetune_by_learning_rate(results=RESULTS) -> str:
             if not by_lr:
                 continue
             picked = [max(by_lr, key=lambda lr: statistics.mean(by_lr[lr][i][0])) for i in range(2)]
-            rows = [((lr, lr), lr) for lr in by_lr] + [(picked, "picked on dev: {} / {}".format(*picked))] * (len(by_lr) > 1)
+            rows = [((lr, lr), lr) for lr in by_lr]
+            if len(by_lr) > 1:
+                rows.append((picked, "picked on dev: {} / {}".format(*picked)))
             for lrs, label in rows:
-                cells = [f"{percent(accuracies)} ({len(accuracies)})" for i in range(2) for accuracies in by_lr[lrs[i]][i]]
+                cells = [f"{mean_sd(accuracies, 100, 1)} ({len(accuracies)})" for i in range(2)
+                         for accuracies in by_lr[lrs[i]][i]]
                 gap = paired_gains(tuned, name, labels, lrs)
-                lines.append(f"| {name} | {labels} | {label} | " + " | ".join(cells) + f" | {percent(gap)} | "
+                lines.append(f"| {name} | {labels} | {label} | " + " | ".join(cells) + f" | {mean_sd(gap, 100, 1)} | "
                              f"{sum(g > 0 for g in gap)} of {len(gap)} |")
     return "\n".join(lines) if len(lines) > 2 else "(no fine-tuning run at every side)"
 

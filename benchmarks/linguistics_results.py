@@ -380,10 +380,8 @@ def finetune_results(r: Runner, names, learning_rates=(FINETUNE_LR,)) -> dict:
 def finetune_table(results: dict) -> list:
     """finetune_results' runs at the recipe's learning rate as markdown (the pretrained models in the
     order they come)."""
-    names = list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in results
-                               if run.startswith("pretrained-")))
     rows = []
-    for name in names:
+    for name in pretrained_names(results):
         for labels in ("all", "500"):
             gap = paired_gains(results, name, labels)
             if not gap:
@@ -396,6 +394,12 @@ def finetune_table(results: dict) -> list:
             "| pretrained | training sentences | pretrained dev | pretrained test | from scratch dev | "
             "from scratch test | test gain | pretrained ahead |", "|---|---|---|---|---|---|---|---|"]
     return head + rows if rows else []
+
+
+def pretrained_names(results: dict) -> list:
+    """The pretrained models finetune_results' runs start from, in the order they come."""
+    return list(dict.fromkeys(run[len("pretrained-"):].rsplit("-n", 1)[0] for run in results
+                              if run.startswith("pretrained-")))
 
 
 def side_accuracies(results: dict, side: str, labels: str, learning_rate=FINETUNE_LR) -> tuple:
